@@ -1,0 +1,58 @@
+"""The ``embtune`` command: ``embtune <stage> [args]``.
+
+Each stage lives in its own module and exposes ``main(argv) -> int``; this dispatcher imports
+only the stage asked for, so ``embtune --help`` stays fast and a missing optional dependency of
+one stage never breaks another.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+# stage name -> (module, one-line help)
+STAGES: dict[str, tuple[str, str]] = {
+    "validate-params": ("embtune.config_cli", "Validate params.yaml (+ presets); print the resolved config."),
+    "build-tokenizer": ("embtune.models.tokenizer", "Train the demo byte-level BPE tokenizer (or fetch the hub one)."),
+    "build-model": ("embtune.models.build", "Build/fetch a base decoder; pre-train the tiny demo suite as causal LMs."),
+    "prepare-bge": ("embtune.data.bge", "BGE pairs -> tokenised, deduplicated parquet shards + manifest."),
+    "split-msmarco": ("embtune.data.msmarco", "MSMARCO triplets -> train/val/eval splits."),
+    "build-arxiv-negatives": ("embtune.data.arxiv_negatives", "arXiv snapshot -> arxiv-negatives + triplets."),
+    "prepare-xnli": ("embtune.data.xnli", "XNLI -> long table, all languages checked."),
+    "materialise-mteb": ("embtune.data.mteb_data", "MTEB subset task data -> local files."),
+    "fetch": ("embtune.data.sources", "Download an hf:// source file into data/raw."),
+    "train": ("embtune.train.loop", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
+    "evaluate-mteb": ("embtune.evaluate.mteb_eval", "Evaluate a checkpoint on the MTEB subset through mteb."),
+    "evaluate-pnd": ("embtune.evaluate.pnd_eval", "PND on MSMARCO/arxiv/XNLI for an encoder (cached embeddings)."),
+    "tune-query": ("embtune.train.query_tower", "Adiabatic query-tower tuning of one query run config."),
+    "collect-runs": ("embtune.scaling.runs_table", "Gather run metrics into results/runs.parquet."),
+    "fit-scaling": ("embtune.scaling.fit_cli", "Fit scaling laws, frontier and crossovers."),
+    "recipe": ("embtune.scaling.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),
+    "figures": ("embtune.plots.cli", "All figures and tables, and results/report.md."),
+    "query-table": ("embtune.evaluate.query_table", "Table-1-style rows and heatmaps for query tuning."),
+}
+
+
+def _usage() -> str:
+    width = max(map(len, STAGES))
+    lines = ["usage: embtune <stage> [args...]", "", "stages:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in STAGES.items()]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    stage, rest = args[0], args[1:]
+    if stage not in STAGES:
+        print(f"embtune: unknown stage {stage!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(STAGES[stage][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

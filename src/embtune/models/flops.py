@@ -1,0 +1,91 @@
+"""FLOP accounting for contrastive fine-tuning (paper 1, section 3).
+
+C = 2·N_F·D + 2·N_B·D + 2·N_U·D, where D is the number of real (non-padding) tokens processed and
+N_F, N_B, N_U are the non-token-embedding parameters that are run forward, back-propagated
+through, and updated. Full fine-tuning gives 6·N·D; freezing the first k blocks gives
+2·N·D + 4·N_B·D; bias-only and LoRA give 4·N·D + 2·N_U·D (the paper's convention: the small
+adapter matmuls are not counted in N_F/N_B).
+
+The analytic counts here let the sweep plan the grid offline from architecture numbers alone;
+training re-counts from the instantiated model (``embtune.models.methods``) and the two must agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Non-token-embedding parameter counts that enter the FLOP formula."""
+
+    n_total: int        # N: all non-token-embedding parameters of the base model
+    n_forward: int      # N_F
+    n_backward: int     # N_B
+    n_update: int       # N_U
+
+    @property
+    def per_token(self) -> int:
+        """FLOP per processed token: 2·(N_F + N_B + N_U)."""
+        return 2 * (self.n_forward + self.n_backward + self.n_update)
+
+    @property
+    def trainable_fraction(self) -> float:
+        """S in the paper's modified law: updated / total."""
+        return self.n_update / self.n_total
+
+
+def training_flops(counts: ParamCounts, tokens: int | float) -> float:
+    """C = 2·N_F·D + 2·N_B·D + 2·N_U·D."""
+    return float(counts.per_token) * float(tokens)
+
+
+def tokens_for_budget(counts: ParamCounts, budget: float) -> float:
+    """D such that C(D) = budget."""
+    return budget / counts.per_token
+
+
+def gpt_neox_block_params(hidden: int, intermediate: int | None = None) -> int:
+    """Parameters of one GPT-NeoX (Pythia) block: 2 LayerNorms, fused QKV, attention output,
+    and the two MLP matrices, all with biases. With intermediate = 4d this is 12d² + 13d."""
+    d, i = hidden, intermediate or 4 * hidden
+    layernorms = 2 * 2 * d
+    qkv = d * 3 * d + 3 * d
+    attn_out = d * d + d
+    mlp = d * i + i + i * d + d
+    return layernorms + qkv + attn_out + mlp
+
+
+def gpt_neox_block_biases(hidden: int, intermediate: int | None = None) -> int:
+    """Bias (and LayerNorm bias) parameters of one block: what bias-only tuning updates."""
+    d, i = hidden, intermediate or 4 * hidden
+    return 3 * d + d + i + d + 2 * d
+
+
+def gpt_neox_lora_params(hidden: int, rank: int, intermediate: int | None = None) -> int:
+    """LoRA parameters per block on all four dense layers: r·(in + out) each."""
+    d, i = hidden, intermediate or 4 * hidden
+    return rank * ((d + 3 * d) + (d + d) + (d + i) + (i + d))
+
+
+def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,
+                    frozen_blocks: int = 0, lora_rank: int | None = None) -> ParamCounts:
+    """Counts for a GPT-NeoX model from architecture numbers (planning time, offline)."""
+    block = gpt_neox_block_params(hidden, intermediate)
+    final_ln = 2 * hidden
+    n = num_layers * block + final_ln
+    if method == "full":
+        return ParamCounts(n, n, n, n)
+    if method == "freeze":
+        if not 0 <= frozen_blocks < num_layers:
+            raise ValueError(f"frozen_blocks must be in [0, {num_layers}), got {frozen_blocks}")
+        active = (num_layers - frozen_blocks) * block + final_ln
+        return ParamCounts(n, n, active, active)
+    if method == "bias":
+        biases = num_layers * gpt_neox_block_biases(hidden, intermediate) + hidden
+        return ParamCounts(n, n, n, biases)
+    if method == "lora":
+        if not lora_rank:
+            raise ValueError("lora needs lora_rank")
+        return ParamCounts(n, n, n, num_layers * gpt_neox_lora_params(hidden, lora_rank, intermediate))
+    raise ValueError(f"unknown method {method!r} (expected full, freeze, bias or lora)")

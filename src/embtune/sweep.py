@@ -1,0 +1,161 @@
+"""Expand the parameter grids into run configs — the one place that does it.
+
+Why one place: the Snakefile builds its targets from these lists, the training stage trains
+exactly the dict it is given, the analysis joins on the same ids, and tests check the same
+expansion. A run config is a plain JSON-able dict; its id is readable and derived from it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from embtune.models.flops import analytic_counts, tokens_for_budget
+
+
+@dataclass(frozen=True)
+class Skipped:
+    run_id: str
+    reason: str
+
+
+def format_budget(budget: float) -> str:
+    """1.5e15 -> '1.5e15'; 2.4e16 -> '2.4e16' (short, filesystem-friendly, round-trips)."""
+    exp = math.floor(math.log10(budget))
+    mant = budget / 10**exp
+    return f"{mant:.3g}e{exp}"
+
+
+def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
+    """Frozen-block fractions k/n as (k, n): ``auto`` = k/6 if L % 6 == 0, else k/8 (paper 1, 4.2).
+
+    Kept unreduced so ids read like the paper's grid (``freeze-2of6``, not ``freeze-1of3``)."""
+    if spec == "auto":
+        for denom in (6, 8):
+            if num_layers % denom == 0:
+                return [(k, denom) for k in range(denom)]
+        return []
+    fracs = [Fraction(x).limit_denominator(64) for x in spec]
+    return [(f.numerator, f.denominator) for f in fracs]
+
+
+def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple[str, dict[str, Any], str | None]]:
+    """(method tag, method settings, skip reason) for every method variant of one model."""
+    out: list[tuple[str, dict[str, Any], str | None]] = []
+    num_layers = model["num_layers"]
+    for method in train["methods"]:
+        if method in ("full", "bias"):
+            out.append((method, {"method": method}, None))
+        elif method == "freeze":
+            fracs = freeze_fractions(num_layers, train["freeze"]["fractions"])
+            if not fracs:
+                out.append((f"freeze-auto", {"method": "freeze"},
+                            f"{num_layers} blocks is divisible by neither 6 nor 8 (fractions: auto)"))
+            for num, denom in fracs:
+                frac = Fraction(num, denom)
+                k = frac * num_layers
+                tag = f"freeze-{num}of{denom}"
+                reason = None if k.denominator == 1 else f"{frac} of {num_layers} blocks is not a whole number"
+                out.append((tag, {"method": "freeze", "freeze_fraction": float(frac),
+                                  "frozen_blocks": int(k) if reason is None else None}, reason))
+        elif method == "lora":
+            for rank in train["lora"]["ranks"]:
+                out.append((f"lora-r{rank}", {"method": "lora", "lora_rank": rank,
+                                             "lora_alpha": rank * train["lora"]["alpha_per_rank"],
+                                             "lora_dropout": train["lora"]["dropout"]}, None))
+    return out
+
+
+def peak_lr(model: dict[str, Any], method: str, train: dict[str, Any]) -> float:
+    """Per-method override (paper 1, Tables 3-4) or the model's pre-training peak / divisor."""
+    override = train.get("method_lr", {}).get(method)
+    return float(override) if override else model["pretrain_peak_lr"] / train["lr_divisor"]
+
+
+def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """All feasible run configs of the grid, and the infeasible ones with their reason."""
+    train = params["train"]
+    processed = Path(params["paths"]["processed"])
+    results = Path(params["paths"]["results"])
+    runs: list[dict[str, Any]] = []
+    skipped: list[Skipped] = []
+    for model in params["models"]:
+        for tag, method_cfg, reason in _method_variants(model, train):
+            for budget in train["budgets"]:
+                for seed in train["seeds"]:
+                    run_id = f"{model['name']}__{tag}__c{format_budget(budget)}__s{seed}"
+                    if reason:
+                        skipped.append(Skipped(run_id, reason))
+                        continue
+                    counts = analytic_counts(
+                        model["hidden_size"], model["num_layers"], method_cfg["method"],
+                        intermediate=model.get("intermediate_size"),
+                        frozen_blocks=method_cfg.get("frozen_blocks") or 0,
+                        lora_rank=method_cfg.get("lora_rank"))
+                    tokens = tokens_for_budget(counts, budget)
+                    est_steps = tokens / train["tokens_per_pair_estimate"] / train["batch_size"]
+                    if est_steps < train["min_steps"]:
+                        skipped.append(Skipped(run_id, f"budget allows ~{est_steps:.1f} steps "
+                                                       f"< train.min_steps={train['min_steps']}"))
+                        continue
+                    runs.append({
+                        "run_id": run_id,
+                        "model": dict(model),
+                        **method_cfg,
+                        "budget": float(budget),
+                        "seed": seed,
+                        "peak_lr": peak_lr(model, method_cfg["method"], train),
+                        "planned": {"n_total": counts.n_total, "n_forward": counts.n_forward,
+                                    "n_backward": counts.n_backward, "n_update": counts.n_update,
+                                    "tokens": tokens, "steps": est_steps},
+                        "train": {k: train[k] for k in (
+                            "batch_size", "context_length", "temperature", "weight_decay",
+                            "warmup_fraction", "final_lr_fraction", "pooling", "gradcache_chunk",
+                            "gradient_checkpointing", "min_steps", "max_epochs",
+                            "checkpoint_every_steps", "log_every_steps", "final_loss_window")},
+                        "data": {"train_dir": str(processed / "bge"),
+                                 "tokenizer_dir": str(processed / "tokenizer")},
+                        "base_model_dir": str(results / "base_models" / model["name"]),
+                    })
+    return runs, skipped
+
+
+QUERY_SWEEP_KEYS = ("lr", "freeze", "batch_size", "margin", "weight_decay", "train_data",
+                    "scheduler", "optimizer", "patience")
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def query_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """One-factor-at-a-time query-tuning runs per model: the default regime plus each sweep value.
+
+    The id names what differs from the defaults (``default`` for the default regime), so a value
+    equal to the default collapses onto the default run instead of training it twice."""
+    qt = params["query_tuning"]
+    defaults = dict(qt["defaults"])
+    runs: list[dict[str, Any]] = []
+    for model in qt["models"]:
+        seen: set[str] = set()
+        variants = [("default", {})] + [
+            (key, {key: value}) for key in QUERY_SWEEP_KEYS for value in qt.get("sweeps", {}).get(key, [])]
+        for key, change in variants:
+            cfg = {**defaults, **change}
+            diff = {k: v for k, v in cfg.items() if v != defaults[k]}
+            qrun = "default" if not diff else "__".join(f"{k}-{_fmt(v)}" for k, v in sorted(diff.items()))
+            if qrun in seen:
+                continue
+            seen.add(qrun)
+            lr = cfg["lr"]
+            ratio = cfg["batch_size"] / defaults["batch_size"]
+            if cfg["lr_scaling"] == "linear":
+                lr *= ratio
+            elif cfg["lr_scaling"] == "sqrt":
+                lr *= math.sqrt(ratio)
+            runs.append({"qrun_id": qrun, "model": dict(model), "sweep": key,
+                         **cfg, "lr_effective": lr})
+    return runs
