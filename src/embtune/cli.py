@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # stage name -> (module, one-line help)
 STAGES: dict[str, tuple[str, str]] = {
     "validate-params": ("embtune.config_cli", "Validate params.yaml (+ presets); print the resolved config."),
+    "plan": ("embtune.plan", "Print/write the planned training grid and the skipped configs."),
     "build-tokenizer": ("embtune.models.tokenizer", "Train the demo byte-level BPE tokenizer (or fetch the hub one)."),
     "build-model": ("embtune.models.build", "Build/fetch a base decoder; pre-train the tiny demo suite as causal LMs."),
     "prepare-bge": ("embtune.data.bge", "BGE pairs -> tokenised, deduplicated parquet shards + manifest."),
@@ -30,6 +31,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "fit-scaling": ("embtune.scaling.fit_cli", "Fit scaling laws, frontier and crossovers."),
     "recipe": ("embtune.scaling.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),
     "figures": ("embtune.plots.cli", "All figures and tables, and results/report.md."),
+    "summary": ("embtune.summary", "Headline numbers as results/.../metrics.json (DVC metrics)."),
     "query-table": ("embtune.evaluate.query_table", "Table-1-style rows and heatmaps for query tuning."),
 }
 

@@ -1,0 +1,40 @@
+# Two commands: `make demo` (install + the whole study offline on CPU) and `make test`.
+# Torch is pinned to the CPU build via constraints.txt so a fresh machine never pulls CUDA wheels.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTHON ?= python3
+CORES ?= 2
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: install demo test bench plan lint clean-demo
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e ".[workflow,demo,test]"
+	touch $@
+
+demo: install
+	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --printshellcmds
+	@echo "Results: results/demo/ (figures: results/demo/analysis/figures, recipe: results/demo/analysis/recipes, report: results/demo/analysis/report.md, metrics: results/demo/metrics.json)"
+
+test: install
+	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"
+	$(BIN)/pytest -v --durations=15
+
+bench: install
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+plan: install
+	$(BIN)/snakemake -n --quiet rules
+
+clean-demo:
+	rm -rf results/demo data/processed/demo

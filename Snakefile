@@ -1,0 +1,23 @@
+# embtune — one workflow for both papers: data prep -> training grid -> evaluation -> scaling
+# fits, figures and the recipe. Parameters: params.yaml (paper scale); the offline CPU demo adds
+# `--configfile presets/demo.yaml`. Cluster: `snakemake --profile slurm` (see slurm/README.md).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "params.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/resources.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analyze.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

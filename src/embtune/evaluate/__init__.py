@@ -1,0 +1,1 @@
+"""Evaluation: PND on triplet sets and XNLI, significance tests, ranking metrics, embedding cache."""

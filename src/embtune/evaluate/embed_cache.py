@@ -1,0 +1,214 @@
+"""Persistent embedding cache: each unique text is embedded once per (model, tower, prefix).
+
+Why: PND evaluation re-embeds the same texts many times — XNLI sentences appear in 225 language
+pairs, MSMARCO passages repeat across samples, and every tuned query tower is evaluated against
+the *same* frozen document tower. Keying embeddings by (model fingerprint, tower, prefix, text)
+makes the document side a one-off cost per base model and makes re-runs free. It also makes a
+text's embedding unique (padding in different batches can otherwise change the last bits), which
+PND's exact tie counting relies on.
+
+Layout: ``<cache_dir>/<key>/meta.json`` plus append-only shards ``part-<digest>.npz`` holding
+``hashes`` (sha256 of the prefixed text, 32-byte rows) and ``emb`` (float32). A shard is written
+atomically (``embtune.io.atomic_path``) and named by its content digest, so a killed job never
+leaves a half-written shard and concurrent writers never clobber each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from embtune.io import atomic_path, sha256_file, write_json
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model")
+SKIP_DIRS = frozenset({"onnx", "openvino", ".git", "checkpoints"})
+
+
+class Encoder(Protocol):
+    """What the cache needs from a model: float32 embeddings of a list of (prefixed) texts."""
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers folder (base model or a query tower saved with ``.save``).
+
+    bf16 autocast on CUDA only (CPU bf16 is slow and changes results for no gain)."""
+
+    def __init__(self, path: str, device: str | None = None) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = SentenceTransformer(path, device=self.device)
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import contextlib
+
+        import torch
+
+        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.device.startswith("cuda")
+                    else contextlib.nullcontext())
+        with torch.inference_mode(), autocast:
+            out = self.model.encode(texts, batch_size=batch_size, convert_to_numpy=False,
+                                    convert_to_tensor=True, show_progress_bar=False)
+        return out.float().cpu().numpy().astype(np.float32, copy=False)
+
+
+def model_fingerprint(path_or_id: str) -> str:
+    """sha256 over the weight/config files of a model folder (relative path + content hash).
+
+    A hub id that is not a local folder is resolved through the local HF cache; when that fails
+    the id string itself is the fingerprint (documented limitation: a changed hub revision under
+    the same id would then reuse stale embeddings)."""
+    folder = _local_folder(path_or_id)
+    if folder is None:
+        return hashlib.sha256(f"id:{path_or_id}".encode()).hexdigest()
+    digest = hashlib.sha256()
+    for file in _weight_files(folder):
+        digest.update(f"{file.relative_to(folder).as_posix()}\0{sha256_file(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def _local_folder(path_or_id: str) -> Path | None:
+    if Path(path_or_id).is_dir():
+        return Path(path_or_id)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(path_or_id, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any resolution failure falls back to the id string
+        return None
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    files = []
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        files += [Path(root) / n for n in names if n.endswith(WEIGHT_SUFFIXES)]
+    return sorted(files)
+
+
+def text_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+@dataclass
+class EncodeStats:
+    """Work actually done by the encoder (the benchmark compares it with a naive count)."""
+
+    texts_requested: int = 0
+    texts_encoded: int = 0
+    forward_passes: int = 0
+    per_store: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"texts_requested": self.texts_requested, "texts_encoded": self.texts_encoded,
+                "forward_passes": self.forward_passes, "per_store": self.per_store}
+
+
+class EmbedCache:
+    """On-disk embeddings for one cache directory; see the module docstring for the layout."""
+
+    def __init__(self, cache_dir: str | os.PathLike[str], progress: bool = True) -> None:
+        self.root = Path(cache_dir)
+        self.progress = progress
+        self.stats = EncodeStats()
+        self._loaded: dict[str, dict[bytes, np.ndarray]] = {}
+
+    def embed(self, encoder: Encoder, fingerprint: str, tower: str, prefix: str,
+              texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """float32 embeddings of ``prefix + text`` for each text, encoding only unseen texts."""
+        key = store_key(fingerprint, tower, prefix)
+        store = self._store(key, fingerprint, tower, prefix)
+        full = [prefix + t for t in texts]
+        hashes = [text_hash(t) for t in full]
+        missing = _unique_missing(full, hashes, store)
+        if missing:
+            new = self._encode(encoder, missing, batch_size, f"{tower}:{key[:8]}")
+            self._append(key, [text_hash(t) for t in missing], new)
+        self._count(key, len(full), len(missing), _n_batches(len(missing), batch_size))
+        if not full:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([store[h] for h in hashes]).astype(np.float32, copy=False)
+
+    def _store(self, key: str, fingerprint: str, tower: str, prefix: str) -> dict[bytes, np.ndarray]:
+        if key not in self._loaded:
+            folder = self.root / key
+            if not (folder / "meta.json").exists():
+                write_json(folder / "meta.json", {"fingerprint": fingerprint, "tower": tower,
+                                                  "prefix": prefix})
+            self._loaded[key] = _read_shards(folder)
+        return self._loaded[key]
+
+    def _encode(self, encoder: Encoder, texts: list[str], batch_size: int, desc: str) -> np.ndarray:
+        """Length-sorted batches (less padding); results returned in the input order."""
+        from tqdm.auto import tqdm
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out: list[np.ndarray] = []
+        starts = range(0, len(order), batch_size)
+        for start in tqdm(starts, desc=f"encode {desc}", disable=not self.progress, leave=False):
+            batch = [texts[i] for i in order[start:start + batch_size]]
+            out.append(np.asarray(encoder.encode(batch, batch_size), dtype=np.float32))
+        emb = np.concatenate(out)
+        result = np.empty_like(emb)
+        result[np.asarray(order)] = emb
+        return result
+
+    def _append(self, key: str, hashes: list[bytes], emb: np.ndarray) -> None:
+        hash_arr = np.frombuffer(b"".join(hashes), dtype=np.uint8).reshape(len(hashes), 32)
+        digest = hashlib.sha256(hash_arr.tobytes() + emb.tobytes()).hexdigest()[:16]
+        with atomic_path(self.root / key / f"part-{digest}.npz") as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, hashes=hash_arr, emb=emb)
+        store = self._loaded[key]
+        for h, row in zip(hashes, emb):
+            store[h] = row
+
+    def _count(self, key: str, requested: int, encoded: int, passes: int) -> None:
+        s = self.stats
+        s.texts_requested += requested
+        s.texts_encoded += encoded
+        s.forward_passes += passes
+        entry = s.per_store.setdefault(key, {"texts_requested": 0, "texts_encoded": 0,
+                                             "forward_passes": 0})
+        entry["texts_requested"] += requested
+        entry["texts_encoded"] += encoded
+        entry["forward_passes"] += passes
+
+
+def store_key(fingerprint: str, tower: str, prefix: str) -> str:
+    """Directory name of one (model, tower, prefix) store."""
+    payload = json.dumps([fingerprint, tower, prefix]).encode()
+    return hashlib.sha256(payload).hexdigest()[:24]
+
+
+def _unique_missing(texts: list[str], hashes: list[bytes], store: dict[bytes, np.ndarray]) -> list[str]:
+    seen: set[bytes] = set()
+    missing = []
+    for text, h in zip(texts, hashes):
+        if h not in store and h not in seen:
+            seen.add(h)
+            missing.append(text)
+    return missing
+
+
+def _n_batches(n: int, batch_size: int) -> int:
+    return -(-n // batch_size)
+
+
+def _read_shards(folder: Path) -> dict[bytes, np.ndarray]:
+    store: dict[bytes, np.ndarray] = {}
+    for shard in sorted(folder.glob("part-*.npz")):
+        with np.load(shard) as data:
+            for h, row in zip(data["hashes"], data["emb"]):
+                store[h.tobytes()] = row
+    return store

@@ -1,0 +1,162 @@
+"""Positive-negative discrepancy (PND, paper 2, section 2 and Appendix F).
+
+An *error* is a (positive, negative) comparison in which the positive is **not closer** to the
+query than the negative; ties count as errors. "Closer" is measured by cosine similarity (higher
+is closer) or by euclidean distance (lower is closer).
+
+Exactness and ties. All scores are computed in float64 from the float32 embeddings, one row-wise
+reduction per (query, text) pair (``np.sum(a * b, axis=-1)``, never a BLAS matrix product, whose
+blocking can round identical rows differently). Two identical text embeddings (the embedding
+cache guarantees that one text always has one embedding) therefore give bit-identical scores,
+and such ties are counted as errors exactly as the brute-force definition says. Distances are
+turned into "closeness" by negation, which is exact in IEEE arithmetic, so one counting routine
+serves both measures.
+
+Counting is O(n log n): negatives are sorted once and each positive is located with
+``np.searchsorted``; the n_pos x n_neg comparison matrix is never materialised (XNLI has
+1,670 x 1,670 comparisons per language pair and relation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Measure = Literal["cos", "dist"]
+MEASURES: tuple[Measure, ...] = ("cos", "dist")
+
+
+@dataclass(frozen=True)
+class PndCounts:
+    """Integer error/comparison counts; rates are derived, never stored alone."""
+
+    errors: int
+    total: int
+    per_query_rate: float  # mean over queries of errors_q / total_q (queries with total_q > 0)
+    n_queries: int
+
+    @property
+    def rate(self) -> float:
+        return self.errors / self.total if self.total else float("nan")
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"errors": self.errors, "total": self.total, "rate": self.rate,
+                "per_query_rate": self.per_query_rate, "n_queries": self.n_queries}
+
+
+def closeness(queries: np.ndarray, texts: np.ndarray, measure: Measure) -> np.ndarray:
+    """Row-wise closeness of ``queries[i]`` to ``texts[i]`` in float64 (higher = closer).
+
+    cos: dot product of the L2-normalised rows; dist: minus the euclidean distance."""
+    q = np.asarray(queries, dtype=np.float64)
+    t = np.asarray(texts, dtype=np.float64)
+    if q.shape != t.shape or q.ndim != 2:
+        raise ValueError(f"closeness: shapes {q.shape} and {t.shape} must be equal (n, d)")
+    return _prepared_closeness(_prepared(q, measure), _prepared(t, measure), measure)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norms = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+    return x / np.where(norms == 0.0, 1.0, norms)
+
+
+def count_not_closer(pos: np.ndarray, neg: np.ndarray) -> int:
+    """#{(i, j): pos[i] <= neg[j]} for closeness scores (ties are errors), in O(n log n)."""
+    pos, neg = _finite(pos), _finite(neg)
+    sorted_neg = np.sort(neg)
+    # negatives strictly below pos[i] are not errors; everything from there on (>=) is.
+    below = np.searchsorted(sorted_neg, pos, side="left")
+    return int(sorted_neg.size * pos.size - below.sum(dtype=np.int64))
+
+
+def grouped_errors(pos: np.ndarray, pos_group: np.ndarray, neg: np.ndarray,
+                   neg_group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group errors and comparisons: positives compete only with negatives of their group.
+
+    Why ranks: scores are replaced by exact dense ranks over all scores (``np.unique``; equal
+    floats share a rank), so (group, rank) packs into one int64 key and a single sorted
+    ``searchsorted`` handles all queries at once, ties included."""
+    pos, neg = _finite(pos), _finite(neg)
+    pos_group, neg_group = np.asarray(pos_group, np.int64), np.asarray(neg_group, np.int64)
+    _, inverse = np.unique(np.concatenate([pos, neg]), return_inverse=True)
+    n_ranks = int(inverse.max()) + 1 if inverse.size else 1
+    pos_key = pos_group * n_ranks + inverse[: pos.size]
+    neg_key = np.sort(neg_group * n_ranks + inverse[pos.size:])
+    group_end = np.searchsorted(neg_key, (pos_group + 1) * n_ranks, side="left")
+    at_or_above = group_end - np.searchsorted(neg_key, pos_key, side="left")
+    errors = np.bincount(pos_group, weights=at_or_above, minlength=n_groups).astype(np.int64)
+    n_pos = np.bincount(pos_group, minlength=n_groups).astype(np.int64)
+    n_neg = np.bincount(neg_group, minlength=n_groups).astype(np.int64)
+    return errors, n_pos * n_neg
+
+
+def _finite(x: np.ndarray) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("PND scores must be finite (NaN/inf in embeddings?)")
+    return arr
+
+
+def summarise(errors: np.ndarray, totals: np.ndarray) -> PndCounts:
+    """Pool per-query counts; the per-query average skips queries without comparisons."""
+    has = totals > 0
+    per_query = float(np.mean(errors[has] / totals[has])) if has.any() else float("nan")
+    return PndCounts(int(errors.sum()), int(totals.sum()), per_query, int(has.sum()))
+
+
+def triplet_set_pnd(query_emb: np.ndarray, pos_emb: np.ndarray, pos_query: np.ndarray,
+                    neg_emb: np.ndarray, neg_query: np.ndarray, measure: Measure) -> PndCounts:
+    """PND of a triplet set: every positive of a query against every negative of that query.
+
+    ``pos_query[k]`` / ``neg_query[k]`` give the row of ``query_emb`` that positive/negative k
+    belongs to (MSMARCO eval: lists per sample; arxiv: one positive and one negative per row)."""
+    pos_query, neg_query = np.asarray(pos_query, np.int64), np.asarray(neg_query, np.int64)
+    pos_score = closeness(query_emb[pos_query], pos_emb, measure)
+    neg_score = closeness(query_emb[neg_query], neg_emb, measure)
+    errors, totals = grouped_errors(pos_score, pos_query, neg_score, neg_query, len(query_emb))
+    return summarise(errors, totals)
+
+
+def xnli_pnd(premises: dict[str, np.ndarray], hypotheses: dict[str, np.ndarray],
+             labels: np.ndarray, measures: tuple[Measure, ...] = MEASURES,
+             relations: tuple[str, ...] = ("neutral", "contradiction")) -> list[dict[str, object]]:
+    """XNLI PND for every (query language, text language) pair (paper 2, Appendix F).
+
+    Row k of ``premises[a]`` / ``hypotheses[b]`` is pair k (aligned by pair id) with label
+    ``labels[k]``; query = premise in language a, text = hypothesis in language b. An error is an
+    entailment pair whose sentences are not closer than those of a pair of ``relation``; all
+    n_entail x n_relation comparisons are counted. Inputs are converted to float64 (and unit
+    rows for cos) once per language, so the per-pair work is one row-wise reduction + sorts."""
+    labels = np.asarray(labels)
+    entail = labels == "entailment"
+    masks = {rel: labels == rel for rel in relations}
+    rows: list[dict[str, object]] = []
+    for measure in measures:
+        prem = {lang: _prepared(x, measure) for lang, x in premises.items()}
+        hyp = {lang: _prepared(x, measure) for lang, x in hypotheses.items()}
+        for a, q in prem.items():
+            for b, t in hyp.items():
+                score = _prepared_closeness(q, t, measure)
+                ent = score[entail]
+                for rel, mask in masks.items():
+                    rows.append({"query_lang": a, "text_lang": b, "relation": rel,
+                                 "measure": measure,
+                                 "errors": count_not_closer(ent, score[mask]),
+                                 "total": int(entail.sum()) * int(mask.sum())})
+    return rows
+
+
+def _prepared(x: np.ndarray, measure: Measure) -> np.ndarray:
+    x64 = np.asarray(x, dtype=np.float64)
+    return _unit(x64) if measure == "cos" else x64
+
+
+def _prepared_closeness(q: np.ndarray, t: np.ndarray, measure: Measure) -> np.ndarray:
+    """Same float64 operations as :func:`closeness`, on inputs already passed through _prepared."""
+    if measure == "cos":
+        return np.sum(q * t, axis=-1)
+    if measure == "dist":
+        return -np.sqrt(np.sum((q - t) ** 2, axis=-1))
+    raise ValueError(f"unknown measure {measure!r} (expected cos or dist)")

@@ -1,0 +1,262 @@
+"""Stage ``evaluate-pnd``: PND of a dual encoder on MSMARCO / arxiv triplets / XNLI (paper 2).
+
+Queries (MSMARCO queries, arxiv anchors, XNLI premises) go through the query tower with
+``query_prefix``; documents (positives, negatives, XNLI hypotheses) through the frozen document
+tower (the base model) with ``doc_prefix``. All embeddings go through :class:`EmbedCache`, so the
+document side is embedded once per base model however many query towers are evaluated.
+
+Outputs (``--out DIR``): ``pnd.json`` — per triplet dataset and measure the integer ``errors`` and
+``total`` plus ``rate``, ``per_query_rate``, ``n_queries`` and ranking metrics (``mrr``, ``map``,
+``p_at_1``); ``xnli`` — per measure and relation the errors/totals summed over all language pairs;
+``encoder_calls`` — texts requested / encoded and forward passes. ``xnli_counts.parquet`` — one
+row per (query_lang, text_lang, relation, measure) with integer ``errors`` and ``total``.
+``manifest.json`` last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from embtune.evaluate.embed_cache import EmbedCache, Encoder, model_fingerprint
+from embtune.evaluate.pnd import MEASURES, Measure, closeness, triplet_set_pnd, xnli_pnd
+from embtune.evaluate.ranking import ranking_metrics
+from embtune.io import provenance, write_json, write_parquet
+
+TRIPLET_FILES = {
+    "msmarco": "msmarco/eval.parquet",
+    "msmarco-hard": "msmarco/eval_hard.parquet",
+    "arxiv-first": "arxiv/triplets_first_L1.parquet",
+    "arxiv-title": "arxiv/triplets_title_L1.parquet",
+}
+XNLI_FILE = "xnli/test.parquet"
+DATASETS = (*TRIPLET_FILES, "xnli")
+
+
+@dataclass(frozen=True)
+class TripletSet:
+    """Queries with flattened positives/negatives; ``*_query`` index into ``queries``."""
+
+    queries: list[str]
+    positives: list[str]
+    pos_query: np.ndarray
+    negatives: list[str]
+    neg_query: np.ndarray
+
+
+@dataclass(frozen=True)
+class XnliTable:
+    """Premises/hypotheses per language, rows aligned by pair id, one label per pair."""
+
+    pair_ids: np.ndarray
+    labels: np.ndarray
+    premises: dict[str, list[str]]
+    hypotheses: dict[str, list[str]]
+
+
+@dataclass
+class Towers:
+    """The two encoders with their cache identities."""
+
+    query: Encoder
+    query_fp: str
+    doc: Encoder
+    doc_fp: str
+    query_prefix: str
+    doc_prefix: str
+
+
+# ---------------------------------------------------------------- data -> pure structures
+def msmarco_triplets(frame: pl.DataFrame) -> TripletSet:
+    """MSMARCO eval samples: all positives x all negatives of each sample."""
+    pos, neg = frame["positives"].to_list(), frame["negatives"].to_list()
+    return TripletSet(
+        queries=frame["query"].to_list(),
+        positives=[p for row in pos for p in row],
+        pos_query=np.repeat(np.arange(len(pos)), [len(r) for r in pos]),
+        negatives=[n for row in neg for n in row],
+        neg_query=np.repeat(np.arange(len(neg)), [len(r) for r in neg]),
+    )
+
+
+def arxiv_triplets(frame: pl.DataFrame, exclude_prefix: str | None = None) -> TripletSet:
+    """arxiv triplets (one positive, one negative per row); App. K drops a category prefix."""
+    if exclude_prefix:
+        frame = frame.filter(~frame["categories"].str.split(" ").list.eval(
+            pl.element().str.starts_with(exclude_prefix)).list.any())
+    idx = np.arange(frame.height)
+    return TripletSet(frame["anchor"].to_list(), frame["positive"].to_list(), idx,
+                      frame["negative"].to_list(), idx)
+
+
+def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> XnliTable:
+    """Align the long XNLI table by pair id across languages (pairs present in all of them)."""
+    langs = list(languages) if languages else sorted(frame["language"].unique().to_list())
+    frame = frame.filter(pl.col("language").is_in(langs))
+    common = (frame.group_by("pair_id").agg(pl.col("language").n_unique().alias("n"))
+              .filter(pl.col("n") == len(langs))["pair_id"].sort())
+    frame = frame.filter(pl.col("pair_id").is_in(common.implode())).sort("language", "pair_id")
+    labels = frame.group_by("pair_id").agg(pl.col("label").n_unique().alias("n"),
+                                           pl.col("label").first()).sort("pair_id")
+    if (labels["n"] > 1).any():
+        raise ValueError(f"{XNLI_FILE}: a pair_id has different labels in different languages")
+    by_lang = {lang: frame.filter(pl.col("language") == lang) for lang in langs}
+    return XnliTable(labels["pair_id"].to_numpy(), labels["label"].to_numpy(),
+                     {k: v["premise"].to_list() for k, v in by_lang.items()},
+                     {k: v["hypothesis"].to_list() for k, v in by_lang.items()})
+
+
+# ---------------------------------------------------------------- evaluation
+def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_size: int,
+                      measures: Sequence[Measure]) -> dict[str, dict[str, Any]]:
+    """PND counts and ranking metrics of one triplet set for each measure."""
+    q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, ts.queries, batch_size)
+    p = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.positives, batch_size)
+    n = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.negatives, batch_size)
+    out: dict[str, dict[str, Any]] = {}
+    for m in measures:
+        counts = triplet_set_pnd(q, p, ts.pos_query, n, ts.neg_query, m).as_dict()
+        counts.update(_ranking(q, p, ts.pos_query, n, ts.neg_query, m))
+        out[m] = counts
+    return out
+
+
+def _ranking(q: np.ndarray, p: np.ndarray, pos_query: np.ndarray, n: np.ndarray,
+             neg_query: np.ndarray, measure: Measure) -> dict[str, float]:
+    """MRR/MAP/P@1 with each query's positives and negatives as its candidate list."""
+    group = np.concatenate([pos_query, neg_query])
+    score = np.concatenate([closeness(q[pos_query], p, measure), closeness(q[neg_query], n, measure)])
+    rel = np.concatenate([np.ones(len(pos_query), bool), np.zeros(len(neg_query), bool)])
+    order = np.argsort(group, kind="stable")
+    group, score, rel = group[order], score[order], rel[order]
+    sizes = np.bincount(group, minlength=len(q))
+    slot = np.arange(len(group)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    shape = (len(q), int(sizes.max(initial=0)))
+    mats = [np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)]
+    for mat, values in zip(mats, (score, rel, np.ones_like(rel))):
+        mat[group, slot] = values
+    metrics = ranking_metrics(*mats)
+    return {k: metrics[k] for k in ("mrr", "map", "p_at_1")}
+
+
+def evaluate_xnli(table: XnliTable, cache: EmbedCache, towers: Towers, batch_size: int,
+                  measures: Sequence[Measure]) -> list[dict[str, Any]]:
+    """Rows of xnli_counts for all (query language, text language) pairs."""
+    prem = {lang: cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, texts,
+                              batch_size) for lang, texts in table.premises.items()}
+    hyp = {lang: cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, texts,
+                             batch_size) for lang, texts in table.hypotheses.items()}
+    return xnli_pnd(prem, hyp, table.labels, tuple(measures))
+
+
+def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]:
+    """Totals over language pairs; ``rate`` = sum errors / sum totals (the paper's average)."""
+    frame = pl.DataFrame(rows)
+    out: dict[str, Any] = {"languages": sorted(table.premises),
+                           "n_pairs_per_label": {str(k): int(v) for k, v in zip(
+                               *np.unique(table.labels, return_counts=True))}}
+    for (measure, relation), grp in frame.group_by("measure", "relation", maintain_order=True):
+        errors, total = int(grp["errors"].sum()), int(grp["total"].sum())
+        pair_rate = (grp["errors"] / grp["total"]).mean() if total else float("nan")
+        out.setdefault(measure, {})[relation] = {
+            "errors": errors, "total": total, "rate": errors / total if total else float("nan"),
+            "mean_pair_rate": pair_rate, "n_language_pairs": grp.height}
+    return out
+
+
+# ---------------------------------------------------------------- CLI
+class LazyEncoder:
+    """Loads the sentence-transformers model only if some text is not cached yet."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._enc: Encoder | None = None
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        if self._enc is None:
+            from embtune.evaluate.embed_cache import SentenceTransformerEncoder
+
+            self._enc = SentenceTransformerEncoder(self.path)
+        return self._enc.encode(texts, batch_size)
+
+
+def build_towers(spec: dict[str, Any], query_model_dir: str | None) -> Towers:
+    from embtune.models.encoders import resolve_encoder_path
+
+    base_path = resolve_encoder_path(spec)
+    doc = LazyEncoder(base_path)
+    doc_fp = model_fingerprint(base_path)
+    query, query_fp = (LazyEncoder(query_model_dir), model_fingerprint(query_model_dir)) \
+        if query_model_dir else (doc, doc_fp)
+    return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
+                  spec.get("doc_prefix", "") or "")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="embtune evaluate-pnd", description=__doc__.splitlines()[0])
+    ap.add_argument("--model-json", required=True,
+                    help="encoder spec JSON: name, source, id, query_prefix, doc_prefix")
+    ap.add_argument("--query-model-dir", default=None,
+                    help="query tower (sentence-transformers folder); default: the base model")
+    ap.add_argument("--datasets", nargs="+", default=["msmarco", "arxiv-first", "arxiv-title", "xnli"],
+                    choices=DATASETS)
+    ap.add_argument("--data-dir", required=True, help="{processed}")
+    ap.add_argument("--exclude-category-prefix", default=None,
+                    help="arxiv: drop rows with a category starting with this (App. K)")
+    ap.add_argument("--xnli-languages", nargs="+", default=None, help="default: all in the file")
+    ap.add_argument("--cache-dir", default=None, help="embedding cache (default: a temporary one)")
+    ap.add_argument("--measures", nargs="+", default=list(MEASURES), choices=MEASURES)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--out", required=True, help="output directory")
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = parse_args(argv)
+    spec = json.loads(args.model_json)
+    towers = build_towers(spec, args.query_model_dir)
+    data_dir, out_dir = Path(args.data_dir), Path(args.out)
+    with tempfile.TemporaryDirectory() as tmp_cache:
+        cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
+        result: dict[str, Any] = {}
+        for name in args.datasets:
+            if name == "xnli":
+                table = xnli_table(pl.read_parquet(data_dir / XNLI_FILE), args.xnli_languages)
+                rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures)
+                result["xnli"] = xnli_summary(rows, table)
+                write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(rows).with_columns(
+                    pl.col("errors").cast(pl.Int64), pl.col("total").cast(pl.Int64)))
+            else:
+                frame = pl.read_parquet(data_dir / TRIPLET_FILES[name])
+                ts = (msmarco_triplets(frame) if name.startswith("msmarco")
+                      else arxiv_triplets(frame, args.exclude_category_prefix))
+                result[name] = evaluate_triplets(ts, cache, towers, args.batch_size, args.measures)
+            print(f"evaluate-pnd: {name}: {_brief(result[name], args.measures)}")
+        result["encoder_calls"] = cache.stats.as_dict()
+    result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
+                       "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
+    write_json(out_dir / "pnd.json", result)
+    write_json(out_dir / "manifest.json", provenance(stage="evaluate-pnd", args=vars(args)))
+    return 0
+
+
+def _brief(res: dict[str, Any], measures: Sequence[str]) -> str:
+    parts = []
+    for m in measures:
+        entry = res.get(m, {})
+        if "errors" in entry:
+            parts.append(f"{m} {entry['errors']}/{entry['total']}")
+        else:
+            parts += [f"{m}/{rel} {v['errors']}/{v['total']}" for rel, v in entry.items()]
+    return ", ".join(parts)

@@ -1,0 +1,150 @@
+"""Stage ``build-model``: the base decoders that contrastive fine-tuning starts from.
+
+``source: tiny`` builds a Pythia-style GPT-NeoX from its dimensions and pre-trains it briefly as a
+causal LM on the demo corpus, so that "repurposing a pretrained LM into an embedder" is real at
+demo scale. ``source: hub|local`` loads the published model once and saves it into the results
+tree, so compute nodes stay offline. Either way the output is an ``AutoModel`` (no LM head) plus
+the tokenizer and a manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+
+def tiny_config(spec: dict[str, Any], vocab_size: int, pad_token_id: int, eos_token_id: int):
+    """GPTNeoXConfig from dims: heads d//32, MLP 4d, rotary 25%, parallel residual (Pythia)."""
+    from transformers import GPTNeoXConfig
+
+    d = int(spec["hidden_size"])
+    return GPTNeoXConfig(
+        hidden_size=d, num_hidden_layers=int(spec["num_layers"]),
+        num_attention_heads=int(spec.get("num_attention_heads") or max(1, d // 32)),
+        intermediate_size=int(spec.get("intermediate_size") or 4 * d),
+        rotary_pct=0.25, use_parallel_residual=True, vocab_size=vocab_size,
+        max_position_embeddings=int(spec.get("max_position_embeddings", 512)),
+        pad_token_id=pad_token_id, eos_token_id=eos_token_id, bos_token_id=eos_token_id,
+        tie_word_embeddings=False)
+
+
+def token_stream(texts: Sequence[str], tokenizer, eos_id: int) -> torch.Tensor:
+    """All documents tokenised and joined with eos (the usual LM pre-training packing)."""
+    ids: list[int] = []
+    for enc in tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
+        ids.extend(enc)
+        ids.append(eos_id)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def lm_batches(stream: torch.Tensor, seq_len: int, batch_size: int, steps: int,
+               seed: int) -> list[torch.Tensor]:
+    """``steps`` batches of random windows of the stream (seeded)."""
+    if stream.numel() <= seq_len + 1:
+        raise ValueError(f"corpus has {stream.numel()} tokens; need more than {seq_len + 1}")
+    gen = torch.Generator().manual_seed(seed)
+    starts = torch.randint(0, stream.numel() - seq_len, (steps, batch_size), generator=gen)
+    offsets = torch.arange(seq_len)
+    return [stream[s[:, None] + offsets] for s in starts]
+
+
+def pretrain_causal_lm(config, batches: Sequence[torch.Tensor], peak_lr: float, seed: int):
+    """Brief causal-LM pre-training (AdamW, 10% warm-up, cosine to 10%); returns (model, losses)."""
+    from transformers import GPTNeoXForCausalLM
+
+    from embtune.train.schedule import lr_multiplier
+
+    torch.manual_seed(seed)
+    model = GPTNeoXForCausalLM(config)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, weight_decay=0.01)
+    total = len(batches)
+    losses = []
+    for step, ids in enumerate(batches):
+        for group in opt.param_groups:
+            group["lr"] = peak_lr * lr_multiplier(step, total, 0.1, 0.1)
+        loss = model(input_ids=ids, labels=ids).loss
+        if not math.isfinite(loss.item()):
+            raise FloatingPointError(f"pre-training loss became {loss.item()} at step {step}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def read_corpus(patterns: Sequence[str]) -> list[str]:
+    from embtune.models.tokenizer import expand_globs
+
+    texts = []
+    for path in expand_globs(patterns):
+        with open(path, encoding="utf-8") as fh:
+            texts.extend(line.strip() for line in fh if line.strip())
+    return texts
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="embtune build-model", description=__doc__)
+    ap.add_argument("--model-json", required=True, help="one entry of params.models, as JSON")
+    ap.add_argument("--tokenizer", required=True, help="tokenizer directory")
+    ap.add_argument("--corpus", nargs="*", default=[], help="pre-training text globs (tiny models)")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--out", required=True)
+    return ap.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import sys
+    import time
+
+    from transformers import AutoModel, AutoTokenizer
+
+    from embtune.io import atomic_path, provenance, write_json
+
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    spec = json.loads(args.model_json)
+    tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    extra: dict[str, Any] = {}
+    t0 = time.time()
+    if spec["source"] == "tiny":
+        if not args.corpus:
+            raise SystemExit("build-model: a tiny model needs --corpus to pre-train on")
+        cfg = tiny_config(spec, len(tok), tok.pad_token_id, tok.eos_token_id)
+        stream = token_stream(read_corpus(args.corpus), tok, tok.eos_token_id)
+        steps = int(spec.get("pretrain_steps", 300))
+        batches = lm_batches(stream, args.seq_len, args.batch_size, steps, args.seed)
+        lm, losses = pretrain_causal_lm(cfg, batches, float(spec["pretrain_peak_lr"]), args.seed)
+        model = lm.gpt_neox
+        extra = {"pretrain_steps": steps, "pretrain_tokens": steps * args.seq_len * args.batch_size,
+                 "pretrain_loss_first": losses[0] if losses else None,
+                 "pretrain_loss_last10": sum(losses[-10:]) / max(1, len(losses[-10:])),
+                 "corpus_tokens": int(stream.numel())}
+    elif spec["source"] in ("hub", "local"):
+        model = AutoModel.from_pretrained(spec["id"])
+    else:
+        raise SystemExit(f"build-model: unknown source {spec['source']!r} (expected tiny, hub or local)")
+    with atomic_path(args.out) as tmp:
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tok.save_pretrained(str(tmp))
+        write_json(tmp / "manifest.json", provenance(
+            stage="build-model", model=spec, seed=args.seed, seconds=round(time.time() - t0, 2),
+            n_params=sum(p.numel() for p in model.parameters()), **extra))
+    print(f"build-model: {spec['name']} -> {args.out} ({time.time() - t0:.1f}s)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""Stage ``build-tokenizer``: the tokenizer shared by the decoder suite.
+
+``--source train`` trains a byte-level BPE on the demo corpus (offline; no hub needed): byte-level
+so that every string is encodable, with explicit eos and pad tokens because the contrastive stage
+right-pads batches. ``--source hub|local`` copies an existing tokenizer into the results tree so
+compute nodes never need the hub; a missing pad token is set to eos (Pythia has none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from collections.abc import Sequence
+from pathlib import Path
+
+EOS = "<|endoftext|>"
+PAD = "<|padding|>"
+
+
+def expand_globs(patterns: Sequence[str]) -> list[str]:
+    """Sorted, de-duplicated files matching ``patterns``; sorted so training is reproducible."""
+    files = sorted({f for p in patterns for f in glob.glob(p, recursive=True)})
+    if not files:
+        raise FileNotFoundError(f"no files match {list(patterns)}")
+    return files
+
+
+def train_bpe(files: Sequence[str], vocab_size: int):  # -> PreTrainedTokenizerFast
+    """A byte-level BPE (GPT-2/Pythia style) with eos and pad special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOS, PAD],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train(list(files), trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=PAD,
+                                   bos_token=EOS, unk_token=None)
+
+
+def load_pretrained(ident: str):  # -> PreTrainedTokenizerBase
+    """An existing tokenizer (hub id or directory) with a pad token guaranteed."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(ident)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="embtune build-tokenizer", description=__doc__)
+    ap.add_argument("--source", choices=("train", "hub", "local"), required=True)
+    ap.add_argument("--corpus", nargs="+", default=[], help="text files/globs (--source train)")
+    ap.add_argument("--vocab-size", type=int, default=4096)
+    ap.add_argument("--id", help="hub id or directory (--source hub|local)")
+    ap.add_argument("--out", required=True)
+    return ap.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import sys
+
+    from embtune.io import atomic_path, provenance, write_json
+
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    if args.source == "train":
+        if not args.corpus:
+            raise SystemExit("build-tokenizer: --source train needs --corpus")
+        files = expand_globs(args.corpus)
+        tok = train_bpe(files, args.vocab_size)
+        origin = {"source": "train", "corpus": files, "vocab_size": args.vocab_size}
+    else:
+        if not args.id:
+            raise SystemExit(f"build-tokenizer: --source {args.source} needs --id")
+        if args.source == "local" and not Path(args.id).is_dir():
+            raise SystemExit(f"build-tokenizer: --id {args.id}: directory not found")
+        tok = load_pretrained(args.id)
+        origin = {"source": args.source, "id": args.id}
+    with atomic_path(args.out) as tmp:
+        tok.save_pretrained(str(tmp))
+        write_json(tmp / "manifest.json", provenance(stable=True, stage="build-tokenizer",
+                                                     vocab=len(tok), **origin))
+    print(f"build-tokenizer: {len(tok)} tokens -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

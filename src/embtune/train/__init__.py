@@ -1,0 +1,1 @@
+"""Contrastive fine-tuning: losses, GradCache, LR schedule and the FLOP-budgeted ``train`` stage."""

@@ -1,0 +1,44 @@
+"""Contrastive losses.
+
+Paper 1 (section 3, after Neelakantan et al. 2022): symmetric InfoNCE over in-batch negatives on
+cosine similarity with temperature τ, averaged over the row (query→doc) and column (doc→query)
+directions. Paper 2: a triplet margin loss on cosine or Euclidean distance.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+
+def similarity_logits(q: torch.Tensor, p: torch.Tensor, temperature: float) -> torch.Tensor:
+    """S[i, j] = cos(q_i, p_j) / τ, computed in fp32 (bf16 cosine logits at τ=1/40 are too coarse)."""
+    qn = F.normalize(q.float(), dim=-1)
+    pn = F.normalize(p.float(), dim=-1)
+    return qn @ pn.T / temperature
+
+
+def symmetric_infonce(q: torch.Tensor, p: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(CE(S, labels) + CE(Sᵀ, labels)) / 2 with labels = diagonal: (q_i, p_i) are the positives."""
+    if q.shape != p.shape:
+        raise ValueError(f"query and positive embeddings differ in shape: {tuple(q.shape)} vs {tuple(p.shape)}")
+    logits = similarity_logits(q, p, temperature)
+    labels = torch.arange(q.shape[0], device=q.device)
+    return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2
+
+
+def pair_distance(a: torch.Tensor, b: torch.Tensor, kind: Literal["cos", "dist"]) -> torch.Tensor:
+    """Row-wise distance: ``cos`` = 1 − cosine similarity, ``dist`` = Euclidean distance."""
+    if kind == "cos":
+        return 1.0 - F.cosine_similarity(a.float(), b.float(), dim=-1)
+    if kind == "dist":
+        return (a.float() - b.float()).norm(dim=-1)
+    raise ValueError(f"unknown distance {kind!r} (expected 'cos' or 'dist')")
+
+
+def triplet_margin_loss(q: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, margin: float,
+                        distance: Literal["cos", "dist"] = "cos") -> torch.Tensor:
+    """mean(max(0, d(q, pos) − d(q, neg) + margin)) — paper 2's objective for the query tower."""
+    return F.relu(pair_distance(q, pos, distance) - pair_distance(q, neg, distance) + margin).mean()

@@ -1,0 +1,124 @@
+# Analysis (cheap, local): the runs table, scaling-law fits, frontier, recipes, figures, the
+# query-tuning tables and a small metrics.json for `dvc metrics diff`.
+
+
+localrules:
+    fetch_hf,
+    require_raw,
+    build_tokenizer,
+    build_model,
+    prepare_xnli,
+    materialise_mteb,
+    plan,
+    collect_runs,
+    fit_scaling,
+    recipe,
+    figures,
+    query_table,
+    summary,
+
+
+rule plan:
+    """The planned grid and the configs skipped at planning time, with their reasons."""
+    input:
+        CONFIGFILES,
+    output:
+        runs=f"{RES}/analysis/planned_runs.csv",
+        skipped=f"{RES}/analysis/skipped.csv",
+    params:
+        files=" ".join(CONFIGFILES),
+    log:
+        f"{LOGS}/plan.log",
+    shell:
+        "embtune plan {params.files} --out-runs {output.runs} --out-skipped {output.skipped} > {log} 2>&1"
+
+
+rule collect_runs:
+    input:
+        metrics=train_metrics(),
+        mteb=mteb_results(),
+        skipped=f"{RES}/analysis/skipped.csv",
+    output:
+        f"{RES}/analysis/runs.parquet",
+    log:
+        f"{LOGS}/collect_runs.log",
+    shell:
+        "embtune collect-runs --runs-dir {RES}/runs --skipped-csv {input.skipped} --out {output} > {log} 2>&1"
+
+
+rule fit_scaling:
+    input:
+        f"{RES}/analysis/runs.parquet",
+    output:
+        f"{RES}/analysis/fits.json",
+    params:
+        cfg=config["analyze"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/fit_scaling.log",
+    shell:
+        "embtune fit-scaling --runs {input} --huber-delta {params.cfg[huber_delta]} "
+        "--bootstrap {params.cfg[bootstrap]} --holdout {params.cfg[holdout]} --seed {params.seed} "
+        "--out {output} > {log} 2>&1"
+
+
+rule recipe:
+    input:
+        fits=f"{RES}/analysis/fits.json",
+        runs=f"{RES}/analysis/runs.parquet",
+    output:
+        f"{RES}/analysis/recipes/recipe_c{{budget}}.json",
+    params:
+        suite=json.dumps(config["models"], sort_keys=True),
+        batch=config["train"]["batch_size"],
+    log:
+        f"{LOGS}/recipe/c{{budget}}.log",
+    shell:
+        "embtune recipe --budget {wildcards.budget} --fits {input.fits} --runs {input.runs} "
+        "--suite-json {params.suite:q} --batch-size {params.batch} --out {output} > {log} 2>&1"
+
+
+rule query_table:
+    input:
+        query_pnd_results(),
+    output:
+        directory(f"{RES}/analysis/query_tuning"),
+    params:
+        z=config["evaluate"]["pnd"]["z_critical"],
+    log:
+        f"{LOGS}/query_table.log",
+    shell:
+        "embtune query-table --query-runs-dir {RES}/query_runs --z-critical {params.z} "
+        "--out {output} > {log} 2>&1"
+
+
+rule figures:
+    input:
+        runs=f"{RES}/analysis/runs.parquet",
+        fits=f"{RES}/analysis/fits.json",
+        query=f"{RES}/analysis/query_tuning",
+        recipes=recipe_files(),
+    output:
+        figures=directory(f"{RES}/analysis/figures"),
+        report=f"{RES}/analysis/report.md",
+    log:
+        f"{LOGS}/figures.log",
+    shell:
+        "embtune figures --runs {input.runs} --fits {input.fits} --query-table-dir {input.query} "
+        "--recipes {input.recipes} --out {output.figures} --report {output.report} > {log} 2>&1"
+
+
+rule summary:
+    """Small, diff-able headline numbers for `dvc metrics diff`."""
+    input:
+        runs=f"{RES}/analysis/runs.parquet",
+        fits=f"{RES}/analysis/fits.json",
+        recipes=recipe_files(),
+        query=f"{RES}/analysis/query_tuning",
+    output:
+        f"{RES}/metrics.json",
+    log:
+        f"{LOGS}/summary.log",
+    shell:
+        "embtune summary --runs {input.runs} --fits {input.fits} --recipes {input.recipes} "
+        "--query-table-dir {input.query} --out {output} > {log} 2>&1"

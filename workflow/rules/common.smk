@@ -1,0 +1,204 @@
+# Validation, the run tables and the input/path helpers. Everything the rules need is computed
+# here once, from the validated config, through embtune.sweep (the one place grids expand).
+import glob
+import json
+import re
+from pathlib import Path
+
+from embtune.config import ParamsError, validate
+from embtune.sweep import query_runs, training_runs
+
+try:
+    validate(config, source=" + ".join(map(str, workflow.configfiles)) or "config")
+except ParamsError as err:
+    raise WorkflowError(str(err)) from None
+
+RAW = config["paths"]["raw"]
+PROC = config["paths"]["processed"]
+RES = config["paths"]["results"]
+LOGS = f"{RES}/logs"
+CONFIGFILES = [str(p) for p in workflow.configfiles]
+
+RUNS_LIST, SKIPPED = training_runs(config)
+RUNS = {run["run_id"]: run for run in RUNS_LIST}
+QRUNS = {(r["model"]["name"], r["qrun_id"]): r for r in query_runs(config)}
+QMODELS = {m["name"]: m for m in config["query_tuning"]["models"]}
+MODELS = {m["name"]: m for m in config["models"]}
+PND_DATASETS = config["query_tuning"]["evaluate_on"]
+
+
+def _alternation(names):
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or "NONE"
+
+
+wildcard_constraints:
+    run=_alternation(RUNS),
+    model=_alternation(MODELS),
+    qmodel=_alternation(QMODELS),
+    qrun=_alternation({q for _, q in QRUNS}),
+
+
+# ---------------------------------------------------------------- sources
+def local_file(uri):
+    """hf://datasets/<org>/<name>/<file> -> the path fetch_hf downloads it to; local paths as is."""
+    if uri.startswith("hf://datasets/"):
+        return f"{RAW}/hf/{uri[len('hf://datasets/'):]}"
+    return uri
+
+
+def expand_sources(patterns):
+    """Expand globs; a glob that matches nothing stays literal so require_raw explains what to do."""
+    files = []
+    for pattern in patterns:
+        local = local_file(pattern)
+        matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
+        files.extend(matches or [local])
+    return files
+
+
+def xnli_inputs(wildcards):
+    src = config["data"]["xnli"]["source"]
+    if src.startswith("hf://"):
+        return []
+    split = config["data"]["xnli"]["split"]
+    return [f for lang in config["data"]["xnli"]["languages"]
+            for f in (sorted(glob.glob(f"{src}/{lang}/{split}-*.parquet")) or [f"{src}/{lang}/{split}-00000-of-00001.parquet"])]
+
+
+def mteb_inputs(wildcards):
+    cfg = config["data"]["mteb"]
+    if cfg["source"] != "local":
+        return []
+    return sorted(p for p in glob.glob(f"{cfg['local_dir']}/**/*", recursive=True) if Path(p).is_file())
+
+
+def tokenizer_inputs(wildcards):
+    tok = config["tokenizer"]
+    return expand_sources(tok["train_corpus"]) if tok["source"] == "train" else []
+
+
+def base_model_inputs(wildcards):
+    model = MODELS[wildcards.model]
+    extra = tokenizer_inputs(wildcards) if model["source"] == "tiny" else []
+    return {"tokenizer": f"{PROC}/tokenizer", "corpus": extra}
+
+
+# ---------------------------------------------------------------- run helpers
+def model_json(wildcards):
+    return json.dumps(MODELS[wildcards.model], sort_keys=True)
+
+
+def corpus_args(wildcards, input):
+    return " ".join(f"--corpus '{f}'" for f in input.corpus)
+
+
+def run_json(wildcards):
+    return json.dumps(RUNS[wildcards.run], sort_keys=True)
+
+
+def run_base_model(wildcards):
+    return f"{RES}/base_models/{RUNS[wildcards.run]['model']['name']}"
+
+
+def qrun_config(wildcards):
+    return QRUNS[(wildcards.qmodel, wildcards.qrun)]
+
+
+def qrun_json(wildcards):
+    return json.dumps(qrun_config(wildcards), sort_keys=True)
+
+
+def qrun_data_inputs(wildcards):
+    source = qrun_config(wildcards)["train_data"]
+    return [f"{PROC}/msmarco"] if source == "msmarco" else [f"{PROC}/msmarco", f"{PROC}/arxiv"]
+
+
+def qmodel_json(wildcards):
+    return json.dumps(QMODELS[wildcards.qmodel], sort_keys=True)
+
+
+def pnd_data_inputs(wildcards):
+    needs = {"msmarco": f"{PROC}/msmarco", "msmarco-hard": f"{PROC}/msmarco",
+             "arxiv-first": f"{PROC}/arxiv", "arxiv-title": f"{PROC}/arxiv",
+             "xnli": f"{PROC}/xnli/test.parquet"}
+    return sorted({needs[d] for d in PND_DATASETS})
+
+
+def pnd_exclusion(wildcards):
+    """App. K: a narrow-domain tuned model is evaluated on arxiv without its own domain."""
+    source = qrun_config(wildcards)["train_data"]
+    return f"--exclude-category-prefix {source.split('-', 1)[1]}." if source.startswith("arxiv-") else ""
+
+
+# ---------------------------------------------------------------- targets
+def train_metrics():
+    return expand(f"{RES}/runs/{{run}}/metrics.json", run=sorted(RUNS))
+
+
+def mteb_results():
+    return expand(f"{RES}/runs/{{run}}/mteb.json", run=sorted(RUNS))
+
+
+def query_pnd_results():
+    base = [f"{RES}/query_runs/{m}/base/pnd.json" for m in sorted(QMODELS)]
+    tuned = [f"{RES}/query_runs/{m}/{q}/pnd.json" for (m, q) in sorted(QRUNS)]
+    return base + tuned
+
+
+def recipe_files():
+    return [f"{RES}/analysis/recipes/recipe_c{format_budget(b)}.json"
+            for b in config["analyze"]["recipe_budgets"]]
+
+
+def final_outputs():
+    return [
+        f"{RES}/analysis/runs.parquet",
+        f"{RES}/analysis/fits.json",
+        *recipe_files(),
+        f"{RES}/analysis/figures",
+        f"{RES}/analysis/query_tuning",
+        f"{RES}/metrics.json",
+    ]
+
+
+from embtune.sweep import format_budget  # noqa: E402  (used in targets above)
+
+
+# ---------------------------------------------------------------- CLI argument builders
+def tokenizer_args(wildcards):
+    tok = config["tokenizer"]
+    if tok["source"] == "train":
+        corpus = " ".join(f"'{f}'" for f in expand_sources(tok["train_corpus"]))
+        return f"--source train --corpus {corpus} --vocab-size {tok['vocab_size']}"
+    return f"--source {tok['source']} --id '{tok['id']}'"
+
+
+def bge_flags(wildcards):
+    cfg = config["data"]["bge"]
+    flags = [f"--val-pairs {cfg['val_pairs']}", f"--shard-rows {cfg['shard_rows']}"]
+    if cfg.get("max_pairs"):
+        flags.append(f"--max-pairs {cfg['max_pairs']}")
+    if not cfg["english_only"]:
+        flags.append("--no-english-filter")
+    if not cfg["dedup"]:
+        flags.append("--no-dedup")
+    return " ".join(flags)
+
+
+def arxiv_source_input(wildcards):
+    cfg = config["data"]["arxiv"]
+    return local_file(cfg["snapshot"] if cfg["source"] == "build" else cfg["published"])
+
+
+def arxiv_args(wildcards):
+    cfg = config["data"]["arxiv"]
+    source = (f"--snapshot '{local_file(cfg['snapshot'])}'" if cfg["source"] == "build"
+              else f"--source published --published '{local_file(cfg['published'])}'")
+    return (f"{source} --max-category-size {cfg['max_category_size']} "
+            f"--n-negatives {cfg['n_negatives']} --levels {' '.join(map(str, cfg['levels']))} "
+            f"--flavours {' '.join(cfg['flavours'])} --narrow-domains {' '.join(cfg['narrow_domains'])}")
+
+
+def mteb_source_args(wildcards):
+    cfg = config["data"]["mteb"]
+    return f"--source local --local-dir '{cfg['local_dir']}'" if cfg["source"] == "local" else "--source mteb"

@@ -1,0 +1,115 @@
+# Data preparation: one rule per dataset (issue 3). Downloads happen in local rules on the login
+# node (compute nodes are offline); the heavy prep rules may go to the cluster as CPU jobs.
+
+
+rule fetch_hf:
+    output:
+        f"{RAW}/hf/{{path}}",
+    log:
+        f"{LOGS}/fetch_hf/{{path}}.log",
+    shell:
+        "embtune fetch --uri hf://datasets/{wildcards.path} --out {output} > {log} 2>&1"
+
+
+rule require_raw:
+    """A raw source that cannot be downloaded automatically (login-only BGE dump, Kaggle arXiv
+    snapshot). Planned like any job so `snakemake -n` shows the whole study; when run it fails
+    with the one-time step to take."""
+    output:
+        f"{RAW}/{{path}}",
+    wildcard_constraints:
+        path=r"(?!hf/).+",
+    shell:
+        "echo 'missing raw source {output}: place it there by hand (see README: Data sources)' >&2; exit 1"
+
+
+rule build_tokenizer:
+    input:
+        corpus=tokenizer_inputs,
+    output:
+        directory(f"{PROC}/tokenizer"),
+    params:
+        tokenizer=config["tokenizer"],
+        args=tokenizer_args,
+    log:
+        f"{LOGS}/build_tokenizer.log",
+    shell:
+        "embtune build-tokenizer {params.args} --out {output} > {log} 2>&1"
+
+
+rule prepare_bge:
+    input:
+        files=expand_sources(config["data"]["bge"]["files"]),
+        tokenizer=f"{PROC}/tokenizer",
+    output:
+        directory(f"{PROC}/bge"),
+    params:
+        cfg=config["data"]["bge"],
+        context=config["train"]["context_length"],
+        seed=config["seed"],
+        flags=bge_flags,
+    log:
+        f"{LOGS}/prepare_bge.log",
+    shell:
+        "embtune prepare-bge --files {input.files:q} --tokenizer {input.tokenizer} "
+        "--context-length {params.context} --seed {params.seed} {params.flags} "
+        "--out {output} > {log} 2>&1"
+
+
+rule split_msmarco:
+    input:
+        local_file(config["data"]["msmarco"]["file"]),
+    output:
+        directory(f"{PROC}/msmarco"),
+    params:
+        cfg=config["data"]["msmarco"],
+    log:
+        f"{LOGS}/split_msmarco.log",
+    shell:
+        "embtune split-msmarco --file {input:q} --train-size {params.cfg[train_size]} "
+        "--val-size {params.cfg[val_size]} --eval-size {params.cfg[eval_size]} "
+        "--hard-negatives {params.cfg[hard_negatives]} --out {output} > {log} 2>&1"
+
+
+rule build_arxiv_negatives:
+    input:
+        arxiv_source_input,
+    output:
+        directory(f"{PROC}/arxiv"),
+    params:
+        cfg=config["data"]["arxiv"],
+        seed=config["seed"],
+        args=arxiv_args,
+    log:
+        f"{LOGS}/build_arxiv_negatives.log",
+    shell:
+        "embtune build-arxiv-negatives {params.args} --seed {params.seed} --out {output} > {log} 2>&1"
+
+
+rule prepare_xnli:
+    input:
+        xnli_inputs,
+    output:
+        f"{PROC}/xnli/test.parquet",
+    params:
+        cfg=config["data"]["xnli"],
+        languages=" ".join(config["data"]["xnli"]["languages"]),
+    log:
+        f"{LOGS}/prepare_xnli.log",
+    shell:
+        "embtune prepare-xnli --source {params.cfg[source]:q} --split {params.cfg[split]} "
+        "--languages {params.languages} --out {output} > {log} 2>&1"
+
+
+rule materialise_mteb:
+    input:
+        mteb_inputs,
+    output:
+        directory(f"{PROC}/mteb"),
+    params:
+        tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
+        source=mteb_source_args,
+    log:
+        f"{LOGS}/materialise_mteb.log",
+    shell:
+        "embtune materialise-mteb --tasks {params.tasks} {params.source} --out {output} > {log} 2>&1"

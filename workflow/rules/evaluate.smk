@@ -1,0 +1,79 @@
+# Evaluation: every trained checkpoint on the MTEB subset through mteb (paper 1), and PND on
+# MSMARCO / arxiv-negatives / XNLI for each encoder before and after query tuning (paper 2).
+# Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
+# are computed once and then read from the shared cache.
+
+
+rule evaluate_mteb:
+    input:
+        metrics=f"{RES}/runs/{{run}}/metrics.json",
+        model=f"{RES}/runs/{{run}}/model",
+        data=f"{PROC}/mteb",
+    output:
+        scores=f"{RES}/runs/{{run}}/mteb.json",
+        table=f"{RES}/runs/{{run}}/mteb.parquet",
+    params:
+        tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
+        exclude=" ".join(config["evaluate"]["mteb"]["exclude_from_average"]),
+        batch=config["evaluate"]["mteb"]["batch_size"],
+    threads: 1
+    resources:
+        **EVAL_RESOURCES,
+    log:
+        f"{LOGS}/evaluate_mteb/{{run}}.log",
+    shell:
+        "embtune evaluate-mteb --model-dir {input.model} --run-metrics {input.metrics} "
+        "--tasks {params.tasks} --exclude-from-average {params.exclude} --data-dir {input.data} "
+        "--batch-size {params.batch} --out {output.scores} > {log} 2>&1"
+
+
+rule evaluate_pnd_base:
+    input:
+        pnd_data_inputs,
+    output:
+        pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
+        xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
+    params:
+        model=qmodel_json,
+        datasets=" ".join(PND_DATASETS),
+        measures=" ".join(config["evaluate"]["pnd"]["measures"]),
+        batch=config["evaluate"]["pnd"]["batch_size"],
+        cache=f"{RES}/embed_cache/{{qmodel}}",
+        out_dir=f"{RES}/query_runs/{{qmodel}}/base",
+    threads: 1
+    resources:
+        **EVAL_RESOURCES,
+    log:
+        f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
+    shell:
+        "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets} "
+        "--data-dir {PROC} --cache-dir {params.cache} --measures {params.measures} "
+        "--batch-size {params.batch} --out {params.out_dir} > {log} 2>&1"
+
+
+rule evaluate_pnd_query:
+    input:
+        data=pnd_data_inputs,
+        model=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model",
+        base=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
+    output:
+        pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
+        xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
+    params:
+        model=qmodel_json,
+        datasets=" ".join(PND_DATASETS),
+        measures=" ".join(config["evaluate"]["pnd"]["measures"]),
+        batch=config["evaluate"]["pnd"]["batch_size"],
+        cache=f"{RES}/embed_cache/{{qmodel}}",
+        out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
+        exclusion=pnd_exclusion,
+    threads: 1
+    resources:
+        **EVAL_RESOURCES,
+    log:
+        f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
+    shell:
+        "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model} "
+        "--datasets {params.datasets} --data-dir {PROC} --cache-dir {params.cache} "
+        "--measures {params.measures} --batch-size {params.batch} {params.exclusion} "
+        "--out {params.out_dir} > {log} 2>&1"

@@ -1,0 +1,62 @@
+# Base models and training: the FLOP-budgeted contrastive grid (paper 1) and the query-tower
+# tuning sweeps (paper 2). Run configs come from embtune.sweep via common.smk; each rule passes
+# its run's config as JSON, so a changed hyper-parameter re-runs exactly that run (params trigger).
+
+
+rule build_model:
+    input:
+        unpack(base_model_inputs),
+    output:
+        directory(f"{RES}/base_models/{{model}}"),
+    params:
+        model=model_json,
+        corpus=corpus_args,
+    threads: 2
+    log:
+        f"{LOGS}/build_model/{{model}}.log",
+    shell:
+        "embtune build-model --model-json {params.model:q} --tokenizer {input.tokenizer} "
+        "{params.corpus} --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule train_contrastive:
+    input:
+        data=f"{PROC}/bge",
+        base=run_base_model,
+    output:
+        metrics=f"{RES}/runs/{{run}}/metrics.json",
+        curve=f"{RES}/runs/{{run}}/curve.csv",
+        manifest=f"{RES}/runs/{{run}}/manifest.json",
+        model=directory(f"{RES}/runs/{{run}}/model"),
+    params:
+        run=run_json,
+        out_dir=f"{RES}/runs/{{run}}",
+        ckpt=f"{RES}/checkpoints/{{run}}",
+    threads: 1
+    resources:
+        **TRAIN_RESOURCES,
+    log:
+        f"{LOGS}/train/{{run}}.log",
+    shell:
+        "embtune train --run-config-json {params.run:q} --out-dir {params.out_dir} "
+        "--checkpoint-dir {params.ckpt} --threads {threads} > {log} 2>&1"
+
+
+rule tune_query:
+    input:
+        data=qrun_data_inputs,
+    output:
+        metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
+        model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
+    params:
+        run=qrun_json,
+        out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
+        cache=f"{RES}/embed_cache/{{qmodel}}",
+    threads: 1
+    resources:
+        **QUERY_RESOURCES,
+    log:
+        f"{LOGS}/tune_query/{{qmodel}}/{{qrun}}.log",
+    shell:
+        "embtune tune-query --run-config-json {params.run:q} --data-dir {PROC} "
+        "--cache-dir {params.cache} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
