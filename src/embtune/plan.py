@@ -7,6 +7,7 @@ reads ``skipped.csv``), not silently absent from the grid.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
@@ -37,17 +38,19 @@ def plan_tables(params: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="embtune plan", description=__doc__)
     ap.add_argument("files", nargs="*", default=["params.yaml"], help="params.yaml then presets")
+    ap.add_argument("--params-json", help="already-validated params (models/train/paths) as JSON, "
+                    "as the Snakemake rule passes them")
     ap.add_argument("--out-runs", help="CSV of planned training runs")
     ap.add_argument("--out-skipped", help="CSV of configurations skipped at planning time")
     args = ap.parse_args(argv)
     try:
-        params = load_params(args.files)
+        params = json.loads(args.params_json) if args.params_json else load_params(args.files)
     except ParamsError as err:
         print(err, file=sys.stderr)
         return 1
     planned, skipped = plan_tables(params)
-    n_query = len(query_runs(params))
-    print(f"{planned.height} training runs planned, {skipped.height} skipped; {n_query} query-tuning runs")
+    n_query = f"; {len(query_runs(params))} query-tuning runs" if "query_tuning" in params else ""
+    print(f"{planned.height} training runs planned, {skipped.height} skipped{n_query}")
     for row in skipped.iter_rows(named=True):
         print(f"  skipped {row['run_id']}: {row['reason']}")
     if args.out_runs:

@@ -20,17 +20,16 @@ localrules:
 
 rule plan:
     """The planned grid and the configs skipped at planning time, with their reasons."""
-    input:
-        CONFIGFILES,
     output:
         runs=f"{RES}/analysis/planned_runs.csv",
         skipped=f"{RES}/analysis/skipped.csv",
     params:
-        files=" ".join(CONFIGFILES),
+        grid=grid_json(),
     log:
         f"{LOGS}/plan.log",
     shell:
-        "embtune plan {params.files} --out-runs {output.runs} --out-skipped {output.skipped} > {log} 2>&1"
+        "embtune plan --params-json {params.grid:q} --out-runs {output.runs} "
+        "--out-skipped {output.skipped} > {log} 2>&1"
 
 
 rule collect_runs:
@@ -40,10 +39,13 @@ rule collect_runs:
         skipped=f"{RES}/analysis/skipped.csv",
     output:
         f"{RES}/analysis/runs.parquet",
+    params:
+        runs_dir=f"{RES}/runs",
     log:
         f"{LOGS}/collect_runs.log",
     shell:
-        "embtune collect-runs --runs-dir {RES}/runs --skipped-csv {input.skipped} --out {output} > {log} 2>&1"
+        "embtune collect-runs --runs-dir {params.runs_dir} --skipped-csv {input.skipped} "
+        "--out {output} > {log} 2>&1"
 
 
 rule fit_scaling:
@@ -85,10 +87,11 @@ rule query_table:
         directory(f"{RES}/analysis/query_tuning"),
     params:
         z=config["evaluate"]["pnd"]["z_critical"],
+        runs_dir=f"{RES}/query_runs",
     log:
         f"{LOGS}/query_table.log",
     shell:
-        "embtune query-table --query-runs-dir {RES}/query_runs --z-critical {params.z} "
+        "embtune query-table --query-runs-dir {params.runs_dir} --z-critical {params.z} "
         "--out {output} > {log} 2>&1"
 
 

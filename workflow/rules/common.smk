@@ -17,7 +17,6 @@ RAW = config["paths"]["raw"]
 PROC = config["paths"]["processed"]
 RES = config["paths"]["results"]
 LOGS = f"{RES}/logs"
-CONFIGFILES = [str(p) for p in workflow.configfiles]
 
 RUNS_LIST, SKIPPED = training_runs(config)
 RUNS = {run["run_id"]: run for run in RUNS_LIST}
@@ -25,6 +24,11 @@ QRUNS = {(r["model"]["name"], r["qrun_id"]): r for r in query_runs(config)}
 QMODELS = {m["name"]: m for m in config["query_tuning"]["models"]}
 MODELS = {m["name"]: m for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
+
+
+def grid_json():
+    """Only what the training grid depends on, so unrelated edits do not re-plan."""
+    return json.dumps({k: config[k] for k in ("models", "train", "paths")}, sort_keys=True)
 
 
 def _alternation(names):

@@ -34,6 +34,7 @@ rule evaluate_pnd_base:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
     params:
+        data_dir=PROC,
         model=qmodel_json,
         datasets=" ".join(PND_DATASETS),
         measures=" ".join(config["evaluate"]["pnd"]["measures"]),
@@ -47,7 +48,7 @@ rule evaluate_pnd_base:
         f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets} "
-        "--data-dir {PROC} --cache-dir {params.cache} --measures {params.measures} "
+        "--data-dir {params.data_dir} --cache-dir {params.cache} --measures {params.measures} "
         "--batch-size {params.batch} --out {params.out_dir} > {log} 2>&1"
 
 
@@ -60,6 +61,7 @@ rule evaluate_pnd_query:
         pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
     params:
+        data_dir=PROC,
         model=qmodel_json,
         datasets=" ".join(PND_DATASETS),
         measures=" ".join(config["evaluate"]["pnd"]["measures"]),
@@ -74,6 +76,6 @@ rule evaluate_pnd_query:
         f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model} "
-        "--datasets {params.datasets} --data-dir {PROC} --cache-dir {params.cache} "
+        "--datasets {params.datasets} --data-dir {params.data_dir} --cache-dir {params.cache} "
         "--measures {params.measures} --batch-size {params.batch} {params.exclusion} "
         "--out {params.out_dir} > {log} 2>&1"

@@ -49,6 +49,7 @@ rule tune_query:
         metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
         model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
     params:
+        data_dir=PROC,
         run=qrun_json,
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         cache=f"{RES}/embed_cache/{{qmodel}}",
@@ -58,5 +59,5 @@ rule tune_query:
     log:
         f"{LOGS}/tune_query/{{qmodel}}/{{qrun}}.log",
     shell:
-        "embtune tune-query --run-config-json {params.run:q} --data-dir {PROC} "
+        "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir} "
         "--cache-dir {params.cache} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"

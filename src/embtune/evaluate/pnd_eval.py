@@ -104,7 +104,7 @@ def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> X
     frame = frame.filter(pl.col("language").is_in(langs))
     common = (frame.group_by("pair_id").agg(pl.col("language").n_unique().alias("n"))
               .filter(pl.col("n") == len(langs))["pair_id"].sort())
-    frame = frame.filter(pl.col("pair_id").is_in(common.implode())).sort("language", "pair_id")
+    frame = frame.filter(pl.col("pair_id").is_in(common.to_list())).sort("language", "pair_id")
     labels = frame.group_by("pair_id").agg(pl.col("label").n_unique().alias("n"),
                                            pl.col("label").first()).sort("pair_id")
     if (labels["n"] > 1).any():

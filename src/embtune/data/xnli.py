@@ -1,0 +1,148 @@
+"""Stage ``prepare-xnli``: XNLI (15 languages) -> one long table, every pair checked in every language.
+
+Paper 2 (App. F) compares each pair across all 15 x 15 language combinations, which only makes
+sense if row ``i`` is the same pair (same label) in every language. The hub repo stores one parquet
+per language and split (``<lang>/<split>-00000-of-00001.parquet``); a local directory with the same
+layout is accepted too (the offline demo). ``pair_id`` is the row position within a language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from embtune.data.jsonl import DataError
+from embtune.data.sources import is_hf_uri, parse_hf_uri
+from embtune.io import provenance, sha256_file, write_json, write_parquet
+
+LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
+TEXT_COLUMNS = ("premise", "hypothesis")
+
+
+def relative_file(lang: str, split: str) -> str:
+    return f"{lang}/{split}-00000-of-00001.parquet"
+
+
+def local_resolver(root: str) -> Callable[[str], Path]:
+    """Map an in-repo path to a file under a local directory laid out like the hub repo."""
+    def resolve(rel: str) -> Path:
+        path = Path(root) / rel
+        if not path.is_file():
+            raise DataError(f"{path}: file not found (expected hub layout <lang>/<split>-00000-of-00001.parquet)")
+        return path
+    return resolve
+
+
+def hub_resolver(uri: str) -> Callable[[str], Path]:
+    """Map an in-repo path to a cached download from ``hf://datasets/<org>/<name>``."""
+    parts = uri.rstrip("/")[len("hf://datasets/"):].split("/")
+    if not uri.startswith("hf://datasets/") or len(parts) != 2 or not all(parts):
+        raise DataError(f"{uri}: expected hf://datasets/<org>/<name>")
+
+    def resolve(rel: str) -> Path:
+        from huggingface_hub import hf_hub_download
+
+        parse_hf_uri(f"{uri.rstrip('/')}/{rel}")  # validates the combined URI
+        return Path(hf_hub_download(repo_id="/".join(parts), filename=rel, repo_type="dataset"))
+    return resolve
+
+
+def read_language(path: Path, lang: str) -> pl.DataFrame:
+    """Read one language file and validate columns, types, labels and texts (errors name the row)."""
+    frame = pl.read_parquet(path)
+    missing = [c for c in (*TEXT_COLUMNS, "label") if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path} ({lang}): missing column(s) {missing}")
+    frame = frame.select(*TEXT_COLUMNS, "label")
+    for col in TEXT_COLUMNS:
+        if frame[col].dtype != pl.String:
+            raise DataError(f"{path} ({lang}): column {col!r} has type {frame[col].dtype}, expected string")
+        bad = frame.with_row_index("row").filter(pl.col(col).is_null() | (pl.col(col).str.strip_chars() == ""))
+        if bad.height:
+            raise DataError(f"{path} ({lang}): row {bad['row'][0]}: empty {col} ({bad.height} such rows)")
+    if not frame["label"].dtype.is_integer():
+        raise DataError(f"{path} ({lang}): column 'label' has type {frame['label'].dtype}, expected integer")
+    bad = frame.with_row_index("row").filter(~pl.col("label").is_in(list(LABELS)) | pl.col("label").is_null())
+    if bad.height:
+        raise DataError(f"{path} ({lang}): row {bad['row'][0]}: label {bad['label'][0]} not in 0/1/2")
+    if frame.height == 0:
+        raise DataError(f"{path} ({lang}): no rows")
+    return frame
+
+
+def check_aligned(frames: dict[str, pl.DataFrame]) -> None:
+    """Every language must have the same number of pairs and the same label sequence."""
+    ref_lang = next(iter(frames))
+    ref = frames[ref_lang]["label"]
+    for lang, frame in frames.items():
+        if frame.height != ref.height:
+            raise DataError(f"language {lang!r} has {frame.height} pairs, {ref_lang!r} has {ref.height}")
+        diff = (frame["label"] != ref).arg_true()
+        if len(diff):
+            i = int(diff[0])
+            raise DataError(f"language {lang!r}: pair {i} has label {frame['label'][i]}, "
+                            f"{ref_lang!r} has {ref[i]} ({len(diff)} pairs differ)")
+
+
+def long_table(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Stack languages (in the given order) into pair_id, label, language, premise, hypothesis."""
+    parts = [
+        f.with_row_index("pair_id").select(
+            pl.col("pair_id").cast(pl.Int64),
+            pl.col("label").replace_strict(LABELS, return_dtype=pl.String),
+            pl.lit(lang, dtype=pl.String).alias("language"),
+            pl.col("premise"), pl.col("hypothesis"),
+        )
+        for lang, f in frames.items()
+    ]
+    return pl.concat(parts)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="embtune prepare-xnli", description=__doc__.splitlines()[0])
+    ap.add_argument("--source", required=True, help="hf://datasets/facebook/xnli or a local directory")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--languages", nargs="+", required=True)
+    ap.add_argument("--out", required=True, help="output parquet (manifest.json is written beside it)")
+    return ap
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if len(set(args.languages)) != len(args.languages):
+        raise DataError(f"--languages has duplicates: {args.languages}")
+    resolve = hub_resolver(args.source) if is_hf_uri(args.source) else local_resolver(args.source)
+    paths = {lang: resolve(relative_file(lang, args.split)) for lang in args.languages}
+    frames = {lang: read_language(path, lang) for lang, path in paths.items()}
+    check_aligned(frames)
+    table = long_table(frames)
+    out = Path(args.out)
+    write_parquet(out, table)
+    first = next(iter(frames.values()))
+    manifest = provenance(
+        stable=True, stage="prepare-xnli", source=args.source, split=args.split,
+        languages=list(args.languages),
+        inputs={lang: {"file": relative_file(lang, args.split), "sha256": sha256_file(p)} for lang, p in paths.items()},
+        pairs_per_language=first.height, rows_out=table.height,
+        label_counts={LABELS[k]: v for k, v in sorted(Counter(first["label"].to_list()).items())},
+        output=out.name,
+    )
+    write_json(out.parent / "manifest.json", manifest)
+    return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        m = run(args)
+    except DataError as err:
+        print(f"embtune prepare-xnli: {err}", file=sys.stderr)
+        return 2
+    print(f"prepare-xnli: {len(m['languages'])} languages x {m['pairs_per_language']} pairs "
+          f"= {m['rows_out']} rows, labels {m['label_counts']}")
+    return 0

@@ -1,0 +1,247 @@
+"""Evaluate a checkpoint on the pinned MTEB subset through the real mteb library, offline.
+
+Why through mteb and not a re-implementation: the scores must be comparable with published MTEB
+numbers, and mteb's evaluators (logistic-regression classification with undersampling, legacy
+mini-batch k-means clustering, max-AP pair classification, MAP reranking, nDCG@10 retrieval,
+Spearman STS / summarization, bitext F1) are what defines them. Why local: compute nodes are
+offline, so each pinned task is a subclass of mteb's *own* task class (same name, type,
+``TaskMetadata`` and main score, same evaluation settings such as ``samples_per_label``) whose
+``load_data`` reads the files ``embtune materialise-mteb`` wrote (layout: ``embtune.data.mteb_data``).
+
+Outputs: ``mteb.json`` = ``{"status", "tasks": {task: main_score}, "average", "excluded",
+"n_texts_encoded", "seconds"}`` (``average`` = mean main score over tasks not excluded; the paper
+leaves out Tatoeba), and ``mteb.parquet`` beside it with every metric mteb reports, one row per
+(task, type, split, subset, metric, value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from embtune.data.mteb_data import RETRIEVAL_TYPES, TaskFrames, read_task_dir
+from embtune.io import read_json, write_json, write_parquet
+
+TIDY_SCHEMA = {"task": pl.String, "type": pl.String, "split": pl.String, "subset": pl.String,
+               "metric": pl.String, "value": pl.Float64}
+
+
+# ---------------------------------------------------------------- frames -> mteb's dataset shapes
+
+
+def _to_dataset(frame: pl.DataFrame) -> Any:
+    from datasets import Dataset
+
+    return Dataset.from_dict(frame.to_dict(as_series=False))
+
+
+def _retrieval_split(tables: Mapping[str, pl.DataFrame]) -> dict[str, Any]:
+    """Tables -> mteb's ``RetrievalSplitData`` (HF datasets + qrels / top-ranked dicts)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for row in tables["qrels"].iter_rows(named=True):
+        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
+    top = tables.get("top_ranked")
+    top_ranked = None if top is None else {
+        str(r["query-id"]): [str(d) for d in r["corpus-ids"]] for r in top.iter_rows(named=True)}
+    return {"corpus": _to_dataset(tables["corpus"]), "queries": _to_dataset(tables["queries"]),
+            "relevant_docs": qrels, "top_ranked": top_ranked}
+
+
+def to_mteb_dataset(frames: TaskFrames, retrieval: bool) -> dict[str, Any]:
+    """{(subset, split): tables} -> ``{subset: {split: Dataset | RetrievalSplitData}}``."""
+    from datasets import DatasetDict
+
+    out: dict[str, dict[str, Any]] = {}
+    for (subset, split), tables in sorted(frames.items()):
+        out.setdefault(subset, {})[split] = (_retrieval_split(tables) if retrieval
+                                             else _to_dataset(tables[""]))
+    return out if retrieval else {s: DatasetDict(d) for s, d in out.items()}
+
+
+# ---------------------------------------------------------------- local tasks
+
+
+@cache
+def _real_task_class(name: str) -> type:
+    import mteb
+
+    return type(mteb.get_task(name))
+
+
+@cache
+def local_task_class(name: str) -> type:
+    """mteb's own class for ``name`` with ``load_data`` reading ``self.local_dir`` instead of the hub.
+
+    The data were materialised *after* mteb's ``dataset_transform``, so it is not applied again."""
+    base = _real_task_class(name)
+
+    def load_data(self: Any, num_proc: int | None = None, **kwargs: Any) -> None:
+        if self.data_loaded:
+            return
+        retrieval = self.metadata.type in RETRIEVAL_TYPES
+        self.dataset = to_mteb_dataset(read_task_dir(self.local_dir, retrieval), retrieval)
+        self.data_loaded = True
+
+    return type(name, (base,), {"load_data": load_data, "__module__": __name__,
+                                "__doc__": f"{name} read from materialised local files."})
+
+
+def local_task(name: str, data_dir: str | Path) -> Any:
+    """An evaluable task instance over ``data_dir/<name>/``, limited to the subsets on disk
+    (e.g. the few Tatoeba language pairs of the demo data)."""
+    task_dir = Path(data_dir) / name
+    if not task_dir.is_dir():
+        raise FileNotFoundError(f"{task_dir}: not materialised (run `embtune materialise-mteb`)")
+    task = local_task_class(name)()
+    task.local_dir = task_dir
+    on_disk = {p.name for p in task_dir.iterdir() if p.is_dir()}
+    subsets = [s for s in task.metadata.hf_subsets if s in on_disk]
+    if not subsets:
+        raise ValueError(f"{task_dir}: none of the task's subsets {task.metadata.hf_subsets[:5]}... on disk")
+    task.hf_subsets = subsets
+    return task
+
+
+# ---------------------------------------------------------------- model adapter
+
+
+def _mteb_encoder(embedder: Any, batch_size: int) -> Any:
+    """A thin ``AbsEncoder`` around :class:`embtune.models.embedder.Embedder` (cosine similarity)."""
+    from mteb.models.abs_encoder import AbsEncoder
+    from mteb.models.model_meta import ModelMeta
+
+    class EmbedderEncoder(AbsEncoder):
+        def __init__(self) -> None:
+            self.model = embedder
+            self.n_texts = 0
+            self.mteb_model_meta = ModelMeta.create_empty(
+                {"name": "embtune/checkpoint", "revision": "local", "similarity_fn_name": "cosine"})
+
+        def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
+                   prompt_type: Any = None, **kwargs: Any) -> np.ndarray:
+            texts = [text for batch in inputs for text in batch["text"]]
+            self.n_texts += len(texts)
+            return embedder.encode(texts, batch_size=batch_size)
+
+    return EmbedderEncoder()
+
+
+# ---------------------------------------------------------------- results
+
+
+def tidy_scores(task_results: Sequence[Any], types: Mapping[str, str]) -> pl.DataFrame:
+    """Every numeric metric mteb reported, one row each (``types``: task name -> mteb type)."""
+    rows = []
+    for result in task_results:
+        kind = types.get(result.task_name, "")
+        for split, per_subset in result.scores.items():
+            for scores in per_subset:
+                for metric, value in scores.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        rows.append({"task": result.task_name, "type": kind, "split": split,
+                                     "subset": scores.get("hf_subset", "default"),
+                                     "metric": metric, "value": float(value)})
+    return pl.DataFrame(rows, schema=TIDY_SCHEMA)
+
+
+def main_scores(tidy: pl.DataFrame) -> dict[str, float]:
+    """Per task: the main score, averaged over subsets and splits (as mteb's ``get_score``)."""
+    main = tidy.filter(pl.col("metric") == "main_score").group_by("task").agg(pl.col("value").mean())
+    return {row["task"]: float(row["value"]) for row in main.sort("task").iter_rows(named=True)}
+
+
+def average_score(scores: Mapping[str, float], excluded: Sequence[str]) -> float | None:
+    """Mean main score over the tasks not excluded (paper: all but Tatoeba)."""
+    kept = [v for t, v in scores.items() if t not in set(excluded)]
+    return float(np.mean(kept)) if kept else None
+
+
+def skipped_record(metrics: Mapping[str, Any], excluded: Sequence[str]) -> dict[str, Any]:
+    """mteb.json for a run that training skipped: nothing to evaluate, not an error."""
+    return {"status": "skipped", "skip_reason": metrics.get("skip_reason"), "tasks": {},
+            "average": None, "excluded": list(excluded), "n_texts_encoded": 0}
+
+
+def evaluate_embedder(embedder: Any, tasks: Sequence[str], data_dir: str | Path, batch_size: int,
+                      excluded: Sequence[str] = ()) -> tuple[dict[str, Any], pl.DataFrame]:
+    """Run mteb on the local tasks; returns (mteb.json record, tidy table)."""
+    import mteb
+
+    model = _mteb_encoder(embedder, batch_size)
+    local = [local_task(name, data_dir) for name in tasks]
+    start = time.perf_counter()
+    result = mteb.evaluate(model, tasks=local, cache=None, show_progress_bar=False,
+                           encode_kwargs={"batch_size": batch_size})
+    tidy = tidy_scores(result.task_results, {t.metadata.name: str(t.metadata.type) for t in local})
+    scores = main_scores(tidy)
+    missing = sorted(set(tasks) - set(scores))
+    if missing:
+        raise RuntimeError(f"mteb returned no score for {missing}")
+    record = {"status": "ok", "tasks": scores, "average": average_score(scores, excluded),
+              "excluded": sorted(set(excluded) & set(tasks)), "n_texts_encoded": int(model.n_texts),
+              "seconds": round(time.perf_counter() - start, 3)}
+    return record, tidy
+
+
+def loss_mteb_spearman(runs: pl.DataFrame, loss: str = "final_train_loss",
+                       score: str = "mteb_average") -> float:
+    """Spearman rank correlation between final training loss and MTEB average across runs.
+
+    Paper 1 (App. C) reports -0.892: lower contrastive loss ranks with better MTEB scores, which
+    is what justifies fitting scaling laws to loss. Runs lacking either value (skipped, failed)
+    are dropped; NaN when fewer than 3 remain or either column is constant."""
+    from scipy.stats import spearmanr
+
+    both = runs.select(pl.col(loss).cast(pl.Float64), pl.col(score).cast(pl.Float64)).drop_nulls().drop_nans()
+    if both.height < 3:
+        return math.nan
+    rho = spearmanr(both[loss].to_numpy(), both[score].to_numpy()).statistic
+    return float(rho)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="embtune evaluate-mteb", description=__doc__.split("\n")[0])
+    p.add_argument("--model-dir", type=Path, required=True)
+    p.add_argument("--run-metrics", type=Path, default=None,
+                   help="the run's metrics.json; status 'skipped' writes a skipped mteb.json")
+    p.add_argument("--tasks", nargs="+", required=True)
+    p.add_argument("--exclude-from-average", nargs="*", default=[])
+    p.add_argument("--data-dir", type=Path, required=True, help="materialise-mteb output")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--device", default=None)
+    p.add_argument("--out", type=Path, required=True, help="mteb.json (mteb.parquet goes beside it)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    tidy_path = args.out.with_suffix(".parquet")
+    metrics = read_json(args.run_metrics) if args.run_metrics else {"status": "ok"}
+    if metrics.get("status") == "skipped":
+        write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))
+        write_json(args.out, skipped_record(metrics, args.exclude_from_average))
+        print(f"evaluate-mteb: run skipped ({metrics.get('skip_reason')}); wrote {args.out}")
+        return 0
+    from embtune.models.embedder import load_embedder
+
+    embedder = load_embedder(args.model_dir, device=args.device)
+    record, tidy = evaluate_embedder(embedder, args.tasks, args.data_dir, args.batch_size,
+                                     args.exclude_from_average)
+    write_parquet(tidy_path, tidy)
+    write_json(args.out, record)
+    for task, value in record["tasks"].items():
+        print(f"{task:<28} {value:.4f}")
+    average = "n/a" if record["average"] is None else f"{record['average']:.4f}"
+    print(f"{'average':<28} {average}  ({record['n_texts_encoded']} texts, {record['seconds']:.1f} s)")
+    return 0

@@ -1,0 +1,161 @@
+"""Stage ``collect-runs``: one row per training run, from the files the train/evaluate stages wrote.
+
+Reads ``<runs-dir>/<run_id>/{metrics.json, manifest.json, mteb.json}`` and the planning-time
+``skipped.csv`` (run_id, reason). Skipped and failed runs stay in the table with ``status`` and
+``skip_reason`` so the analysis can say what is missing instead of silently dropping it.
+
+Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F, N_B, N_U,
+S (trainable fraction), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank, peak_lr,
+batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
+status, skip_reason, seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from embtune.io import provenance, write_json, write_parquet
+
+FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "peak_lr",
+              "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average")
+INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
+STR_COLS = ("run_id", "method", "model", "status", "skip_reason")
+
+
+def run_config(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The run config inside a run's manifest (nested under a key, or at the top level)."""
+    for key in ("run_config", "config", "run"):
+        if isinstance(manifest.get(key), dict) and "method" in manifest[key]:
+            return manifest[key]
+    return manifest
+
+
+def parse_run_id(run_id: str) -> dict[str, Any]:
+    """``<model>__<tag>__c<budget>__s<seed>`` (embtune.sweep) -> model, method, budget, seed."""
+    parts = run_id.split("__")
+    if len(parts) != 4 or not parts[2].startswith("c") or not parts[3].startswith("s"):
+        return {}
+    tag = parts[1]
+    out: dict[str, Any] = {"model": parts[0], "method": tag.split("-")[0]}
+    try:
+        out["budget"] = float(parts[2][1:])
+        out["seed"] = int(parts[3][1:])
+    except ValueError:
+        pass
+    if tag.startswith("lora-r") and tag[6:].isdigit():
+        out["lora_rank"] = int(tag[6:])
+    if tag.startswith("freeze-") and "of" in tag:
+        num, _, den = tag[7:].partition("of")
+        if num.isdigit() and den.isdigit():
+            out["freeze_fraction"] = int(num) / int(den)
+    return out
+
+
+def _num(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
+            mteb: dict[str, Any] | None) -> dict[str, Any]:
+    """One table row from a run's three JSON files (pure)."""
+    cfg = run_config(manifest)
+    model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+    parsed = parse_run_id(run_id)
+    n_total = _num(metrics.get("n_total"))
+    n_update = _num(metrics.get("n_update"))
+    s = _num(metrics.get("trainable_fraction"))
+    if s is None and n_total and n_update is not None:
+        s = n_update / n_total
+    tokens, steps = _num(metrics.get("tokens")), _num(metrics.get("steps"))
+    batch = (cfg.get("train") or {}).get("batch_size") or metrics.get("batch_size")
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "method": metrics.get("method") or cfg.get("method") or parsed.get("method"),
+        "model": (metrics.get("model") if isinstance(metrics.get("model"), str) else None)
+                 or model.get("name") or parsed.get("model"),
+        "hidden_size": model.get("hidden_size"), "num_layers": model.get("num_layers"),
+        "N": n_total, "N_F": _num(metrics.get("n_forward")), "N_B": _num(metrics.get("n_backward")),
+        "N_U": n_update, "S": s, "D": tokens, "C": _num(metrics.get("flops")),
+        "budget": _num(metrics.get("budget")) or _num(cfg.get("budget")) or parsed.get("budget"),
+        "freeze_fraction": _num(cfg.get("freeze_fraction", parsed.get("freeze_fraction"))),
+        "lora_rank": cfg.get("lora_rank", parsed.get("lora_rank")),
+        "peak_lr": _num(metrics.get("peak_lr")) or _num(cfg.get("peak_lr")),
+        "batch_size": batch, "steps": steps,
+        "tokens_per_pair": tokens / (steps * batch) if tokens and steps and batch else None,
+        "final_train_loss": _num(metrics.get("final_train_loss")),
+        "val_loss": _num(metrics.get("val_loss")),
+        "status": metrics.get("status", "ok"), "skip_reason": metrics.get("skip_reason"),
+        "seed": cfg.get("seed", parsed.get("seed")),
+        "mteb_average": None,
+    }
+    if mteb and mteb.get("status", "ok") == "ok":
+        row["mteb_average"] = _num(mteb.get("average"))
+        for task, score in sorted((mteb.get("tasks") or {}).items()):
+            row[f"mteb_{task}"] = _num(score)
+    return row
+
+
+def skipped_row(run_id: str, reason: str) -> dict[str, Any]:
+    """A planning-time skip: what the id tells, status ``skipped``, no measured numbers."""
+    return {"run_id": run_id, **parse_run_id(run_id), "status": "skipped", "skip_reason": reason}
+
+
+def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Rows -> a typed DataFrame with every standard column present (nulls where unknown)."""
+    tasks = sorted({k for r in rows for k in r if k.startswith("mteb_") and k != "mteb_average"})
+    schema: dict[str, Any] = {c: pl.Utf8 for c in STR_COLS}
+    schema.update({c: pl.Float64 for c in FLOAT_COLS})
+    schema.update({c: pl.Int64 for c in INT_COLS})
+    schema.update({t: pl.Float64 for t in tasks})
+    data = {c: [r.get(c) for r in rows] for c in schema}
+    return pl.DataFrame(data, schema=schema).sort("run_id")
+
+
+def read_skipped_csv(path: Path) -> list[tuple[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [(r["run_id"], r.get("reason", "")) for r in csv.DictReader(fh)]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def collect(runs_dir: Path, skipped: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Rows for every run directory with a metrics.json, plus the planning-time skips."""
+    rows = []
+    seen = set()
+    for metrics_path in sorted(runs_dir.glob("*/metrics.json")):
+        d = metrics_path.parent
+        mteb = _read(d / "mteb.json") or None
+        rows.append(run_row(d.name, _read(metrics_path), _read(d / "manifest.json"), mteb))
+        seen.add(d.name)
+    rows += [skipped_row(rid, reason) for rid, reason in skipped if rid not in seen]
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune collect-runs", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs-dir", type=Path, required=True)
+    ap.add_argument("--skipped-csv", type=Path, default=None)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    skipped = read_skipped_csv(args.skipped_csv) if args.skipped_csv else []
+    table = build_table(collect(args.runs_dir, skipped))
+    write_parquet(args.out, table)
+    counts = table.group_by("status").len().sort("status").to_dicts()
+    write_json(args.out.with_name(args.out.stem + ".manifest.json"),
+               provenance(rows=table.height, status_counts=counts, runs_dir=str(args.runs_dir)))
+    print(f"collect-runs: {table.height} rows -> {args.out} ({counts})")
+    return 0
