@@ -1,4 +1,126 @@
-# Placeholder resources until the SLURM profile work lands (issue 7).
-TRAIN_RESOURCES = {}
-QUERY_RESOURCES = {}
-EVAL_RESOURCES = {}
+# Per-job resources of the heavy (SLURM-submitted) rules, as functions of (wildcards, attempt).
+#
+# Included from the Snakefile after common.smk (they read RUNS and `config` at call time):
+#
+#     include: "workflow/rules/resources.smk"
+#     rule train_contrastive:
+#         resources: **TRAIN_RESOURCES      # = runtime=train_runtime, mem_mb=train_mem_mb
+#
+# GPU count/type, cpus_per_gpu and partition are cluster facts and live in the slurm profile
+# (slurm/config.yaml, set-resources); what depends on the *run* lives here. Every function grows
+# linearly with `attempt`, so a job killed for its time or memory limit comes back bigger under
+# `--retries` (the slurm profile sets retries: 2). A training job re-submitted after a timeout or
+# a preemption resumes from results/.../checkpoints/<run_id> (embtune train --checkpoint-dir).
+#
+# Calibration knobs (environment, read when the DAG is built):
+#   EMBTUNE_FLOPS_PER_SECOND   sustained training FLOP/s of one GPU (default 5e13: ~16 % of an
+#                              A100's bf16 peak with gradient checkpointing + GradCache)
+#   EMBTUNE_MAX_RUNTIME_MIN    cap on any runtime request (default 7 days), e.g. the partition's
+#                              MaxTime
+#   EMBTUNE_MAX_MEM_MB         cap on any memory request (default: none), e.g. a node's RealMemory
+
+import math as _math
+import os as _os
+
+_FLOPS_PER_SECOND = float(_os.environ.get("EMBTUNE_FLOPS_PER_SECOND", "5e13"))
+_MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
+_MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
+_RUNTIME_SAFETY = 2.0       # planned FLOP -> wall-clock head-room (evaluation of val loss, I/O)
+_OVERHEAD_MIN = 20          # model load, tokenised-data load, final save
+
+
+def _minutes(value, attempt):
+    return int(min(_MAX_RUNTIME_MIN, _math.ceil(value) * max(1, int(attempt))))
+
+
+def _mb(value, attempt):
+    mb = int(_math.ceil(value)) * max(1, int(attempt))
+    return min(mb, _MAX_MEM_MB) if _MAX_MEM_MB else mb
+
+
+def _run(wildcards):
+    """The run config of a training run from common.smk's RUNS (keyed by run id)."""
+    run_id = wildcards.get("run") or wildcards.get("run_id")
+    try:
+        return RUNS[run_id]
+    except (NameError, KeyError, TypeError):
+        return None
+
+
+def _n_params(run):
+    if run is None:
+        return 0
+    planned = run.get("planned") or {}
+    return int(planned.get("n_total") or 0)
+
+
+def train_runtime(wildcards, attempt):
+    """Minutes for `train_contrastive`: the run's FLOP budget at EMBTUNE_FLOPS_PER_SECOND,
+    x2 head-room, + 20 min overhead, times `attempt`."""
+    run = _run(wildcards)
+    budget = float(run["budget"]) if run is not None else 0.0
+    return _minutes(_OVERHEAD_MIN + _RUNTIME_SAFETY * budget / _FLOPS_PER_SECOND / 60.0, attempt)
+
+
+def train_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `train_contrastive`: 4 GB + 8 bytes/parameter (fp32 load + state-dict
+    save), times `attempt`."""
+    return _mb(4096 + _n_params(_run(wildcards)) * 8 / 2**20, attempt)
+
+
+def eval_mteb_runtime(wildcards, attempt):
+    """Minutes for `evaluate_mteb`: 30 min + 60 min per 1e9 parameters, times `attempt`."""
+    return _minutes(30 + 60.0 * _n_params(_run(wildcards)) / 1e9, attempt)
+
+
+def eval_mteb_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `evaluate_mteb`: 8 GB + 8 bytes/parameter, times `attempt`."""
+    return _mb(8192 + _n_params(_run(wildcards)) * 8 / 2**20, attempt)
+
+
+def _query_steps():
+    qt = config.get("query_tuning", {}).get("defaults", {})
+    return int(qt.get("max_epochs", 100)) * int(qt.get("batches_per_epoch", 1000))
+
+
+def tune_runtime(wildcards, attempt):
+    """Minutes for `tune_query`: max_epochs x batches_per_epoch steps at ~0.1 s, + 30 min
+    (early stopping usually ends sooner), times `attempt`."""
+    return _minutes(30 + _query_steps() * 0.1 / 60.0, attempt)
+
+
+def tune_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `tune_query`: 8 GB, times `attempt`."""
+    return _mb(8192, attempt)
+
+
+def eval_pnd_runtime(wildcards, attempt):
+    """Minutes for `evaluate_pnd_base` / `evaluate_pnd_query` (embeddings are cached per model):
+    60 min, times `attempt`."""
+    return _minutes(60, attempt)
+
+
+def eval_pnd_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for the PND evaluations (XNLI all-pairs tables): 16 GB, times `attempt`."""
+    return _mb(16384, attempt)
+
+
+def eval_runtime(wildcards, attempt):
+    """Minutes for any evaluation rule: `evaluate_mteb` (wildcard `run`) or the PND ones."""
+    if _run(wildcards) is not None:
+        return eval_mteb_runtime(wildcards, attempt)
+    return eval_pnd_runtime(wildcards, attempt)
+
+
+def eval_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for any evaluation rule: `evaluate_mteb` (wildcard `run`) or the PND ones."""
+    if _run(wildcards) is not None:
+        return eval_mteb_mem_mb(wildcards, attempt)
+    return eval_pnd_mem_mb(wildcards, attempt)
+
+
+# What the rules splice in with `resources: **TRAIN_RESOURCES` etc.
+TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb}
+QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb}
+EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
+

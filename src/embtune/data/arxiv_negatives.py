@@ -118,6 +118,8 @@ def parse_record(obj: Any) -> Paper | str:
     for name in REQUIRED_FIELDS:
         if not getattr(paper, name):
             return f"empty:{name}"
+    if not _WORD.search(paper.abstract):
+        return "no_words:abstract"  # no word distribution, so no Jensen-Shannon distance
     return paper
 
 
@@ -247,20 +249,19 @@ def block_jsd(block: Block, rows: np.ndarray) -> np.ndarray:
 
 
 def query_batches(block: Block, rows: np.ndarray, work: int) -> Iterator[np.ndarray]:
-    """Split ``rows`` so each batch expands to about ``work`` entries (bounded memory)."""
+    """Split ``rows`` so each batch expands to about ``work`` entries (bounded memory).
+
+    A row costs the summed document frequencies of its words (entries of the sparse product)
+    plus the block size (its row of the dense accumulator)."""
     csr, csc = block.csr, block.csc
     df = np.diff(csc.indptr)
-    cost = np.add.reduceat(df[csr.indices], csr.indptr[:-1]) if csr.nnz else np.zeros(len(rows))
-    cost = np.maximum(cost[rows], 1) + len(block.members)  # + the dense (rows x n) accumulator
-    bounds = np.searchsorted(np.cumsum(cost), np.arange(work, int(cost.sum()) + work, work))
-    start = 0
-    for end in np.unique(np.maximum(bounds, 1)):
-        end = min(max(int(end), start + 1), len(rows))
-        if end > start:
-            yield rows[start:end]
-            start = end
-    if start < len(rows):
-        yield rows[start:]
+    row_cost = np.add.reduceat(df[csr.indices], csr.indptr[:-1])  # rows are never empty
+    cum = np.cumsum(row_cost[rows] + len(block.members))
+    cuts = np.searchsorted(cum, np.arange(work, int(cum[-1]), work), side="right")
+    edges = np.unique(np.concatenate([[0], cuts, [len(rows)]]))
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b > a:
+            yield rows[a:b]
 
 
 def top_k(jsd: np.ndarray, members: np.ndarray, self_cols: np.ndarray, k: int) -> np.ndarray:
@@ -290,57 +291,53 @@ def top_k(jsd: np.ndarray, members: np.ndarray, self_cols: np.ndarray, k: int) -
 # Candidate blocks from category prefixes
 # --------------------------------------------------------------------------------------------
 
-def candidate_groups(keys: Sequence[tuple[int, ...]]) -> tuple[dict[tuple[int, ...], np.ndarray],
-                                                               np.ndarray]:
-    """Map each paper to the longest prefix of its key shared with another paper.
+def candidate_groups(keys: Sequence[tuple[int, ...]]
+                     ) -> tuple[list[tuple[int, ...]], list[np.ndarray], np.ndarray]:
+    """Map each paper to the longest prefix of its key that another paper also contains.
 
-    Returns ``(members_by_prefix, prefix_id_per_paper)``; prefix ``()`` (id -1 in the second
-    array is not used: papers without any match get the empty prefix) means "all papers".
-    Work is confined to one first-category universe at a time (at most ``max_category_size``
-    papers), with prefix masks memoised."""
-    postings: dict[int, list[int]] = {}
-    for i, key in enumerate(keys):
-        for c in key:
-            postings.setdefault(c, []).append(i)
-    post = {c: np.asarray(v, dtype=np.int64) for c, v in postings.items()}
+    Returns ``(prefixes, members, group_of)``: candidate block ``g`` is the sorted row indices
+    ``members[g]`` of papers containing all categories of ``prefixes[g]``; ``group_of[i]`` is
+    paper ``i``'s block. The empty prefix (paper alone in its smallest category) means "all
+    papers". Work stays inside one first-category universe (at most ``max_category_size``
+    papers) at a time, with the prefix masks memoised."""
+    post: dict[int, list[int]] = {}
     by_first: dict[int, list[int]] = {}
     for i, key in enumerate(keys):
         by_first.setdefault(key[0], []).append(i)
+        for c in key:
+            post.setdefault(c, []).append(i)
     members_by: dict[tuple[int, ...], np.ndarray] = {}
     prefix_of: list[tuple[int, ...]] = [()] * len(keys)
     for c1 in sorted(by_first):
-        universe = post[c1]
+        universe = np.asarray(post[c1], dtype=np.int64)
         cols: dict[int, np.ndarray] = {}
         masks: dict[tuple[int, ...], np.ndarray] = {(c1,): np.ones(len(universe), dtype=bool)}
         for i in by_first[c1]:
-            key = keys[i]
-            best: tuple[int, ...] = ()
-            if len(universe) >= 2:
-                best = (c1,)
-                for c in key[1:]:
-                    cand = best + (c,)
-                    if cand not in masks:
-                        if c not in cols:
-                            cols[c] = np.isin(universe, post[c], assume_unique=True)
-                        masks[cand] = masks[best] & cols[c]
-                    if masks[cand].sum() < 2:
-                        break
-                    best = cand
+            best: tuple[int, ...] = (c1,) if len(universe) >= 2 else ()
+            for c in keys[i][1:] if best else ():
+                cand = best + (c,)
+                if cand not in masks:
+                    if c not in cols:
+                        cols[c] = np.isin(universe, np.asarray(post[c]), assume_unique=True)
+                    masks[cand] = masks[best] & cols[c]
+                if masks[cand].sum() < 2:
+                    break
+                best = cand
             prefix_of[i] = best
             if best and best not in members_by:
                 members_by[best] = universe[masks[best]]
-    ids = {p: j for j, p in enumerate(sorted(members_by))}
     if any(not p for p in prefix_of):
         members_by[()] = np.arange(len(keys), dtype=np.int64)
-        ids[()] = len(ids)
-    return members_by, np.asarray([ids[p] for p in prefix_of], dtype=np.int64)
+    prefixes = sorted(members_by, key=lambda p: (not p, p))
+    ids = {p: g for g, p in enumerate(prefixes)}
+    return (prefixes, [members_by[p] for p in prefixes],
+            np.asarray([ids[p] for p in prefix_of], dtype=np.int64))
 
 
 def nearest_negatives(dist: sp.csr_matrix, keys: Sequence[tuple[int, ...]], k: int,
                       work: int = DEFAULT_WORK) -> tuple[np.ndarray, dict[str, int]]:
     """(n_papers, k) row indices of each paper's k closest candidates, plus counters."""
-    members_by, group_of = candidate_groups(keys)
-    prefixes = sorted(members_by, key=lambda p: (len(p) == 0, p))
+    prefixes, members, group_of = candidate_groups(keys)
     out = np.empty((len(keys), k), dtype=np.int64)
     order = np.argsort(group_of, kind="stable")
     bounds = np.searchsorted(group_of[order], np.arange(len(prefixes) + 1))
@@ -349,7 +346,7 @@ def nearest_negatives(dist: sp.csr_matrix, keys: Sequence[tuple[int, ...]], k: i
         papers = order[bounds[g]:bounds[g + 1]]
         if not len(papers):
             continue
-        block = make_block(dist, members_by[prefix])
+        block = make_block(dist, members[g])
         local = np.searchsorted(block.members, papers)
         stats["pairs"] += len(papers) * (len(block.members) - 1)
         if not prefix:
@@ -451,16 +448,22 @@ def build_negatives(papers: Sequence[Paper], max_category_size: int, n_negatives
     """Select papers and compute their ``n_negatives + 1`` negatives as row indices."""
     sizes = category_sizes(papers)
     kept = kept_categories(sizes, max_category_size)
-    selected = select_papers(papers, kept)
+    selected, negs, info = negatives_for(select_papers(papers, kept), kept, n_negatives, seed, work)
+    return selected, negs, {"n_valid_papers": len(papers), "n_categories": len(sizes), **info}
+
+
+def negatives_for(selected: list[Paper], kept: dict[str, int], n_negatives: int, seed: int,
+                  work: int = DEFAULT_WORK) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
+    """Negatives of already selected papers (the CLI streams the snapshot twice, so only the
+    selected ~12% of a 2M-paper snapshot is ever held in memory)."""
     if len(selected) < 2:
-        raise DataError(f"only {len(selected)} paper(s) have a category with at most "
-                        f"{max_category_size} papers; nothing to build")
+        raise DataError(f"only {len(selected)} paper(s) have a kept category (size at most "
+                        f"max_category_size); nothing to build")
     keys = [category_key(p.categories, kept) for p in selected]
     dist = word_distributions([p.abstract for p in selected])
     near, stats = nearest_negatives(dist, keys, n_negatives, work)
     negs = np.concatenate([near, random_negatives(len(selected), seed)[:, None]], axis=1)
-    info = {"n_valid_papers": len(papers), "n_categories": len(sizes),
-            "n_kept_categories": len(kept), "n_selected": len(selected),
+    info = {"n_kept_categories": len(kept), "n_selected": len(selected),
             "vocabulary_size": int(dist.shape[1]), **stats,
             "all_distinct": int(sum(len(set(r)) == n_negatives for r in near.tolist()))}
     return selected, negs, info
@@ -529,6 +532,10 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield line_no, line
 
 
+def _log(message: str, t0: float) -> None:
+    print(f"{STAGE}: [{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.split("\n")[0])
     ap.add_argument("--source", choices=("build", "published"), default="build")
@@ -581,15 +588,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     _check_args(ap, args)
     t0 = time.perf_counter()
-    drops, triplet_drops = Drops(), Drops()
+    drops = Drops()
+    triplet_drops: dict[str, dict[str, Any]] = {}
     total = args.n_negatives + 1
     try:
         if args.source == "build":
             src = args.snapshot
-            papers = list(parse_lines(_numbered_lines(src), str(src), drops))
-            selected, negs, info = build_negatives(papers, args.max_category_size,
-                                                   args.n_negatives, args.seed, args.work)
-            del papers
+            sizes: Counter[str] = Counter()
+            n_valid = 0
+            for paper in parse_lines(_numbered_lines(src), str(src), drops):  # pass 1: sizes
+                sizes.update(set(paper.categories.split()))
+                n_valid += 1
+            kept = kept_categories(sizes, args.max_category_size)
+            selected = select_papers(parse_lines(_numbered_lines(src), str(src)), kept)
+            _log(f"read {n_valid} valid papers, selected {len(selected)}", t0)
+            selected, negs, info = negatives_for(selected, kept, args.n_negatives, args.seed,
+                                                 args.work)
+            info = {"n_valid_papers": n_valid, "n_categories": len(sizes), **info}
         else:
             src = args.published
             selected, neg_ids = parse_published(_numbered_lines(src), str(src), total, drops)
@@ -601,8 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as err:
         print(f"embtune {STAGE}: error: {err}", file=sys.stderr)
         return 1
-    print(f"{STAGE}: {len(selected)} papers with negatives in {time.perf_counter() - t0:.1f}s",
-          file=sys.stderr)
+    _log(f"{len(selected)} papers with negatives", t0)
     table = negatives_table(selected, negs)
     if args.source == "published":  # keep the published ids even when they are not in the file
         table["negatives"] = [list(r) for r in neg_ids]
@@ -611,13 +625,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     outputs["negatives.parquet"] = len(selected)
     for flavour in args.flavours:
         for level in sorted(set(args.levels)):
-            cols = make_triplets(selected, negs, flavour, level, triplet_drops)
             name = f"triplets_{flavour}_L{level}.parquet"
+            tdrops = Drops()
+            cols = make_triplets(selected, negs, flavour, level, tdrops)
+            triplet_drops[name] = tdrops.as_dict()
             write_parquet(args.out / name, _frame(cols))
             outputs[name] = len(cols["anchor"])
     narrow_level = args.narrow_level or total
     if args.narrow_domains:
-        cols = make_triplets(selected, negs, "first", narrow_level, Drops())
+        tdrops = Drops()
+        cols = make_triplets(selected, negs, "first", narrow_level, tdrops)
+        triplet_drops[f"narrow_* (first, L{narrow_level}, before the domain filter)"] = tdrops.as_dict()
         for domain in args.narrow_domains:
             for split, part in zip(("train", "val"),
                                    narrow_split(cols, domain, args.narrow_val_fraction, args.seed)):
@@ -632,11 +650,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "narrow_domains": list(args.narrow_domains), "narrow_level": narrow_level,
                 "narrow_val_fraction": args.narrow_val_fraction, "seed": args.seed,
                 "js_log_base": "e", "category_order": "kept categories by (size, name)"},
-        input_drops=drops.as_dict(), triplet_drops=triplet_drops.as_dict(), stats=info,
+        input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
         outputs=outputs)
     write_json(args.out / "manifest.json", manifest)
-    print(f"{STAGE}: wrote {args.out} in {time.perf_counter() - t0:.1f}s "
-          f"({sum(drops.counts.values())} input lines dropped)", file=sys.stderr)
+    _log(f"wrote {args.out} ({sum(drops.counts.values())} input lines dropped)", t0)
     return 0
 
 

@@ -81,8 +81,8 @@ def check_aligned(frames: dict[str, pl.DataFrame]) -> None:
     ref_lang = next(iter(frames))
     ref = frames[ref_lang]["label"]
     for lang, frame in frames.items():
-        if frame.height != ref.height:
-            raise DataError(f"language {lang!r} has {frame.height} pairs, {ref_lang!r} has {ref.height}")
+        if frame.height != len(ref):
+            raise DataError(f"language {lang!r} has {frame.height} pairs, {ref_lang!r} has {len(ref)}")
         diff = (frame["label"] != ref).arg_true()
         if len(diff):
             i = int(diff[0])

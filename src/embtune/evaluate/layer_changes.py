@@ -17,7 +17,8 @@ Ranks (1 = most changed; unchanged tensors get no rank, null):
 * ``rank_relative``: Table 15 — by ``relative_change``, descending (NaN last).
 
 ``layer`` is the name with everything up to ``encoder.layer.`` removed, as the paper prints it
-(``3.output.dense.weight``).
+(``3.output.dense.weight``); outside the blocks the wrapper prefix is dropped
+(``embeddings.LayerNorm.weight``).
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ from collections.abc import Mapping
 import polars as pl
 import torch
 
-_PREFIX = re.compile(r"^.*?encoder\.layer\.")
+_PREFIX = re.compile(r"^.*?(?:encoder\.layer\.|(?=(?:embeddings|pooler)\.))")
 
 
 def short_layer_name(name: str) -> str:
-    """``0.model.encoder.layer.3.output.dense.weight`` -> ``3.output.dense.weight``."""
+    """``0.model.encoder.layer.3.output.dense.weight`` -> ``3.output.dense.weight``;
+    ``0.model.embeddings.LayerNorm.weight`` -> ``embeddings.LayerNorm.weight``."""
     return _PREFIX.sub("", name)
 
 
@@ -44,13 +46,17 @@ def relative_change(w_tuned: float, w_orig: float) -> float:
 
 
 def tensor_change(orig: torch.Tensor, tuned: torch.Tensor) -> dict[str, float | bool]:
-    """Change statistics of one tensor (float64 so tiny adiabatic changes do not round away)."""
-    o, t = orig.detach().double(), tuned.detach().double()
+    """Change statistics of one tensor, in its own dtype: maxima are exact, and for the small
+    changes that matter here the difference of two nearby floats is exact too (Sterbenz), so
+    there is no need to pay for a float64 copy of the word-embedding matrix."""
+    o, t = orig.detach(), tuned.detach()
     if o.shape != t.shape:
         raise ValueError(f"shape mismatch {tuple(o.shape)} vs {tuple(t.shape)}")
     wo, wt = float(o.max()), float(t.max())
-    return {"w_max_orig": wo, "w_max_tuned": wt, "changed": not torch.equal(orig, tuned),
-            "max_abs_change": float((t - o).abs().max()), "relative_change": relative_change(wt, wo)}
+    changed = not torch.equal(o, t)
+    max_abs = float((t - o).abs().max()) if changed else 0.0
+    return {"w_max_orig": wo, "w_max_tuned": wt, "changed": changed,
+            "max_abs_change": max_abs, "relative_change": relative_change(wt, wo)}
 
 
 def _rank(frame: pl.DataFrame, column: str, out: str) -> pl.DataFrame:

@@ -116,14 +116,14 @@ def local_task(name: str, data_dir: str | Path) -> Any:
 def _mteb_encoder(embedder: Any, batch_size: int) -> Any:
     """A thin ``AbsEncoder`` around :class:`embtune.models.embedder.Embedder` (cosine similarity)."""
     from mteb.models.abs_encoder import AbsEncoder
-    from mteb.models.model_meta import ModelMeta
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
 
     class EmbedderEncoder(AbsEncoder):
         def __init__(self) -> None:
             self.model = embedder
             self.n_texts = 0
             self.mteb_model_meta = ModelMeta.create_empty(
-                {"name": "embtune/checkpoint", "revision": "local", "similarity_fn_name": "cosine"})
+                {"name": "embtune/checkpoint", "revision": "local", "similarity_fn_name": ScoringFunction.COSINE})
 
         def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
                    prompt_type: Any = None, **kwargs: Any) -> np.ndarray:

@@ -101,6 +101,9 @@ def arxiv_triplets(frame: pl.DataFrame, exclude_prefix: str | None = None) -> Tr
 def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> XnliTable:
     """Align the long XNLI table by pair id across languages (pairs present in all of them)."""
     langs = list(languages) if languages else sorted(frame["language"].unique().to_list())
+    missing = sorted(set(langs) - set(frame["language"].unique().to_list()))
+    if missing:
+        raise ValueError(f"{XNLI_FILE}: languages {missing} not in the table")
     frame = frame.filter(pl.col("language").is_in(langs))
     common = (frame.group_by("pair_id").agg(pl.col("language").n_unique().alias("n"))
               .filter(pl.col("n") == len(langs))["pair_id"].sort())

@@ -63,8 +63,7 @@ def crossover(l1: dict[str, Any], l2: dict[str, Any]) -> float | None:
     ds = l1["slope"] - l2["slope"]
     if ds == 0:
         return None
-    ln_c = (l2["intercept"] - l1["intercept"]) / ds
-    return math.exp(ln_c) if ln_c < 709 else math.inf
+    return math.exp(min((l2["intercept"] - l1["intercept"]) / ds, 709.0))
 
 
 def crossovers(lines: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,7 +77,8 @@ def crossovers(lines: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         below = a if fitted[a]["slope"] < fitted[b]["slope"] else b  # steeper descent wins late
         above = b if below == a else a
-        out.append({"methods": [a, b], "budget": c, "ln_budget": math.log(c) if c < math.inf else None,
+        ln_c = (fitted[b]["intercept"] - fitted[a]["intercept"]) / (fitted[a]["slope"] - fitted[b]["slope"])
+        out.append({"methods": [a, b], "budget": c, "ln_budget": ln_c,
                     "better_below": above, "better_above": below})
     return out
 

@@ -94,8 +94,16 @@ def _last_frozen_block(spec: str, n_blocks: int) -> tuple[int, str]:
     return top, note
 
 
+def check_spec(spec: str) -> None:
+    """Raise :class:`FreezeSpecError` for a name that is neither listed nor ``emb_b0-K``."""
+    if spec not in FREEZE_SPECS and not _RANGE.match(spec):
+        raise FreezeSpecError(f"unknown freeze spec {spec!r} (expected one of "
+                              f"{', '.join(FREEZE_SPECS)} or emb_b0-K)")
+
+
 def is_frozen(spec: str, name: str, n_blocks: int) -> bool:
     """Whether parameter ``name`` is frozen under ``spec`` on a model with ``n_blocks`` blocks."""
+    check_spec(spec)
     if spec == "none":
         return False
     if spec == "emb.base":
@@ -110,16 +118,14 @@ def is_frozen(spec: str, name: str, n_blocks: int) -> bool:
         return block_of(name) == 0
     if spec == "emb_odw":
         return _block_part(name, None, ("output.dense.weight",))
-    if _RANGE.match(spec):
-        top, _ = _last_frozen_block(spec, n_blocks)
-        b = block_of(name)
-        return b is not None and b <= top
-    raise FreezeSpecError(f"unknown freeze spec {spec!r} (expected one of {', '.join(FREEZE_SPECS)} "
-                          f"or emb_b0-K)")
+    top, _ = _last_frozen_block(spec, n_blocks)  # emb_b0-K (check_spec admitted nothing else)
+    b = block_of(name)
+    return b is not None and b <= top
 
 
 def plan_freeze(spec: str, names: Iterable[str]) -> FreezePlan:
     """Resolve ``spec`` on a model's parameter names (pure; apply with :func:`apply_freeze`)."""
+    check_spec(spec)
     names = list(names)
     n_blocks = count_blocks(names)
     if spec != "none" and not any(_EMB.search(n) for n in names):

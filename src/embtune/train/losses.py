@@ -15,9 +15,10 @@ import torch.nn.functional as F
 
 def similarity_logits(q: torch.Tensor, p: torch.Tensor, temperature: float) -> torch.Tensor:
     """S[i, j] = cos(q_i, p_j) / τ, computed in fp32 (bf16 cosine logits at τ=1/40 are too coarse)."""
-    qn = F.normalize(q.float(), dim=-1)
-    pn = F.normalize(p.float(), dim=-1)
-    return qn @ pn.T / temperature
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        qn = F.normalize(q.float(), dim=-1)
+        pn = F.normalize(p.float(), dim=-1)
+        return qn @ pn.T / temperature
 
 
 def symmetric_infonce(q: torch.Tensor, p: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -1,0 +1,227 @@
+"""Stage ``query-table``: paper 2's Table-1-style rows, XNLI heatmap data and LR-sweep curves.
+
+Why tables and not figures: the plots stage draws Figures 1-3 from the long tables written here,
+so every number in a figure is also in a file with its exact integer counts.
+
+Inputs, per model under ``--query-runs-dir``: ``base/pnd.json`` + ``base/xnli_counts.parquet``
+(the untuned encoder) and for each tuned run ``<qrun_id>/pnd.json``, ``xnli_counts.parquet``,
+``metrics.json`` and ``manifest.json`` (its ``run_config``). Runs without ``pnd.json`` yet are
+listed in the manifest as missing, not silently dropped.
+
+Definitions (paper 2, §2 and App. I, via :mod:`embtune.evaluate.stats`):
+
+* improvement I = s (M~ - M) / M with s = -1 for PND, reported in percent. M is the *averaged*
+  PND (``per_query_rate``, mean over queries, §2) where pnd.json has it, else errors/total;
+* significance: pooled two-proportion z-test on the integer errors of the base vs the tuned
+  encoder over the same ``total`` comparisons, |z| > z_critical (1.96);
+* XNLI ``+/-``: number of (query language, text language) pairs whose PND improved / worsened
+  significantly, per relation (entailment vs neutral, entailment vs contradiction) and measure.
+
+Outputs (``--out DIR``): ``table1.csv`` / ``table1.md`` (one row per model and run),
+``pnd_long.csv`` (per model, run, dataset, measure: counts, improvement, z), ``xnli_heatmap.parquet``
+(model, qrun_id, relation, measure, query_lang, text_lang, errors_base, errors_tuned, total,
+improvement, z, significant), ``lr_curves.parquet`` (model, qrun_id, lr, dataset, measure,
+improvement, significant), ``manifest.json`` last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from embtune.evaluate.stats import pooled_z, relative_improvement
+from embtune.io import atomic_path, provenance, read_json, write_json, write_parquet, write_text
+
+DATASETS = ("msmarco", "arxiv-first", "arxiv-title")
+MEASURES = ("cos", "dist")
+RELATIONS = ("neutral", "contradiction")
+XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
+CONFIG_COLUMNS = ("sweep", "lr", "lr_effective", "freeze", "batch_size", "margin", "weight_decay",
+                  "scheduler", "optimizer", "train_data", "lr_scaling", "distance")
+
+
+def _pnd_value(entry: dict[str, Any]) -> float:
+    """The averaged PND (paper 2, §2) when present, else the pooled rate."""
+    value = entry.get("per_query_rate")
+    return float(value) if value is not None else entry["errors"] / entry["total"]
+
+
+def compare_counts(n0: int, n1: int, total: int, z_critical: float) -> tuple[float, bool]:
+    """(z, significant) for base errors ``n0`` vs tuned errors ``n1`` out of ``total``."""
+    z = pooled_z(int(n0), int(n1), int(total)) if total > 0 else math.nan
+    return z, bool(abs(z) > z_critical) if not math.isnan(z) else False
+
+
+def dataset_rows(model: str, qrun_id: str, base: dict[str, Any], tuned: dict[str, Any],
+                 z_critical: float) -> list[dict[str, Any]]:
+    """Long rows for the triplet datasets present in both pnd.json files."""
+    rows = []
+    for ds in DATASETS:
+        for measure in MEASURES:
+            b, t = base.get(ds, {}).get(measure), tuned.get(ds, {}).get(measure)
+            if not b or not t:
+                continue
+            if b["total"] != t["total"]:
+                raise ValueError(f"{model}/{qrun_id}/{ds}/{measure}: totals differ "
+                                 f"({b['total']} vs {t['total']}): not the same evaluation set")
+            z, sig = compare_counts(b["errors"], t["errors"], b["total"], z_critical)
+            rows.append({"model": model, "qrun_id": qrun_id, "dataset": ds, "measure": measure,
+                         "errors_base": int(b["errors"]), "errors_tuned": int(t["errors"]),
+                         "total": int(b["total"]), "pnd_base": _pnd_value(b), "pnd_tuned": _pnd_value(t),
+                         "improvement": 100 * relative_improvement(_pnd_value(b), _pnd_value(t)),
+                         "z": z, "significant": sig})
+    return rows
+
+
+def xnli_rows(model: str, qrun_id: str, base: pl.DataFrame, tuned: pl.DataFrame,
+              z_critical: float) -> pl.DataFrame:
+    """Per language pair, relation and measure: improvement (%), z and significance."""
+    keep = XNLI_KEYS + ["errors", "total"]
+    joined = base.select(keep).join(tuned.select(keep), on=XNLI_KEYS, suffix="_tuned", how="inner")
+    if (joined["total"] != joined["total_tuned"]).any():
+        raise ValueError(f"{model}/{qrun_id}: XNLI totals differ between base and tuned")
+    stats = [compare_counts(n0, n1, n, z_critical)
+             for n0, n1, n in zip(joined["errors"], joined["errors_tuned"], joined["total"])]
+    improvement = [100 * relative_improvement(n0 / n, n1 / n) if n else math.nan
+                   for n0, n1, n in zip(joined["errors"], joined["errors_tuned"], joined["total"])]
+    return joined.select(
+        pl.lit(model).alias("model"), pl.lit(qrun_id).alias("qrun_id"), "relation", "measure",
+        "query_lang", "text_lang", pl.col("errors").cast(pl.Int64).alias("errors_base"),
+        pl.col("errors_tuned").cast(pl.Int64), pl.col("total").cast(pl.Int64),
+    ).with_columns(pl.Series("improvement", improvement, pl.Float64),
+                   pl.Series("z", [s[0] for s in stats], pl.Float64),
+                   pl.Series("significant", [s[1] for s in stats], pl.Boolean))
+
+
+def plus_minus(heat: pl.DataFrame, relation: str, measure: str) -> tuple[int, int]:
+    """(#pairs significantly improved, #significantly worsened) — Table 1's ``c+/-``, ``d+/-``."""
+    sel = heat.filter((pl.col("relation") == relation) & (pl.col("measure") == measure)
+                      & pl.col("significant"))
+    return int((sel["errors_tuned"] < sel["errors_base"]).sum()), int((sel["errors_tuned"] > sel["errors_base"]).sum())
+
+
+def table1_row(model: str, qrun_id: str, config: dict[str, Any], ds_rows: list[dict[str, Any]],
+               heat: pl.DataFrame) -> dict[str, Any]:
+    """One Table-1 row: improvement % and significance per dataset/measure, XNLI +/- counts."""
+    row: dict[str, Any] = {"model": model, "qrun_id": qrun_id,
+                           **{k: config.get(k) for k in CONFIG_COLUMNS}}
+    by_key = {(r["dataset"], r["measure"]): r for r in ds_rows}
+    for ds in DATASETS:
+        for m in MEASURES:
+            r = by_key.get((ds, m))
+            row[f"{ds}_{m[0]}_pct"] = r["improvement"] if r else None
+            row[f"{ds}_{m[0]}_sig"] = r["significant"] if r else None
+    for rel, tag in zip(RELATIONS, ("ent_neutr", "ent_contr")):
+        for m in MEASURES:
+            plus, minus = plus_minus(heat, rel, m) if heat.height else (None, None)
+            row[f"xnli_{tag}_{m[0]}_plus"], row[f"xnli_{tag}_{m[0]}_minus"] = plus, minus
+    return row
+
+
+def lr_curve_rows(model: str, qrun_id: str, config: dict[str, Any],
+                  ds_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Points of Figure 2(b): only runs that differ from the default in the learning rate."""
+    if config.get("sweep") not in ("lr", "default"):
+        return []
+    lr = config.get("lr_effective", config.get("lr"))
+    return [{"model": model, "qrun_id": qrun_id, "lr": lr, "dataset": r["dataset"],
+             "measure": r["measure"], "improvement": r["improvement"], "significant": r["significant"]}
+            for r in ds_rows]
+
+
+def markdown(table: pl.DataFrame) -> str:
+    """Paper-style markdown per model; non-significant improvements carry a dagger (grey in the paper)."""
+    out = ["# Query-tower tuning: PND improvement (%) vs the untuned encoder", "",
+           "`†` = not significant (pooled two-proportion z-test, |z| <= z_critical). "
+           "XNLI columns: language pairs significantly improved/worsened.", ""]
+    head = ["qrun", "lr"] + [f"{ds} {m[0]}%" for ds in DATASETS for m in MEASURES] + [
+        f"xnli {t} {m[0]}+/-" for t in ("ent-neutr", "ent-contr") for m in MEASURES]
+    for model in table["model"].unique(maintain_order=True):
+        out += [f"## {model}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in table.filter(pl.col("model") == model).iter_rows(named=True):
+            cells = [r["qrun_id"], f"{r['lr_effective']:.3g}" if r["lr_effective"] is not None else ""]
+            for ds in DATASETS:
+                for m in MEASURES:
+                    v, s = r[f"{ds}_{m[0]}_pct"], r[f"{ds}_{m[0]}_sig"]
+                    cells.append("" if v is None else f"{v:.2f}" + ("" if s else "†"))
+            for tag in ("ent_neutr", "ent_contr"):
+                for m in MEASURES:
+                    p, n = r[f"xnli_{tag}_{m[0]}_plus"], r[f"xnli_{tag}_{m[0]}_minus"]
+                    cells.append("" if p is None else f"{p}/{n}")
+            out.append("| " + " | ".join(map(str, cells)) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- I/O
+def _read_xnli(path: Path) -> pl.DataFrame:
+    return pl.read_parquet(path) if path.exists() else pl.DataFrame(
+        schema={k: pl.String for k in XNLI_KEYS} | {"errors": pl.Int64, "total": pl.Int64})
+
+
+def _run_config(run_dir: Path) -> dict[str, Any]:
+    manifest = run_dir / "manifest.json"
+    return read_json(manifest).get("run_config", {}) if manifest.exists() else {}
+
+
+def collect(query_runs_dir: Path, z_critical: float) -> tuple[dict[str, Any], list[str]]:
+    """Read every model/run; returns the frames and the list of runs lacking evaluations."""
+    table, ds_long, heats, curves, missing = [], [], [], [], []
+    for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
+        model = model_dir.name
+        base_pnd, base_xnli = read_json(model_dir / "base" / "pnd.json"), _read_xnli(model_dir / "base" / "xnli_counts.parquet")
+        for run_dir in sorted(p for p in model_dir.iterdir() if p.is_dir() and p.name != "base"):
+            if not (run_dir / "pnd.json").exists():
+                missing.append(f"{model}/{run_dir.name}")
+                continue
+            metrics = read_json(run_dir / "metrics.json") if (run_dir / "metrics.json").exists() else {}
+            if metrics.get("status", "ok") != "ok":
+                continue
+            config = _run_config(run_dir)
+            rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"), z_critical)
+            heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"), z_critical)
+            table.append(table1_row(model, run_dir.name, config, rows, heat))
+            ds_long += rows
+            heats.append(heat)
+            curves += lr_curve_rows(model, run_dir.name, config, rows)
+    return {"table": table, "long": ds_long, "heat": heats, "curves": curves}, missing
+
+
+def _frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+HEAT_SCHEMA = {"model": pl.String, "qrun_id": pl.String, "relation": pl.String, "measure": pl.String,
+               "query_lang": pl.String, "text_lang": pl.String, "errors_base": pl.Int64,
+               "errors_tuned": pl.Int64, "total": pl.Int64, "improvement": pl.Float64,
+               "z": pl.Float64, "significant": pl.Boolean}
+CURVE_SCHEMA = {"model": pl.String, "qrun_id": pl.String, "lr": pl.Float64, "dataset": pl.String,
+                "measure": pl.String, "improvement": pl.Float64, "significant": pl.Boolean}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune query-table", description=__doc__.split("\n")[0])
+    ap.add_argument("--query-runs-dir", required=True, help="{results}/query_runs")
+    ap.add_argument("--out", required=True, help="{results}/analysis/query_tuning")
+    ap.add_argument("--z-critical", type=float, default=1.96)
+    args = ap.parse_args(argv)
+    got, missing = collect(Path(args.query_runs_dir), args.z_critical)
+    out = Path(args.out)
+    table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
+    with atomic_path(out / "table1.csv") as tmp:
+        table.write_csv(tmp)
+    write_text(out / "table1.md", markdown(table) if table.height else "# no evaluated query runs\n")
+    with atomic_path(out / "pnd_long.csv") as tmp:
+        pl.DataFrame(got["long"], infer_schema_length=None).write_csv(tmp)
+    heat = pl.concat(got["heat"]) if got["heat"] else pl.DataFrame(schema=HEAT_SCHEMA)
+    write_parquet(out / "xnli_heatmap.parquet", heat.cast(HEAT_SCHEMA))  # type: ignore[arg-type]
+    write_parquet(out / "lr_curves.parquet", _frame(got["curves"], CURVE_SCHEMA))
+    write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
+                                                 n_rows=table.height, missing_evaluations=missing))
+    print(f"query-table: {table.height} runs, {len(missing)} without evaluation -> {out}")
+    return 0

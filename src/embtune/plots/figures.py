@@ -1,0 +1,212 @@
+"""One drawing function per figure family: a tidy DataFrame in, a matplotlib Figure out.
+
+Why DataFrame-in: the same frame is written as the figure's CSV (``dvc plots``), so what is
+plotted and what is versioned cannot drift apart. No function here reads or writes files.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.colors import LogNorm, TwoSlopeNorm  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+METHOD_COLORS = {"full": "tab:blue", "freeze": "tab:green", "bias": "tab:red", "lora": "tab:orange"}
+
+
+def _axes(title: str, xlabel: str, ylabel: str, logx: bool = True, logy: bool = True,
+          size: tuple[float, float] = (6.4, 4.6)) -> tuple[Figure, Any]:
+    fig, ax = plt.subplots(figsize=size, constrained_layout=True)
+    _style(ax, title, xlabel, ylabel, logx, logy)
+    return fig, ax
+
+
+def _style(ax: Any, title: str, xlabel: str, ylabel: str, logx: bool, logy: bool) -> None:
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.25)
+
+
+def _budget_colors(budgets: list[float]) -> dict[float, Any]:
+    cmap = plt.get_cmap("viridis")
+    n = max(len(budgets) - 1, 1)
+    return {b: cmap(i / n) for i, b in enumerate(sorted(budgets))}
+
+
+def _grid(n: int, title: str, size: float = 3.2) -> tuple[Figure, list[Any]]:
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols + 0.6, size * rows * 0.85 + 0.6),
+                             constrained_layout=True, squeeze=False)
+    fig.suptitle(title, fontsize=11)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def frontier_figure(df: pl.DataFrame, ylabel: str, title: str) -> Figure:
+    """Fig. 1 / 11. Columns: method, budget, value, kind (observed | fit | frontier)."""
+    fig, ax = _axes(title, "compute budget C [FLOP]", ylabel)
+    for method in df.filter(pl.col("kind") == "observed")["method"].unique(maintain_order=True):
+        color = METHOD_COLORS.get(method)
+        obs = df.filter((pl.col("method") == method) & (pl.col("kind") == "observed"))
+        ax.plot(obs["budget"], obs["value"], "x", color=color, ms=8, mew=2, label=f"{method}")
+        fit = df.filter((pl.col("method") == method) & (pl.col("kind") == "fit"))
+        if fit.height:
+            ax.plot(fit["budget"], fit["value"], ":", color=color, lw=1.5)
+    front = df.filter(pl.col("kind") == "frontier")
+    if front.height:
+        ax.plot(front["budget"], front["value"], "-", color="black", lw=2, label="compute-optimal frontier")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def isoflop_figure(df: pl.DataFrame, ylabel: str, title: str) -> Figure:
+    """Figs 2, 4, 7-10. Columns: model, N, budget, value, label (best hyper-parameter or '')."""
+    fig, ax = _axes(title, "non-embedding parameters N", ylabel)
+    colors = _budget_colors(df["budget"].unique().to_list())
+    for budget in sorted(df["budget"].unique().to_list()):
+        sub = df.filter(pl.col("budget") == budget).sort("N")
+        ax.plot(sub["N"], sub["value"], "o-", color=colors[budget], label=f"C = {budget:.2g}")
+        for n, v, lab in zip(sub["N"], sub["value"], sub["label"]):
+            if lab:
+                ax.annotate(lab, (n, v), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7)
+    ax.legend(fontsize=8, title="budget [FLOP]", title_fontsize=8)
+    return fig
+
+
+def hyper_effect_figure(df: pl.DataFrame, xlabel: str, ylabel: str, title: str, logx: bool) -> Figure:
+    """Figs 3 and 5: one panel per model. Columns: model, N, budget, hyper, value."""
+    models = df.sort("N")["model"].unique(maintain_order=True).to_list()
+    fig, axes = _grid(len(models), title)
+    colors = _budget_colors(df["budget"].unique().to_list())
+    for ax, model in zip(axes, models):
+        sub = df.filter(pl.col("model") == model)
+        for budget in sorted(sub["budget"].unique().to_list()):
+            b = sub.filter(pl.col("budget") == budget).sort("hyper")
+            ax.plot(b["hyper"], b["value"], "o-", color=colors[budget], ms=4, label=f"{budget:.2g}")
+        _style(ax, model, xlabel, ylabel, logx, True)
+    axes[0].legend(fontsize=7, title="C [FLOP]", title_fontsize=7)
+    return fig
+
+
+def optimal_n_figure(df: pl.DataFrame, title: str) -> Figure:
+    """Figs 6, 12, 13. Columns: method, budget, N, kind (observed | fit)."""
+    fig, ax = _axes(title, "compute budget C [FLOP]", "optimal non-embedding parameters N*")
+    for method in df["method"].unique(maintain_order=True):
+        color = METHOD_COLORS.get(method)
+        obs = df.filter((pl.col("method") == method) & (pl.col("kind") == "observed"))
+        ax.plot(obs["budget"], obs["N"], "o", color=color, label=method)
+        fit = df.filter((pl.col("method") == method) & (pl.col("kind") == "fit"))
+        if fit.height:
+            ax.plot(fit["budget"], fit["N"], "--", color=color, lw=1.2)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def scatter_figure(df: pl.DataFrame, xlabel: str, ylabel: str, title: str, *, logx: bool = True,
+                   logy: bool = True, lines: bool = False, note: str = "") -> Figure:
+    """Figs 14, 15, 17, 18, 19. Columns: x, y, group (legend entry), optional panel."""
+    panels = df["panel"].unique(maintain_order=True).to_list() if "panel" in df.columns else [None]
+    if len(panels) > 1:
+        fig, axes = _grid(len(panels), title)
+    else:
+        fig, ax = _axes(title, xlabel, ylabel, logx, logy)
+        axes = [ax]
+    for ax, panel in zip(axes, panels):
+        sub = df if panel is None else df.filter(pl.col("panel") == panel)
+        groups = sub["group"].unique(maintain_order=True).to_list()
+        cmap = plt.get_cmap("viridis" if len(groups) > 10 else "tab10")
+        for i, g in enumerate(groups):
+            gs = sub.filter(pl.col("group") == g).sort("x")
+            color = cmap(i / max(len(groups) - 1, 1)) if len(groups) > 10 else cmap(i % 10)
+            ax.plot(gs["x"], gs["y"], "o-" if lines else "o", color=color, ms=4, alpha=0.8, label=str(g))
+        if len(panels) > 1:
+            _style(ax, str(panel), xlabel, ylabel, logx, logy)
+        if len(groups) <= 12:
+            ax.legend(fontsize=7)
+    if note:
+        axes[0].text(0.02, 0.02, note, transform=axes[0].transAxes, fontsize=8, va="bottom")
+    return fig
+
+
+def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
+    """Fig. 16: one panel per (method, law). Columns: method, law, predicted, actual, split."""
+    keys = df.select("method", "law").unique(maintain_order=True).rows()
+    fig, axes = _grid(len(keys), title)
+    for ax, (method, law) in zip(axes, keys):
+        sub = df.filter((pl.col("method") == method) & (pl.col("law") == law))
+        for split, color in (("train", "tab:red"), ("test", "tab:blue")):
+            s = sub.filter(pl.col("split") == split)
+            if s.height:
+                ax.plot(s["predicted"], s["actual"], "o", color=color, ms=3, alpha=0.7, label=split)
+        lo = float(min(sub["predicted"].min(), sub["actual"].min()))
+        hi = float(max(sub["predicted"].max(), sub["actual"].max()))
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        _style(ax, f"{method}: {law}", "predicted loss", "actual loss", True, True)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def heatmap_figure(df: pl.DataFrame, title: str) -> Figure:
+    """Paper 2 heatmaps: 15×15 improvement (%) by query and text language; hatched = not
+    significant. Columns: query_lang, text_lang, improvement, significant."""
+    qs = sorted(df["query_lang"].unique().to_list())
+    ts = sorted(df["text_lang"].unique().to_list())
+    grid = np.full((len(qs), len(ts)), np.nan)
+    sig = np.zeros_like(grid, bool)
+    for r in df.iter_rows(named=True):
+        i, j = qs.index(r["query_lang"]), ts.index(r["text_lang"])
+        grid[i, j] = r["improvement"]
+        sig[i, j] = bool(r["significant"])
+    fig, ax = plt.subplots(figsize=(7.2, 6.2), constrained_layout=True)
+    lim = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
+    im = ax.imshow(grid, cmap="RdBu", norm=TwoSlopeNorm(0.0, -lim or -1, lim or 1))
+    for i in range(len(qs)):
+        for j in range(len(ts)):
+            if np.isfinite(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=6,
+                        color="black" if sig[i, j] else "0.55")
+    ax.set_xticks(range(len(ts)), ts, fontsize=8)
+    ax.set_yticks(range(len(qs)), qs, fontsize=8)
+    ax.set_xlabel("text language")
+    ax.set_ylabel("query language")
+    ax.set_title(title + "\n(grey numbers: not significant)", fontsize=10)
+    fig.colorbar(im, ax=ax, label="improvement [%]")
+    return fig
+
+
+def lr_sweep_figure(df: pl.DataFrame, title: str) -> Figure:
+    """Paper 2 Fig. 2/3: improvement vs learning rate per (dataset, measure); open markers are
+    not significant. Columns: lr, dataset, measure, improvement, significant."""
+    fig, ax = _axes(title, "learning rate", "improvement [%]", logx=True, logy=False)
+    keys = df.select("dataset", "measure").unique(maintain_order=True).rows()
+    cmap = plt.get_cmap("tab10")
+    for i, (dataset, measure) in enumerate(keys):
+        sub = df.filter((pl.col("dataset") == dataset) & (pl.col("measure") == measure)).sort("lr")
+        color = cmap(i % 10)
+        ax.plot(sub["lr"], sub["improvement"], "-", color=color, lw=1, label=f"{dataset} ({measure})")
+        sig = sub["significant"].cast(pl.Boolean)
+        ax.plot(sub.filter(sig)["lr"], sub.filter(sig)["improvement"], "o", color=color, ms=5)
+        ax.plot(sub.filter(~sig)["lr"], sub.filter(~sig)["improvement"], "o", mfc="none", color=color, ms=5)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.legend(fontsize=7)
+    return fig
+
+
+__all__ = ["frontier_figure", "isoflop_figure", "hyper_effect_figure", "optimal_n_figure",
+           "scatter_figure", "predicted_vs_actual_figure", "heatmap_figure", "lr_sweep_figure",
+           "LogNorm"]

@@ -1,0 +1,318 @@
+"""Figure data and the markdown report: which figures exist, what each plots, and why one is skipped.
+
+Every figure is a ``Spec``: a name, a caption, the tidy frame it plots (written as CSV), and the
+drawing function from ``figures``. A figure whose data cannot support it (too few points, no MTEB,
+no query tables) becomes a Spec with ``skipped`` set, listed in the report with its reason —
+never a plot of made-up numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+
+from embtune.plots import figures as F
+from embtune.scaling.fit_cli import law_rows, methods_of
+from embtune.scaling.frontier import fit_line
+from embtune.scaling.isoflop import isoflop, ok_rows, optimal_points
+from embtune.scaling.laws import LAWS
+
+MTEB = "mteb_average"
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    caption: str
+    data: pl.DataFrame | None = None
+    draw: Callable[[pl.DataFrame], Figure] | None = None
+    skipped: str | None = None
+
+
+def _skip(name: str, caption: str, reason: str) -> Spec:
+    return Spec(name, caption, skipped=reason)
+
+
+def _budget_grid(lo: float, hi: float, n: int = 40) -> np.ndarray:
+    return np.geomspace(lo, hi, n)
+
+
+def frontier_data(runs: pl.DataFrame, metric: str, maximize: bool,
+                  lines: dict[str, Any] | None = None) -> tuple[pl.DataFrame, str | None]:
+    """Observed optimal points per method, fitted lines and the frontier (min, or max for a score)."""
+    obs, fitted = [], {}
+    for method in methods_of(runs, metric):
+        pts = optimal_points(runs, method, metric, maximize)
+        obs += [{"method": method, "budget": b, "value": v, "kind": "observed"}
+                for b, v in zip(pts["budget"], pts[metric])]
+        line = (lines or {}).get(method) or fit_line(pts["budget"].to_numpy(), pts[metric].to_numpy())
+        if "slope" in line:
+            fitted[method] = line
+    if not obs:
+        return pl.DataFrame(), f"no finished runs with {metric}"
+    budgets = [r["budget"] for r in obs]
+    grid = _budget_grid(min(budgets), max(budgets))
+    rows = list(obs)
+    for method, line in fitted.items():
+        rows += [{"method": method, "budget": float(c), "value": math.exp(line["slope"] * math.log(c) + line["intercept"]),
+                  "kind": "fit"} for c in grid]
+    if fitted:
+        pick = max if maximize else min
+        for c in grid:
+            vals = {m: math.exp(v["slope"] * math.log(c) + v["intercept"]) for m, v in fitted.items()}
+            best = pick(vals, key=vals.get)
+            rows.append({"method": best, "budget": float(c), "value": vals[best], "kind": "frontier"})
+    return pl.DataFrame(rows), None
+
+
+def _label(method: str, row: dict[str, Any]) -> str:
+    if method == "freeze" and row.get("freeze_fraction") is not None:
+        return f"{1 - row['freeze_fraction']:.2g} active"
+    if method == "lora" and row.get("lora_rank") is not None:
+        return f"r{row['lora_rank']}"
+    return ""
+
+
+def isoflop_data(runs: pl.DataFrame, method: str, metric: str, maximize: bool) -> pl.DataFrame:
+    prof = isoflop(runs, method, metric, maximize)
+    return pl.DataFrame([{"model": r["model"], "N": r["N"], "budget": r["budget"], "value": r[metric],
+                          "label": _label(method, r)} for r in prof.iter_rows(named=True)],
+                        schema={"model": pl.Utf8, "N": pl.Float64, "budget": pl.Float64,
+                                "value": pl.Float64, "label": pl.Utf8})
+
+
+def hyper_data(runs: pl.DataFrame, method: str, column: str, metric: str) -> pl.DataFrame:
+    rows = ok_rows(runs, metric).filter(pl.col("method") == method).drop_nulls([column, "N"])
+    return rows.select("model", "N", "budget", pl.col(column).cast(pl.Float64).alias("hyper"),
+                       pl.col(metric).alias("value"))
+
+
+def optimal_n_data(runs: pl.DataFrame, metric: str, maximize: bool) -> pl.DataFrame:
+    rows = []
+    for method in methods_of(runs, metric):
+        pts = optimal_points(runs, method, metric, maximize)
+        rows += [{"method": method, "budget": b, "N": n, "kind": "observed"} for b, n in zip(pts["budget"], pts["N"])]
+        if pts["N"].n_unique() >= 2 and pts["budget"].n_unique() >= 2:
+            slope, icpt = np.polyfit(np.log(pts["budget"].to_numpy()), np.log(pts["N"].to_numpy()), 1)
+            grid = _budget_grid(float(pts["budget"].min()), float(pts["budget"].max()), 20)
+            rows += [{"method": method, "budget": float(c), "N": float(math.exp(slope * math.log(c) + icpt)),
+                      "kind": "fit"} for c in grid]
+    return pl.DataFrame(rows, schema={"method": pl.Utf8, "budget": pl.Float64, "N": pl.Float64, "kind": pl.Utf8})
+
+
+def predicted_actual_data(runs: pl.DataFrame, fits: dict[str, Any], metric: str) -> pl.DataFrame:
+    frames = []
+    for method, laws in fits.get("laws", {}).items():
+        rows = law_rows(runs, method, metric)
+        if rows.is_empty():
+            continue
+        test = (rows["model"] == laws.get("holdout_model")).to_numpy()
+        for name, law in LAWS.items():
+            fit = laws.get(name, {})
+            if "params" not in fit:
+                continue
+            pred = law.loss(fit["params"], rows["N"].to_numpy(), rows["D"].to_numpy(), rows["S"].to_numpy())
+            frames.append(pl.DataFrame({"method": method, "law": name, "run_id": rows["run_id"],
+                                        "predicted": pred, "actual": rows[metric],
+                                        "split": np.where(test, "test", "train")}))
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def _spec(name: str, caption: str, data: pl.DataFrame, draw: Callable[[pl.DataFrame], Figure],
+          min_rows: int = 1) -> Spec:
+    if data.is_empty() or data.height < min_rows:
+        return _skip(name, caption, f"{data.height} data points (needs >= {min_rows})")
+    return Spec(name, caption, data, draw)
+
+
+def paper1_specs(runs: pl.DataFrame, fits: dict[str, Any]) -> list[Spec]:
+    """Analogues of paper 1's Figs 1-6 and 11-19."""
+    metric = fits.get("settings", {}).get("loss_column", "final_train_loss")
+    ylab = "final training loss" if metric == "final_train_loss" else metric
+    specs: list[Spec] = []
+    data, why = frontier_data(runs, metric, False, fits.get("frontier", {}).get("lines"))
+    cap = "Fig. 1: optimal loss per method vs budget, fitted power laws (dotted), compute-optimal frontier (black)"
+    specs.append(_skip("fig01_frontier_loss", cap, why) if why else
+                 _spec("fig01_frontier_loss", cap, data, lambda d: F.frontier_figure(d, ylab, "Compute-optimal frontier (loss)")))
+    has_mteb = MTEB in runs.columns and not ok_rows(runs, MTEB).is_empty()
+    for method, fig in (("full", "fig02a"), ("freeze", "fig02b"), ("bias", "fig04a"), ("lora", "fig04b")):
+        cap = f"IsoFLOP profiles, {method} (best hyper-parameter per point, labelled)"
+        specs.append(_spec(f"{fig}_isoflop_{method}", cap, isoflop_data(runs, method, metric, False),
+                           lambda d, m=method: F.isoflop_figure(d, ylab, f"IsoFLOP profiles: {m}")))
+    specs.append(_spec("fig03_freeze_fraction", "Fig. 3: effect of the frozen-block fraction per model",
+                       hyper_data(runs, "freeze", "freeze_fraction", metric),
+                       lambda d: F.hyper_effect_figure(d, "fraction of frozen blocks", ylab, "Block freezing", False)))
+    specs.append(_spec("fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
+                       hyper_data(runs, "lora", "lora_rank", metric),
+                       lambda d: F.hyper_effect_figure(d, "LoRA rank", ylab, "LoRA rank", True)))
+    specs.append(_spec("fig06_optimal_n", "Figs 6 and 12: optimal model size vs budget (loss), log-log fits dashed",
+                       optimal_n_data(runs, metric, False), lambda d: F.optimal_n_figure(d, "Optimal model size (loss)")))
+    specs += mteb_specs(runs, metric, ylab) if has_mteb else [
+        _skip(n, c, "no MTEB scores in the runs table") for n, c in
+        (("fig07_isoflop_mteb", "Figs 7-10: IsoFLOP profiles on MTEB"), ("fig11_frontier_mteb", "Fig. 11"),
+         ("fig13_optimal_n_mteb", "Fig. 13"), ("fig14_loss_vs_mteb", "Fig. 14"))]
+    specs += law_specs(runs, fits, metric, ylab)
+    return specs
+
+
+def mteb_specs(runs: pl.DataFrame, metric: str, ylab: str) -> list[Spec]:
+    """Downstream (MTEB average) analogues: Figs 7-11, 13, 14."""
+    specs: list[Spec] = []
+    for method in methods_of(runs, MTEB):
+        specs.append(_spec(f"fig07_isoflop_mteb_{method}", f"Figs 7-10: IsoFLOP profiles on MTEB, {method}",
+                           isoflop_data(runs, method, MTEB, True),
+                           lambda d, m=method: F.isoflop_figure(d, "MTEB average", f"IsoFLOP (MTEB): {m}")))
+    data, why = frontier_data(runs, MTEB, True)
+    cap = "Fig. 11: best MTEB average per method vs budget, with frontier"
+    specs.append(_skip("fig11_frontier_mteb", cap, why) if why else
+                 _spec("fig11_frontier_mteb", cap, data, lambda d: F.frontier_figure(d, "MTEB average", "Frontier (MTEB)")))
+    specs.append(_spec("fig13_optimal_n_mteb", "Fig. 13: optimal model size vs budget (MTEB)",
+                       optimal_n_data(runs, MTEB, True), lambda d: F.optimal_n_figure(d, "Optimal model size (MTEB)")))
+    both = ok_rows(ok_rows(runs, metric), MTEB)
+    data = both.select(pl.col(metric).alias("x"), pl.col(MTEB).alias("y"), pl.col("method").alias("group"),
+                       "run_id")
+    specs.append(_spec("fig14_loss_vs_mteb", "Fig. 14: final loss vs MTEB average, all finished runs", data,
+                       lambda d: F.scatter_figure(d, ylab, "MTEB average", "Loss vs MTEB average", logy=False), 3))
+    return specs
+
+
+def law_specs(runs: pl.DataFrame, fits: dict[str, Any], metric: str, ylab: str) -> list[Spec]:
+    """Figs 15-19: the loss-vs-FLOP lines behind the laws and the laws' predicted vs actual."""
+    ok = ok_rows(runs, metric).drop_nulls(["N", "D", "S", "C"])
+    specs: list[Spec] = []
+    full = ok.filter(pl.col("method") == "full").select(pl.col("C").alias("x"), pl.col(metric).alias("y"),
+                                                        pl.col("model").alias("group"), "N").sort("N")
+    specs.append(_spec("fig15_loss_vs_flops_full", "Fig. 15: full fine-tuning, loss vs FLOP per model", full,
+                       lambda d: F.scatter_figure(d, "FLOP", ylab, "Full fine-tuning: loss vs FLOP", lines=True)))
+    for method, fig in (("freeze", "fig18"), ("lora", "fig19")):
+        sub = ok.filter(pl.col("method") == method).sort("N", "S").select(
+            pl.col("C").alias("x"), pl.col(metric).alias("y"),
+            pl.format("S={}", pl.col("S").round(4)).alias("group"), pl.col("model").alias("panel"))
+        specs.append(_spec(f"{fig}_loss_vs_flops_{method}", f"{fig}: {method}, loss vs FLOP per model, "
+                           "lines by trainable fraction S", sub,
+                           lambda d, m=method: F.scatter_figure(d, "FLOP", ylab, f"{m}: loss vs FLOP", lines=True)))
+    if ok.height >= 4:
+        q = ok.with_columns(pl.col("D").qcut(4, labels=["D q1", "D q2", "D q3", "D q4"]).cast(pl.Utf8).alias("group"))
+        data = q.sort("N").select(pl.col("N").alias("x"), pl.col(metric).alias("y"), "group",
+                                  pl.col("method").alias("panel"))
+        specs.append(_spec("fig17_loss_vs_n_by_tokens", "Fig. 17: loss vs N, colour = token-count quartile", data,
+                           lambda d: F.scatter_figure(d, "non-embedding parameters N", ylab, "Loss vs N by tokens")))
+    else:
+        specs.append(_skip("fig17_loss_vs_n_by_tokens", "Fig. 17", f"{ok.height} finished runs (< 4)"))
+    pa = predicted_actual_data(runs, fits, metric)
+    specs.append(_spec("fig16_predicted_vs_actual", "Fig. 16: predicted vs actual loss, both laws "
+                       "(red: fitted rows, blue: held-out largest model)", pa,
+                       lambda d: F.predicted_vs_actual_figure(d, "Predicted vs actual loss")))
+    return specs
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    return pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
+
+
+HEATMAP_COLS = {"query_lang", "text_lang", "improvement", "significant"}
+LR_COLS = {"model", "qrun_id", "lr", "dataset", "measure", "improvement", "significant"}
+
+
+def paper2_specs(tables: dict[str, pl.DataFrame], max_heatmaps: int = 24) -> list[Spec]:
+    """Heatmaps from long query/text-language tables; LR-sweep curves per model."""
+    specs: list[Spec] = []
+    for tname, df in sorted(tables.items()):
+        cols = set(df.columns)
+        if HEATMAP_COLS <= cols:
+            keys = [c for c in ("model", "qrun_id", "measure", "relation") if c in cols]
+            groups = df.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): df}
+            for key, sub in list(groups.items())[:max_heatmaps]:
+                tag = "_".join(str(k) for k in key) or tname
+                title = "Improvement by language pair: " + ", ".join(f"{k}={v}" for k, v in zip(keys, key))
+                specs.append(_spec(f"p2_heatmap_{_safe(tag)}", title,
+                                   sub.select("query_lang", "text_lang", "improvement", "significant"),
+                                   lambda d, t=title: F.heatmap_figure(d, t)))
+        elif LR_COLS <= cols:
+            for (model,), sub in df.partition_by(["model"], as_dict=True, maintain_order=True).items():
+                sub = sub.filter(pl.col("lr").is_not_null())
+                specs.append(_spec(f"p2_lr_sweep_{_safe(model)}", f"Paper 2 Fig. 2: LR sweep, {model}", sub,
+                                   lambda d, m=model: F.lr_sweep_figure(d, f"Learning-rate sweep: {m}"), 2))
+    return specs
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in str(text))
+
+
+def _g(x: Any) -> str:
+    return "—" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
+
+
+def fits_markdown(fits: dict[str, Any]) -> list[str]:
+    """The fits table: parameters (6 significant digits here; full precision in fits.json)."""
+    out = ["## Scaling-law fits", "",
+           f"Loss column `{fits['settings']['loss_column']}`, Huber δ = {fits['settings']['huber_delta']}, "
+           f"bootstrap = {fits['settings']['bootstrap']}, held out: {fits['settings']['holdout']}.", "",
+           "| method | law | parameters | converged | ‖grad‖ | train RMSE(log) | held-out RMSE(log) |",
+           "|---|---|---|---|---|---|---|"]
+    for method, laws in fits.get("laws", {}).items():
+        if "skipped" in laws:
+            out.append(f"| {method} | — | skipped: {laws['skipped']} | | | | |")
+            continue
+        for name in LAWS:
+            f = laws.get(name, {})
+            if "skipped" in f:
+                out.append(f"| {method} | {name} | skipped: {f['skipped']} | | | | |")
+                continue
+            ps = ", ".join(f"{k}={_g(v)}" for k, v in f["params"].items())
+            out.append(f"| {method} | {name} | {ps} | {f['converged']} | {f['grad_norm']:.1e} | "
+                       f"{f['train_rmse_log']:.4f} | {_g(f.get('holdout', {}).get('rmse_log'))} |")
+        if "comparison" in laws:
+            out.append(f"| {method} | **better on held-out ({laws['holdout_model']})** | "
+                       f"{laws['comparison']['better']} | | | | |")
+    out += ["", "## Frontier lines: ln(loss) = slope·ln(C) + intercept", "",
+            "| method | slope | intercept | points | C range |", "|---|---|---|---|---|"]
+    for method, line in fits.get("frontier", {}).get("lines", {}).items():
+        if "slope" in line:
+            out.append(f"| {method} | {line['slope']!r} | {line['intercept']!r} | {line['n_points']} | "
+                       f"{line['x_min']:.3g}–{line['x_max']:.3g} |")
+        else:
+            out.append(f"| {method} | skipped: {line.get('skipped')} | | | |")
+    out += ["", "Crossovers (exact, from unrounded lines):", ""]
+    for c in fits.get("frontier", {}).get("crossovers", []):
+        out.append(f"- {c['methods'][0]} / {c['methods'][1]}: C = {_g(c.get('budget'))} "
+                   f"({c.get('better_below', '?')} better below, {c.get('better_above', '?')} above)")
+    mteb = fits.get("mteb", {})
+    out += ["", "Loss vs MTEB average: " + (f"Spearman ρ = {mteb['spearman_rho']:.4f} (p = {mteb['p_value']:.2g}, "
+                                             f"n = {mteb['n']})" if "spearman_rho" in mteb else f"skipped ({mteb.get('skipped')})"), ""]
+    return out
+
+
+def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, Any] | None,
+                    runs: pl.DataFrame, fig_dir: Path, report_path: Path) -> str:
+    counts = runs.group_by("status").len().sort("status").rows()
+    lines = ["# embtune analysis report", "",
+             "Runs: " + ", ".join(f"{s}: {n}" for s, n in counts), ""]
+    skipped = runs.filter(pl.col("status") != "ok")
+    if skipped.height:
+        lines += ["Skipped/failed runs by reason:", ""]
+        for reason, n in skipped.group_by("skip_reason").len().sort("len", descending=True).rows():
+            lines.append(f"- {n} × {reason}")
+        lines.append("")
+    lines += fits_markdown(fits)
+    if recipe:
+        lines += ["## Recipe", "", "```json"]
+        import json
+        lines += [json.dumps(recipe, indent=2, sort_keys=True), "```", ""]
+    lines += ["## Figures", ""]
+    rel = os.path.relpath(fig_dir, report_path.parent)
+    for s in specs:
+        if s.skipped:
+            lines.append(f"- **{s.name}** skipped: {s.skipped}")
+        else:
+            lines += [f"### {s.name}", "", s.caption, "", f"![{s.name}]({rel}/{s.name}.png)", ""]
+    return "\n".join(lines) + "\n"

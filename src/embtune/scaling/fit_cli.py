@@ -1,0 +1,123 @@
+"""Stage ``fit-scaling``: scaling laws per method, frontier lines, crossovers, optimal-N lines.
+
+fits.json keys:
+  settings         {loss_column, huber_delta, bootstrap, holdout, seed}
+  methods          methods with at least one finished run
+  laws             {method: {chinchilla: FIT, modified: FIT, holdout_model, comparison}}
+                   FIT = {params (raw, full precision), converged, status, message, grad_norm,
+                   objective, iterations, n_train, train_rmse_log, holdout{...}, bootstrap{ci95,
+                   median, n, n_not_converged}, internal{...}, fixed{...}} or {skipped: reason}
+  optimal_points   {method: [{run_id, model, budget, C, N, D, <loss>, freeze_fraction, lora_rank}]}
+  optimal_n        {method: {slope, intercept, n_points, x_min, x_max, rmse_log} | {skipped}}
+  frontier         {lines: {method: {slope, intercept, ..., bootstrap{slopes, intercepts}}},
+                    crossovers: [{methods, budget, ln_budget, better_below, better_above}],
+                    budget_range: [min, max]}
+  mteb             {spearman_rho, p_value, n} | {skipped}
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy.stats import spearmanr
+
+from embtune.io import write_json
+from embtune.scaling.fit import fit_law
+from embtune.scaling.frontier import crossovers, fit_line
+from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
+from embtune.scaling.laws import LAWS
+
+METHOD_ORDER = ("full", "freeze", "bias", "lora")
+
+
+def methods_of(runs: pl.DataFrame, metric: str) -> list[str]:
+    present = set(ok_rows(runs, metric)["method"].drop_nulls().to_list())
+    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+
+
+def law_rows(runs: pl.DataFrame, method: str, metric: str) -> pl.DataFrame:
+    rows = ok_rows(runs, metric).filter(pl.col("method") == method)
+    return rows.drop_nulls(["N", "D", "S"]).filter((pl.col("N") > 0) & (pl.col("D") > 0))
+
+
+def fit_method_laws(rows: pl.DataFrame, metric: str, delta: float, n_boot: int,
+                    holdout: str, seed: int) -> dict[str, Any]:
+    """Both laws for one method; the largest model is held out when asked (paper 1, App. E)."""
+    if rows.is_empty():
+        return {"skipped": "no finished runs with N, D and S"}
+    N, D, S, y = (rows[c].to_numpy() for c in ("N", "D", "S", metric))
+    hold = np.zeros(len(N), bool)
+    out: dict[str, Any] = {"n_rows": int(len(N)), "holdout_model": None}
+    if holdout == "largest_model":
+        if rows["N"].n_unique() < 3:
+            out["holdout_note"] = "fewer than 3 model sizes: fitted on all rows, no held-out test"
+        else:
+            hold = N == N.max()
+            out["holdout_model"] = rows.filter(pl.col("N") == N.max())["model"][0]
+    for name, law in LAWS.items():
+        out[name] = fit_law(law, N, D, S, y, delta=delta, holdout=hold if hold.any() else None,
+                            n_bootstrap=n_boot, seed=seed)
+    errs = {k: out[k]["holdout"]["rmse_log"] for k in LAWS if "holdout" in out[k]}
+    if len(errs) == len(LAWS):
+        out["comparison"] = {"holdout_rmse_log": errs, "better": min(errs, key=errs.get)}
+    return out
+
+
+def mteb_correlation(runs: pl.DataFrame, metric: str) -> dict[str, Any]:
+    """Spearman rank correlation of loss and MTEB average over all finished runs (Fig. 14)."""
+    if "mteb_average" not in runs.columns:
+        return {"skipped": "no MTEB scores in the runs table"}
+    rows = ok_rows(runs, metric).drop_nulls(["mteb_average"])
+    if rows.height < 3:
+        return {"skipped": f"{rows.height} runs with both a loss and an MTEB average (< 3)"}
+    rho, p = spearmanr(rows[metric].to_numpy(), rows["mteb_average"].to_numpy())
+    return {"spearman_rho": float(rho), "p_value": float(p), "n": int(rows.height)}
+
+
+def fit_all(runs: pl.DataFrame, *, metric: str = "final_train_loss", delta: float = 1e-3,
+            n_boot: int = 1000, holdout: str = "largest_model", seed: int = 0) -> dict[str, Any]:
+    """Everything fits.json holds (pure; see the module docstring for the keys)."""
+    methods = methods_of(runs, metric)
+    out: dict[str, Any] = {
+        "settings": {"loss_column": metric, "huber_delta": delta, "bootstrap": n_boot,
+                     "holdout": holdout, "seed": seed},
+        "methods": methods, "laws": {}, "optimal_points": {}, "optimal_n": {},
+        "frontier": {"lines": {}},
+    }
+    for method in methods:
+        out["laws"][method] = fit_method_laws(law_rows(runs, method, metric), metric, delta,
+                                              n_boot, holdout, seed)
+        pts = optimal_points(runs, method, metric)
+        out["optimal_points"][method] = points_records(pts, metric)
+        out["optimal_n"][method] = optimal_n_fit(pts)
+        out["frontier"]["lines"][method] = fit_line(pts["budget"].to_numpy(), pts[metric].to_numpy(),
+                                                    n_boot, seed)
+    out["frontier"]["crossovers"] = crossovers(out["frontier"]["lines"])
+    budgets = ok_rows(runs, metric)["budget"].drop_nulls()
+    out["frontier"]["budget_range"] = [float(budgets.min()), float(budgets.max())] if len(budgets) else None
+    out["mteb"] = mteb_correlation(runs, metric)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune fit-scaling", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--huber-delta", type=float, default=1e-3)
+    ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--holdout", choices=["largest_model", "none"], default="largest_model")
+    ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    fits = fit_all(pl.read_parquet(args.runs), metric=args.loss_column, delta=args.huber_delta,
+                   n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed)
+    write_json(args.out, fits)
+    for c in fits["frontier"]["crossovers"]:
+        print(f"crossover {c['methods']}: {c.get('budget')}")
+    print(f"fit-scaling: methods {fits['methods']} -> {args.out}")
+    return 0

@@ -1,0 +1,164 @@
+"""Stage ``recipe``: paper 1's Algorithm 1 from our own fits — budget in, training plan out.
+
+1. method  = lowest predicted loss among the per-method frontier lines at C (not a hard-coded
+             threshold: the paper's 9.06e16 does not follow from its own rounded lines);
+2. model   = the suite model nearest in ln N to that method's optimal-N line at C;
+3. tokens  = C / FLOP-per-token of (model, method, hyper-parameter) from the analytic counts;
+4. pairs, steps = tokens / tokens-per-pair (measured in the runs), / batch size;
+5. hyper-parameter = the best LoRA rank / frozen fraction observed at the nearest budget;
+6. predicted loss with a bootstrap interval; ``extrapolated`` when C is outside the fitted range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from embtune.io import read_json, write_json
+from embtune.models.flops import analytic_counts
+from embtune.scaling.frontier import best_method, predict_interval, predict_log
+from embtune.scaling.isoflop import isoflop, ok_rows
+
+
+def suite_from_runs(runs: pl.DataFrame) -> list[dict[str, Any]]:
+    """The models seen in the runs table (name, hidden_size, num_layers, N)."""
+    cols = ["model", "hidden_size", "num_layers", "N"]
+    rows = runs.filter(pl.col("status") == "ok").drop_nulls(cols).select(cols).unique("model")
+    return [{"name": r["model"], "hidden_size": r["hidden_size"], "num_layers": r["num_layers"],
+             "N": r["N"]} for r in rows.sort("N").to_dicts()]
+
+
+def with_n(model: dict[str, Any]) -> dict[str, Any]:
+    """A suite entry with its non-embedding N (counted from dims when not given)."""
+    if model.get("N"):
+        return model
+    n = analytic_counts(model["hidden_size"], model["num_layers"], "full",
+                        intermediate=model.get("intermediate_size")).n_total
+    return {**model, "N": float(n)}
+
+
+def optimal_n(fits: dict[str, Any], method: str, budget: float) -> tuple[float | None, str]:
+    """N* at C from the method's optimal-N line; else the constant optimum if that is all we saw."""
+    line = fits.get("optimal_n", {}).get(method, {})
+    if "slope" in line:
+        return math.exp(line["slope"] * math.log(budget) + line["intercept"]), "optimal_n line"
+    if "constant_N" in line:
+        return float(line["constant_N"]), "same optimal model at every fitted budget"
+    return None, line.get("skipped", "no optimal-N fit")
+
+
+def nearest_model(suite: list[dict[str, Any]], n_star: float) -> dict[str, Any]:
+    return min(suite, key=lambda m: abs(math.log(m["N"]) - math.log(n_star)))
+
+
+def best_hyper(runs: pl.DataFrame, method: str, model: str, budget: float,
+               metric: str) -> dict[str, Any]:
+    """Best frozen fraction / LoRA rank at the observed budget nearest (in ln C) to ``budget``,
+    for ``model`` if it was run, else over all models at that budget."""
+    prof = ok_rows(runs, metric).filter(pl.col("method") == method)
+    if prof.is_empty():
+        return {}
+    budgets = prof["budget"].unique().to_numpy()
+    near = float(budgets[np.argmin(np.abs(np.log(budgets) - math.log(budget)))])
+    at = prof.filter(pl.col("budget") == near)
+    mine = at.filter(pl.col("model") == model)
+    best = (mine if not mine.is_empty() else at).sort(metric).row(0, named=True)
+    out: dict[str, Any] = {"observed_budget": near, "observed_run": best["run_id"],
+                           "observed_model": best["model"]}
+    if method == "lora":
+        out["lora_rank"] = best["lora_rank"]
+    if method == "freeze":
+        out["freeze_fraction"] = best["freeze_fraction"]
+    return out
+
+
+def measured_tokens_per_pair(runs: pl.DataFrame) -> float | None:
+    vals = ok_rows(runs, "tokens_per_pair")["tokens_per_pair"] if "tokens_per_pair" in runs.columns else []
+    return float(np.mean(vals.to_numpy())) if len(vals) else None
+
+
+def plan_tokens(model: dict[str, Any], method: str, hyper: dict[str, Any], budget: float) -> dict[str, Any]:
+    """D = C / (2·(N_F + N_B + N_U)) for this model, method and hyper-parameter."""
+    frozen = 0
+    if method == "freeze" and hyper.get("freeze_fraction") is not None:
+        frozen = int(round(hyper["freeze_fraction"] * model["num_layers"]))
+        hyper["frozen_blocks"] = frozen
+    counts = analytic_counts(model["hidden_size"], model["num_layers"], method,
+                             intermediate=model.get("intermediate_size"), frozen_blocks=frozen,
+                             lora_rank=hyper.get("lora_rank"))
+    return {"tokens": budget / counts.per_token, "flop_per_token": counts.per_token,
+            "n_total": counts.n_total, "n_update": counts.n_update,
+            "trainable_fraction": counts.trainable_fraction}
+
+
+def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
+                suite: list[dict[str, Any]] | None = None, batch_size: int | None = None,
+                tokens_per_pair: float | None = None) -> dict[str, Any]:
+    """The compute-optimal plan for ``budget`` FLOP (pure; see the module docstring)."""
+    lines = fits["frontier"]["lines"]
+    metric = fits["settings"]["loss_column"]
+    if not any("slope" in v for v in lines.values()):
+        reasons = {m: v.get("skipped") for m, v in lines.items()}
+        return {"budget": budget, "skipped": f"no fitted frontier line: {reasons}", "warnings": []}
+    method, loss = best_method(lines, budget)
+    line = lines[method]
+    models = [with_n(m) for m in (suite or suite_from_runs(runs))]
+    n_star, n_source = optimal_n(fits, method, budget)
+    if n_star is None:
+        prof = isoflop(runs, method, metric)
+        n_star, n_source = float(prof.sort(metric)["N"][0]), f"best observed model ({n_source})"
+    model = nearest_model(models, n_star)
+    hyper = best_hyper(runs, method, model["name"], budget, metric)
+    plan = plan_tokens(model, method, hyper, budget)
+    tpp = tokens_per_pair or measured_tokens_per_pair(runs)
+    if batch_size is None and "batch_size" in runs.columns and runs["batch_size"].drop_nulls().len():
+        batch_size = int(runs["batch_size"].drop_nulls().mode()[0])
+    pairs = plan["tokens"] / tpp if tpp else None
+    lo, hi = line["x_min"], line["x_max"]
+    extrapolated = not lo <= budget <= hi
+    recipe = {
+        "budget": budget, "method": method, "model": model["name"], "model_N": model["N"],
+        "optimal_N": n_star, "optimal_N_source": n_source,
+        "hyperparameters": {k: hyper[k] for k in ("lora_rank", "freeze_fraction", "frozen_blocks") if k in hyper},
+        "hyperparameter_source": {k: hyper[k] for k in ("observed_budget", "observed_run", "observed_model") if k in hyper},
+        **plan,
+        "tokens_per_pair": tpp, "pairs": pairs, "batch_size": batch_size,
+        "steps": pairs / batch_size if pairs and batch_size else None,
+        "predicted_loss": loss, "predicted_loss_ci95": predict_interval(line, budget),
+        "predicted_loss_by_method": {m: math.exp(predict_log(v, budget)) for m, v in lines.items() if "slope" in v},
+        "fitted_budget_range": [lo, hi], "extrapolated": extrapolated,
+        "warnings": [],
+    }
+    if extrapolated:
+        recipe["warnings"].append(f"budget {budget:.3g} is outside the fitted range [{lo:.3g}, {hi:.3g}] "
+                                  f"of the {method} frontier line: extrapolation")
+    if recipe["predicted_loss_ci95"] is None:
+        recipe["warnings"].append("no bootstrap interval (too few optimal points)")
+    return recipe
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune recipe", description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, required=True)
+    ap.add_argument("--fits", type=Path, required=True)
+    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--suite-json", default=None, help="the params `models` list as JSON")
+    ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument("--tokens-per-pair", type=float, default=None)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    suite = json.loads(args.suite_json) if args.suite_json else None
+    recipe = make_recipe(args.budget, read_json(args.fits), pl.read_parquet(args.runs), suite=suite,
+                         batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair)
+    write_json(args.out, recipe)
+    print(json.dumps(recipe, indent=2, sort_keys=True))
+    for w in recipe["warnings"]:
+        print(f"WARNING: {w}")
+    return 0

@@ -1,0 +1,478 @@
+"""Stage ``train``: FLOP-budgeted contrastive fine-tuning of one run config (paper 1, sections 3–4).
+
+The whole data schedule is planned before the first step (:func:`plan_steps`): seeded epoch
+permutations cut into batches of ``batch_size`` pairs, real (non-padding) tokens per batch, and
+C += 2·(N_F+N_B+N_U)·tokens after every step, stopping before the step that would exceed the
+budget. Why plan first: the cosine schedule needs the step count, infeasible runs are detected
+before any compute, and a resumed run only needs the step index to continue exactly.
+
+Each step is one GradCache step over the global batch (symmetric InfoNCE, in-batch negatives);
+with several processes every process embeds its slice, embeddings are all-gathered for the loss
+and parameter gradients are all-reduced once per step by DDP (``no_sync`` on all chunks but one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import random
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from embtune.models.flops import ParamCounts
+
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: checkpoint saved, requeue the job
+STATE_FILE = "state.pt"
+
+
+# --------------------------------------------------------------------------- data and planning
+@dataclass(frozen=True)
+class Pairs:
+    """Tokenised (query, positive) pairs, truncated to the context length, no padding."""
+
+    query_ids: list[list[int]]
+    pos_ids: list[list[int]]
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def lengths(self) -> np.ndarray:
+        """Real tokens per pair (query + positive)."""
+        return np.array([len(q) + len(p) for q, p in zip(self.query_ids, self.pos_ids)], dtype=np.int64)
+
+
+def read_pairs(files: Sequence[Path], context_length: int) -> Pairs:
+    import polars as pl
+
+    if not files:
+        raise FileNotFoundError("no training shards given")
+    frame = pl.concat([pl.read_parquet(f, columns=["query_ids", "pos_ids"]) for f in files])
+    cut = lambda col: [list(x[:context_length]) for x in frame[col].to_list()]  # noqa: E731
+    return Pairs(cut("query_ids"), cut("pos_ids"))
+
+
+def train_shards(train_dir: str | Path) -> list[Path]:
+    shards = sorted(Path(train_dir).glob("train-*.parquet"))
+    if not shards:
+        raise FileNotFoundError(f"{train_dir}: no train-*.parquet shards (run prepare-bge first)")
+    return shards
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The step-by-step data schedule of a run, or why it cannot run."""
+
+    batches: list[np.ndarray]           # global pair indices per step
+    tokens: list[int]                   # real tokens per step
+    per_token: int                      # 2·(N_F+N_B+N_U)
+    epochs: float
+    skip_reason: str | None = None
+
+    @property
+    def steps(self) -> int:
+        return len(self.batches)
+
+
+def plan_steps(lengths: np.ndarray, batch_size: int, seed: int, counts: ParamCounts,
+               budget: float, max_epochs: float, min_steps: int) -> Plan:
+    """Seeded epoch permutations, full batches only; stop before the step that exceeds ``budget``."""
+    n = len(lengths)
+    per_epoch = n // batch_size
+    max_batches = math.floor(max_epochs * per_epoch + 1e-9)
+    batches, tokens, spent = [], [], 0
+    exhausted = True
+    for epoch in range(math.ceil(max_epochs) if per_epoch else 0):
+        perm = np.random.default_rng([seed, epoch]).permutation(n)
+        for j in range(per_epoch):
+            if len(batches) >= max_batches:
+                break
+            idx = perm[j * batch_size:(j + 1) * batch_size]
+            step_tokens = int(lengths[idx].sum())
+            if spent + counts.per_token * step_tokens > budget:
+                exhausted = False
+                break
+            batches.append(idx)
+            tokens.append(step_tokens)
+            spent += counts.per_token * step_tokens
+        if not exhausted:
+            break
+    epochs = len(batches) * batch_size / n if n else 0.0
+    reason = None
+    if per_epoch == 0:
+        reason = f"{n} pairs is less than one batch of {batch_size}"
+    elif exhausted:
+        reason = (f"budget {budget:.3g} needs more than train.max_epochs={max_epochs} epochs "
+                  f"({n} pairs; {len(batches)} steps spend only {spent:.3g} FLOP)")
+    elif len(batches) < min_steps:
+        reason = f"budget {budget:.3g} allows {len(batches)} steps < train.min_steps={min_steps}"
+    return Plan(batches, tokens, counts.per_token, epochs, reason)
+
+
+def pad_chunk(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad to the longest sequence of this chunk (dynamic padding); returns (ids, mask)."""
+    width = max(1, max(len(s) for s in seqs))
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, :len(s)] = 1
+    return ids, mask
+
+
+def make_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Query chunks then positive chunks of the pairs ``idx`` (the loss splits them in half)."""
+    out = []
+    for side in (pairs.query_ids, pairs.pos_ids):
+        seqs = [side[i] for i in idx]
+        out += [pad_chunk(seqs[s:s + chunk], pad_id) for s in range(0, len(seqs), chunk)]
+    return out
+
+
+# --------------------------------------------------------------------------- model pieces
+def embed(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor], pooling: str,
+          device: torch.device | str = "cpu") -> torch.Tensor:
+    """Pooled last hidden states of one padded chunk."""
+    from embtune.models.pooling import pool
+
+    ids, mask = (t.to(device) for t in batch)
+    hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    return pool(hidden, mask, pooling)
+
+
+def contrastive_loss_fn(temperature: float, gather: Callable[[torch.Tensor], torch.Tensor] | None = None
+                        ) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Loss over [queries; positives] of the local slice; ``gather`` builds the global batch."""
+    from embtune.train.losses import symmetric_infonce
+
+    def loss(reps: torch.Tensor) -> torch.Tensor:
+        q, p = reps.chunk(2)
+        if gather is not None:
+            q, p = gather(q), gather(p)
+        return symmetric_infonce(q, p, temperature)
+
+    return loss
+
+
+def global_gather(rank: int, world: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """All-gather along dim 0, keeping the autograd graph for this rank's slice."""
+    import torch.distributed as dist
+
+    def gather(x: torch.Tensor) -> torch.Tensor:
+        parts = [torch.empty_like(x) for _ in range(world)]
+        dist.all_gather(parts, x.detach().contiguous())
+        parts[rank] = x
+        return torch.cat(parts)
+
+    return gather
+
+
+def build_optimizer(model: torch.nn.Module, run: dict[str, Any]) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW on the trainable parameters + the paper's warm-up/cosine schedule (planned steps)."""
+    from embtune.train.schedule import lr_multiplier
+
+    t = run["train"]
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=float(run["peak_lr"]), weight_decay=float(t["weight_decay"]))
+    total = int(run["_planned_steps"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(
+        s, total, float(t["warmup_fraction"]), float(t["final_lr_fraction"])))
+    return opt, sched
+
+
+@torch.no_grad()
+def held_out_loss(model: torch.nn.Module, pairs: Pairs, batch_size: int, chunk: int, pad_id: int,
+                  pooling: str, temperature: float, device: torch.device | str = "cpu") -> float | None:
+    """Mean contrastive loss over fixed consecutive batches of ``batch_size`` val pairs."""
+    from embtune.train.losses import symmetric_infonce
+
+    n = len(pairs)
+    if n < 2:
+        return None
+    size = min(batch_size, n)
+    was_training = model.training
+    model.eval()
+    losses = []
+    for start in range(0, n - size + 1, size):
+        chunks = make_chunks(pairs, range(start, start + size), chunk, pad_id)
+        reps = torch.cat([embed(model, c, pooling, device).float() for c in chunks])
+        q, p = reps.chunk(2)
+        losses.append(symmetric_infonce(q, p, temperature).item())
+    model.train(was_training)
+    return float(np.mean(losses))
+
+
+# --------------------------------------------------------------------------- state
+@dataclass
+class Progress:
+    """Everything that changes step to step (checkpointed)."""
+
+    step: int = 0
+    flops: int = 0
+    tokens: int = 0
+    wall: float = 0.0
+    curve: list[dict[str, float]] = field(default_factory=list)
+
+
+def rng_state() -> dict[str, Any]:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Only what training changes: frozen weights are re-read from the base model on resume."""
+    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def save_checkpoint(ckpt_dir: Path, run_id: str, model, opt, sched, prog: Progress) -> None:
+    from embtune.io import atomic_path
+
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(ckpt_dir / STATE_FILE) as tmp:
+        torch.save({"run_id": run_id, "model": trainable_state(model), "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(), "rng": rng_state(), "progress": prog.__dict__}, tmp)
+
+
+def load_checkpoint(ckpt_dir: Path, run_id: str, model, opt, sched) -> Progress | None:
+    path = ckpt_dir / STATE_FILE
+    if not path.exists():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if state["run_id"] != run_id:
+        raise ValueError(f"{path} belongs to run {state['run_id']!r}, not {run_id!r}")
+    missing = set(state["model"]) - {n for n, _ in model.named_parameters()}
+    if missing:
+        raise ValueError(f"{path}: checkpoint has parameters the model lacks: {sorted(missing)[:3]}")
+    model.load_state_dict(state["model"], strict=False)
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    set_rng_state(state["rng"])
+    return Progress(**state["progress"])
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGUSR1 (SLURM pre-emption): finish the step, checkpoint, exit non-zero."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGUSR1):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.signum = signum
+
+
+# --------------------------------------------------------------------------- the run
+@dataclass
+class Result:
+    status: str                         # ok | skipped | preempted
+    metrics: dict[str, Any]
+    curve: list[dict[str, float]]
+    model: torch.nn.Module | None = None
+
+
+def load_base(base_dir: str) -> torch.nn.Module:
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(base_dir, dtype=torch.float32)
+    if hasattr(model.config, "use_cache"):
+        model.config.use_cache = False
+    return model
+
+
+def base_metrics(run: dict[str, Any], counts: ParamCounts | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"run_id": run["run_id"], "method": run["method"], "model": run["model"]["name"],
+                           "budget": float(run["budget"]), "peak_lr": float(run["peak_lr"]),
+                           "seed": int(run["seed"]), "batch_size": int(run["train"]["batch_size"]),
+                           "context_length": int(run["train"]["context_length"])}
+    if counts is not None:
+        out.update(n_total=counts.n_total, n_forward=counts.n_forward, n_backward=counts.n_backward,
+                   n_update=counts.n_update, trainable_fraction=counts.trainable_fraction)
+    for key in ("frozen_blocks", "lora_rank"):
+        if run.get(key) is not None:
+            out[key] = run[key]
+    return out
+
+
+def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = None,
+              stop_after_steps: int | None = None, accelerator: Any = None) -> Result:
+    """Train one run config; pure apart from the checkpoint directory.
+
+    ``stop_after_steps`` is a test hook that behaves like a pre-emption signal after that many
+    steps of this invocation."""
+    from accelerate import Accelerator
+
+    from embtune.models.methods import apply_method, count_params
+    from embtune.train.gradcache import gradcache_step
+
+    t = run["train"]
+    torch.manual_seed(int(run["seed"]))
+    acc = accelerator or Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no")
+    model = apply_method(load_base(run["base_model_dir"]), run)
+    counts = count_params(model, run["method"])
+    context = int(t["context_length"])
+    train_pairs = read_pairs(train_shards(run["data"]["train_dir"]), context)
+    plan = plan_steps(train_pairs.lengths(), int(t["batch_size"]), int(run["seed"]), counts,
+                      float(run["budget"]), float(t["max_epochs"]), int(t["min_steps"]))
+    metrics = base_metrics(run, counts)
+    if plan.skip_reason:
+        return Result("skipped", {**metrics, "status": "skipped", "skip_reason": plan.skip_reason,
+                                  "n_pairs": len(train_pairs)}, [])
+    if t.get("gradient_checkpointing"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    run = {**run, "_planned_steps": plan.steps}
+    opt, sched = build_optimizer(model, run)
+    wrapped = acc.prepare(model)
+    prog = load_checkpoint(ckpt_dir, run["run_id"], model, opt, sched) or Progress()
+    world, rank = acc.num_processes, acc.process_index
+    bs, chunk = int(t["batch_size"]), int(t["gradcache_chunk"])
+    if bs % world:
+        raise ValueError(f"batch_size {bs} is not divisible by {world} processes")
+    pad_id = int(getattr(model.config if not hasattr(model, "get_base_model") else model.get_base_model().config,
+                         "pad_token_id", None) or 0)
+    loss_fn = contrastive_loss_fn(float(t["temperature"]), global_gather(rank, world) if world > 1 else None)
+    encode = lambda c: embed(wrapped, c, t["pooling"], acc.device)  # noqa: E731
+    ran = 0
+    while prog.step < plan.steps:
+        t0 = time.perf_counter()
+        idx = plan.batches[prog.step]
+        local = idx[rank * bs // world:(rank + 1) * bs // world]
+        with acc.autocast():
+            loss = gradcache_step(encode, make_chunks(train_pairs, local, chunk, pad_id), loss_fn,
+                                  backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
+                                  grad_scale=float(world))
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"run {run['run_id']}: loss is {value} at step {prog.step + 1} "
+                                     f"(lr {sched.get_last_lr()[0]:.3g}); lower peak_lr or check the data")
+        lr = sched.get_last_lr()[0]
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        prog.step += 1
+        prog.tokens += plan.tokens[prog.step - 1]
+        prog.flops = plan.per_token * prog.tokens
+        prog.wall += time.perf_counter() - t0
+        prog.curve.append({"step": prog.step, "loss": value, "lr": lr, "tokens": prog.tokens,
+                           "flops": prog.flops})
+        ran += 1
+        if int(t.get("log_every_steps") or 0) and prog.step % int(t["log_every_steps"]) == 0 and acc.is_main_process:
+            print(f"step {prog.step}/{plan.steps} loss {value:.4f} lr {lr:.3g} C {prog.flops:.3g}", flush=True)
+        preempt = (stop is not None and stop.signum is not None) or ran == stop_after_steps
+        periodic = prog.step % int(t["checkpoint_every_steps"]) == 0 and prog.step < plan.steps
+        if (preempt or periodic) and acc.is_main_process:
+            save_checkpoint(ckpt_dir, run["run_id"], model, opt, sched, prog)
+        acc.wait_for_everyone()
+        if preempt and prog.step < plan.steps:
+            return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
+    window = int(t["final_loss_window"])
+    val_path = Path(run["data"]["train_dir"]) / "val.parquet"
+    val = read_pairs([val_path], context) if val_path.exists() else Pairs([], [])
+    val_loss = held_out_loss(model, val, bs, chunk, pad_id, t["pooling"], float(t["temperature"]), acc.device)
+    metrics.update(status="ok", final_train_loss=float(np.mean([r["loss"] for r in prog.curve[-window:]])),
+                   val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
+                   planned_steps=plan.steps, epochs=plan.epochs, n_pairs=len(train_pairs),
+                   budget_fraction=prog.flops / float(run["budget"]), wall_seconds=prog.wall,
+                   throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
+                   world_size=world, device=str(acc.device))
+    return Result("ok", metrics, prog.curve, model)
+
+
+# --------------------------------------------------------------------------- outputs
+def curve_csv(curve: Sequence[dict[str, float]]) -> str:
+    lines = ["step,loss,lr,tokens,flops"]
+    lines += [f"{r['step']},{r['loss']!r},{r['lr']!r},{r['tokens']},{r['flops']}" for r in curve]
+    return "\n".join(lines) + "\n"
+
+
+def save_model_dir(path: Path, result: Result, run: dict[str, Any]) -> None:
+    """save_pretrained (safetensors; LoRA as a peft adapter on the base dir) + tokenizer + pooling."""
+    from transformers import AutoTokenizer
+
+    from embtune.io import write_json
+
+    model = result.model
+    if hasattr(model, "peft_config"):
+        for cfg in model.peft_config.values():
+            cfg.base_model_name_or_path = str(run["base_model_dir"])
+    model.save_pretrained(str(path), safe_serialization=True)
+    AutoTokenizer.from_pretrained(run["base_model_dir"]).save_pretrained(str(path))
+    write_json(path / "embedding_config.json", {"pooling": run["train"]["pooling"],
+                                                "max_length": int(run["train"]["context_length"])})
+
+
+def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
+    from embtune.io import atomic_path, provenance, write_json, write_text
+
+    with atomic_path(out_dir / "model") as tmp:
+        tmp.mkdir()
+        if result.status == "ok":
+            save_model_dir(tmp, result, run)
+        else:
+            (tmp / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
+    write_text(out_dir / "curve.csv", curve_csv(result.curve))
+    write_json(out_dir / "metrics.json", result.metrics)
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    write_json(out_dir / "manifest.json", provenance(stage="train", run=run, seed=run["seed"],
+                                                     device=device, threads=torch.get_num_threads()))
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="embtune train", description=__doc__)
+    ap.add_argument("--run-config-json", required=True, help="one run config from sweep.training_runs")
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--checkpoint-dir", required=True)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--stop-after-steps", type=int, default=None, help=argparse.SUPPRESS)
+    return ap.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    raw = args.run_config_json
+    run = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
+    stop = StopFlag()
+    stop.install()
+    t0 = time.time()
+    result = train_run(run, Path(args.checkpoint_dir), stop=stop, stop_after_steps=args.stop_after_steps)
+    if result.status == "preempted":
+        print(f"train: pre-empted at step {result.metrics['steps']}; checkpoint in {args.checkpoint_dir}",
+              file=sys.stderr)
+        return EXIT_PREEMPTED
+    from accelerate import PartialState
+
+    if PartialState().is_main_process:
+        result.metrics["wall_seconds_total"] = time.time() - t0
+        write_outputs(Path(args.out_dir), result, run)
+        shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
+    print(f"train: {run['run_id']} {result.status} "
+          + (f"loss {result.metrics['final_train_loss']:.4f} C {result.metrics['flops']:.3g}"
+             if result.status == "ok" else result.metrics["skip_reason"]))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

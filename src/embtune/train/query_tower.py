@@ -1,0 +1,356 @@
+"""Stage ``tune-query``: adiabatic tuning of the query tower of a dual encoder (paper 2).
+
+Why this shape: the point of paper 2 is that stored document embeddings never change. So the
+document tower is the pretrained encoder itself, frozen, and its embeddings come from the shared
+persistent :class:`embtune.evaluate.embed_cache.EmbedCache` (store ``tower="doc"``, the model's
+``doc_prefix``): each unique document is encoded once per base model, however many learning rates
+a sweep trains, and the PND evaluation reads the very same vectors. Only a copy of the encoder —
+the query tower — is trained, with paper 2's regime (App. E):
+
+* triplet margin loss on cosine (1 - cos) or Euclidean distance, margin from the run config;
+* ``batches_per_epoch`` batches per epoch, then validation; an epoch *improves* only if the
+  validation loss AND the validation error count both decrease vs the best so far (epoch 0 = the
+  untuned model, so "best" can be the original encoder); stop after ``patience`` consecutive
+  non-improving epochs or ``max_epochs``; the best checkpoint is what is saved;
+* per-epoch LR schedule (Table 19, :mod:`embtune.train.query_schedules`), lr = ``lr_effective``
+  (batch-size scaling already applied by :func:`embtune.sweep.query_runs`);
+* freeze specs of Table 1 (:mod:`embtune.train.freeze_specs`).
+
+The query tower trains in ``train()`` mode (dropout on, as sentence-transformers' ``fit`` does);
+validation and the document tower run in ``eval()`` mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder, model_fingerprint
+from embtune.evaluate.layer_changes import layer_changes, top_layers
+from embtune.io import atomic_path, provenance, write_json, write_text
+from embtune.train.freeze_specs import FreezePlan, apply_freeze
+from embtune.train.losses import pair_distance, triplet_margin_loss
+from embtune.train.query_schedules import scheduled_lr
+
+Triplet = tuple[str, str, str]
+DOC_TOWER = "doc"
+_COLUMNS = {"msmarco": ("query", "pos", "neg"), "arxiv": ("anchor", "positive", "negative")}
+
+
+# ---------------------------------------------------------------- data
+def triplet_files(data_dir: str | os.PathLike[str], train_data: str) -> tuple[Path, Path, tuple[str, str, str]]:
+    """(train file, val file, (query, positive, negative) column names) for ``train_data``."""
+    root = Path(data_dir)
+    if train_data == "msmarco":
+        return root / "msmarco" / "train.parquet", root / "msmarco" / "val.parquet", _COLUMNS["msmarco"]
+    if train_data.startswith("arxiv-"):
+        domain = train_data.removeprefix("arxiv-")
+        base = root / "arxiv" / f"narrow_{domain}"
+        return Path(f"{base}_train.parquet"), Path(f"{base}_val.parquet"), _COLUMNS["arxiv"]
+    raise ValueError(f"unknown train_data {train_data!r} (expected msmarco or arxiv-<domain>)")
+
+
+def read_triplets(path: Path, columns: tuple[str, str, str]) -> list[Triplet]:
+    """(query, positive, negative) rows of a parquet file; a clear error names missing columns."""
+    import polars as pl
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: triplet file not found")
+    frame = pl.read_parquet(path)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing} (has {frame.columns})")
+    return list(zip(*(frame[c].cast(pl.String).to_list() for c in columns)))
+
+
+def epoch_batches(n_rows: int, batch_size: int, batches_per_epoch: int, epoch: int, seed: int) -> list[list[int]]:
+    """Row indices of each batch of (0-based) ``epoch``.
+
+    Epochs are fixed-size windows on an endless stream of seeded permutations of the training
+    rows, so an epoch is not a data pass (paper 2: 1000 batches of 14 = 14000 samples per epoch)
+    and the same (seed, epoch) always gives the same batches."""
+    if n_rows < 1:
+        raise ValueError("no training triplets")
+    start = epoch * batches_per_epoch * batch_size
+    perms: dict[int, np.ndarray] = {}
+    flat = []
+    for pos in range(start, start + batches_per_epoch * batch_size):
+        k = pos // n_rows
+        if k not in perms:
+            perms[k] = np.random.default_rng([seed, k]).permutation(n_rows)
+        flat.append(int(perms[k][pos % n_rows]))
+    return [flat[i:i + batch_size] for i in range(0, len(flat), batch_size)]
+
+
+# ---------------------------------------------------------------- early stopping
+@dataclass(frozen=True)
+class StopState:
+    """Best validation point so far and the count of consecutive non-improving epochs."""
+
+    best_loss: float
+    best_errors: int
+    best_epoch: int = 0
+    idle: int = 0
+
+
+def stop_step(state: StopState, epoch: int, loss: float, errors: int) -> tuple[StopState, bool]:
+    """Paper 2, App. E(4): improved iff loss AND error count both decreased vs the best so far."""
+    if loss < state.best_loss and errors < state.best_errors:
+        return StopState(loss, errors, epoch, 0), True
+    return replace(state, idle=state.idle + 1), False
+
+
+def stopping_trace(baseline: tuple[float, int], epochs: Sequence[tuple[float, int]],
+                   patience: int) -> tuple[int, int, list[bool]]:
+    """(epochs run, best epoch, improved flags) for a scripted validation sequence (tests, docs)."""
+    state = StopState(*baseline)
+    flags: list[bool] = []
+    for epoch, (loss, errors) in enumerate(epochs, start=1):
+        state, improved = stop_step(state, epoch, loss, errors)
+        flags.append(improved)
+        if state.idle >= patience:
+            break
+    return len(flags), state.best_epoch, flags
+
+
+# ---------------------------------------------------------------- model pieces
+def make_optimizer(params: list[torch.nn.Parameter], name: str, lr: float,
+                   weight_decay: float) -> torch.optim.Optimizer:
+    """adamw | adamax | adamax_nomomentum (betas (0, 0.999): no first moment) | sgd (no momentum)."""
+    if not params:
+        raise ValueError("no trainable parameters left after freezing")
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    if name == "adamax":
+        return torch.optim.Adamax(params, lr=lr, weight_decay=weight_decay)
+    if name == "adamax_nomomentum":
+        return torch.optim.Adamax(params, lr=lr, betas=(0.0, 0.999), weight_decay=weight_decay)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.0, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {name!r} (expected adamw, adamax, adamax_nomomentum, sgd)")
+
+
+def embed_queries(model: Any, texts: list[str]) -> tuple[torch.Tensor, int]:
+    """Differentiable query embeddings and the number of real (non-padding) tokens."""
+    device = next(model.parameters()).device
+    feats = model.preprocess(texts)
+    feats = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in feats.items()}
+    n_tokens = int(feats["attention_mask"].sum())
+    return model(feats)["sentence_embedding"], n_tokens
+
+
+@dataclass
+class DocSide:
+    """Frozen document tower + persistent cache: the only way this module touches documents."""
+
+    encoder: SentenceTransformerEncoder
+    cache: EmbedCache
+    fingerprint: str
+    prefix: str
+    batch_size: int = 64
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        emb = self.cache.embed(self.encoder, self.fingerprint, DOC_TOWER, self.prefix, list(texts),
+                               self.batch_size)
+        return torch.from_numpy(np.ascontiguousarray(emb))
+
+
+def validate(query_tower: Any, val: list[Triplet], docs: DocSide, run: dict[str, Any],
+             batch_size: int = 64) -> tuple[float, int]:
+    """(mean triplet loss, error count) on the validation triplets; error = d(q,pos) >= d(q,neg)."""
+    prefix = run["model"].get("query_prefix", "")
+    pos, neg = docs.embed([t[1] for t in val]), docs.embed([t[2] for t in val])
+    query_tower.eval()
+    losses, errors = [], 0
+    with torch.inference_mode():
+        for i in range(0, len(val), batch_size):
+            q, _ = embed_queries(query_tower, [prefix + t[0] for t in val[i:i + batch_size]])
+            q, p, n = q.float().cpu(), pos[i:i + batch_size], neg[i:i + batch_size]
+            losses.append(float(triplet_margin_loss(q, p, n, run["margin"], run["distance"])) * len(q))
+            errors += int((pair_distance(q, p, run["distance"]) >= pair_distance(q, n, run["distance"])).sum())
+    return sum(losses) / len(val), errors
+
+
+# ---------------------------------------------------------------- training loop
+@dataclass
+class TuneResult:
+    """What :func:`tune` leaves behind; ``query_tower`` holds the best checkpoint."""
+
+    query_tower: Any
+    curve: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    plan: FreezePlan
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: list[list[int]],
+                 train: list[Triplet], docs: DocSide, run: dict[str, Any]) -> tuple[float, int]:
+    """One epoch of optimizer steps; returns (mean train loss, query tokens processed)."""
+    prefix = run["model"].get("query_prefix", "")
+    flat = [i for b in batches for i in b]
+    docs.embed([train[i][1] for i in flat] + [train[i][2] for i in flat])  # one batched cache fill
+    query_tower.train()
+    total, tokens = 0.0, 0
+    device = next(query_tower.parameters()).device
+    for batch in batches:
+        pos = docs.embed([train[i][1] for i in batch]).to(device)
+        neg = docs.embed([train[i][2] for i in batch]).to(device)
+        q, n_tok = embed_queries(query_tower, [prefix + train[i][0] for i in batch])
+        loss = triplet_margin_loss(q, pos, neg, run["margin"], run["distance"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        total += float(loss.detach())
+        tokens += n_tok
+    return total / len(batches), tokens
+
+
+def _trainable_state(model: Any) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: DocSide,
+         log: Callable[[str], None] = print) -> TuneResult:
+    """Train a copy of ``docs.encoder.model`` as the query tower; the document tower is untouched."""
+    t0 = time.perf_counter()
+    torch.manual_seed(int(run.get("seed", 0)))
+    forwards0 = docs.cache.stats.texts_encoded
+    query_tower = copy.deepcopy(docs.encoder.model)
+    plan = apply_freeze(query_tower, run["freeze"])
+    params = [p for p in query_tower.parameters() if p.requires_grad]
+    optimizer = make_optimizer(params, run["optimizer"], run["lr_effective"], run["weight_decay"])
+    loss0, err0 = validate(query_tower, val, docs, run)
+    state, best = StopState(loss0, err0), _trainable_state(query_tower)
+    curve = [_curve_row(0, None, None, loss0, err0, False, 0, t0)]
+    tokens, train_time, reason = 0, 0.0, "max_epochs"
+    for epoch in range(1, run["max_epochs"] + 1):
+        lr = scheduled_lr(run["lr_effective"], run["scheduler"], epoch - 1, run["max_epochs"])
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batches = epoch_batches(len(train), run["batch_size"], run["batches_per_epoch"], epoch - 1,
+                                int(run.get("seed", 0)))
+        ts = time.perf_counter()
+        train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, train, docs, run)
+        train_time, tokens = train_time + time.perf_counter() - ts, tokens + n_tok
+        val_loss, val_err = validate(query_tower, val, docs, run)
+        state, improved = stop_step(state, epoch, val_loss, val_err)
+        if improved:
+            best = _trainable_state(query_tower)
+        curve.append(_curve_row(epoch, lr, train_loss, val_loss, val_err, improved, state.idle, t0))
+        log(f"epoch {epoch}: lr={lr:.3g} train={train_loss:.5f} val={val_loss:.5f} "
+            f"errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
+        if state.idle >= run["patience"]:
+            reason = "patience"
+            break
+    query_tower.load_state_dict(best, strict=False)
+    query_tower.eval()
+    metrics = _metrics(run, curve, state, reason, plan, tokens, train_time, len(val),
+                       docs.cache.stats.texts_encoded - forwards0, time.perf_counter() - t0)
+    return TuneResult(query_tower, curve, metrics, plan)
+
+
+def _curve_row(epoch: int, lr: float | None, train_loss: float | None, val_loss: float,
+               val_errors: int, improved: bool, idle: int, t0: float) -> dict[str, Any]:
+    return {"epoch": epoch, "lr": lr, "train_loss": train_loss, "val_loss": val_loss,
+            "val_errors": val_errors, "improved": improved, "idle": idle,
+            "wall_s": round(time.perf_counter() - t0, 3)}
+
+
+def _metrics(run: dict[str, Any], curve: list[dict[str, Any]], state: StopState, reason: str,
+             plan: FreezePlan, tokens: int, train_time: float, n_val: int, doc_forwards: int,
+             wall: float) -> dict[str, Any]:
+    n_train = len(plan.trainable)
+    return {
+        "status": "ok", "qrun_id": run.get("qrun_id"), "epochs": len(curve) - 1,
+        "best_epoch": state.best_epoch, "stopped_reason": reason,
+        "val_loss": [r["val_loss"] for r in curve], "val_errors": [r["val_errors"] for r in curve],
+        "val_total": n_val, "best_val_loss": state.best_loss, "best_val_errors": state.best_errors,
+        "train_steps": (len(curve) - 1) * run["batches_per_epoch"],
+        "doc_forward_passes": doc_forwards, "query_tokens": tokens,
+        "query_tokens_per_s": tokens / train_time if train_time > 0 else math.nan,
+        "freeze": plan.spec, "freeze_note": plan.note, "n_frozen_tensors": len(plan.frozen),
+        "n_trainable_tensors": n_train, "lr_effective": run["lr_effective"], "wall_time_s": wall,
+    }
+
+
+# ---------------------------------------------------------------- outputs
+def curve_csv(curve: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(curve[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(curve)
+    return buf.getvalue()
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="embtune tune-query", description=__doc__.split("\n")[0])
+    ap.add_argument("--run-config-json", required=True, help="one config from embtune.sweep.query_runs")
+    ap.add_argument("--data-dir", required=True, help="{processed}: msmarco/ and arxiv/ live here")
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--cache-dir", help="document-embedding cache ({results}/embed_cache/<model>); "
+                                        "default: a throw-away temporary directory")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--doc-batch-size", type=int, default=64)
+    return ap.parse_args(argv)
+
+
+def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
+              doc_batch_size: int = 64) -> dict[str, Any]:
+    """Load data and models, tune, write every output (manifest last); returns metrics."""
+    from embtune.models.encoders import resolve_encoder_path
+
+    train_path, val_path, cols = triplet_files(data_dir, run["train_data"])
+    train, val = read_triplets(train_path, cols), read_triplets(val_path, cols)
+    path = resolve_encoder_path(run["model"])
+    encoder = SentenceTransformerEncoder(path)
+    encoder.model.eval()
+    for p in encoder.model.parameters():
+        p.requires_grad_(False)
+    docs = DocSide(encoder, EmbedCache(cache_dir, progress=False), model_fingerprint(path),
+                   run["model"].get("doc_prefix", ""), doc_batch_size)
+    result = tune(run, train, val, docs)
+    changes = layer_changes(encoder.model.state_dict(), result.query_tower.state_dict())
+    result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
+                          top_layers_relative=top_layers(changes, "rank_relative"),
+                          n_train_triplets=len(train))
+    with atomic_path(out_dir / "model") as tmp:
+        result.query_tower.save(str(tmp))
+    write_text(out_dir / "curve.csv", curve_csv(result.curve))
+    with atomic_path(out_dir / "layer_changes.csv") as tmp:
+        changes.write_csv(tmp)
+    write_json(out_dir / "metrics.json", result.metrics)
+    write_json(out_dir / "manifest.json", provenance(
+        stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
+        train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir)))
+    return result.metrics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    run = json.loads(args.run_config_json)
+    out_dir = Path(args.out_dir)
+    if args.cache_dir:
+        metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size)
+    else:
+        with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
+            metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size)
+    print(f"tune-query {run.get('qrun_id')}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
+          f"stopped by {metrics['stopped_reason']}, {metrics['wall_time_s']:.1f} s")
+    return 0

@@ -1,0 +1,89 @@
+"""Tiny fixtures for the training tests: a byte-level BPE, a GPT-NeoX base dir, bge-style shards.
+
+Why synthetic: the tests must run offline in seconds and must not depend on the data stage; the
+shards have exactly the columns ``prepare-bge`` writes."""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+WORDS = ("the a of to and in is that for it as with was on be by this are from at or an language "
+         "model embedding vector contrastive learning text query passage retrieval search data").split()
+
+
+def write_corpus(path: Path, lines: int = 300, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 20)))
+                              for _ in range(lines)) + "\n")
+    return path
+
+
+def make_base_model(root: Path, hidden: int = 64, layers: int = 2, seed: int = 0) -> Path:
+    """Tokenizer + randomly initialised tiny GPT-NeoX saved like build-model saves it."""
+    import torch
+    from transformers import AutoModel
+
+    from embtune.models.build import tiny_config
+    from embtune.models.tokenizer import train_bpe
+
+    corpus = write_corpus(root / "corpus.txt")
+    tok = train_bpe([str(corpus)], 200)
+    torch.manual_seed(seed)
+    model = AutoModel.from_config(tiny_config({"hidden_size": hidden, "num_layers": layers}, len(tok),
+                                              tok.pad_token_id, tok.eos_token_id))
+    out = root / f"base-d{hidden}-l{layers}"
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
+def make_shards(root: Path, n_train: int, n_val: int, vocab: int, ctx: int, seed: int = 0,
+                shard_rows: int = 100) -> Path:
+    """train-*.parquet + val.parquet with the prepare-bge columns (ids truncated, no padding)."""
+    rng = random.Random(seed)
+
+    def frame(n: int) -> pl.DataFrame:
+        q = [[rng.randrange(2, vocab) for _ in range(rng.randint(2, ctx))] for _ in range(n)]
+        p = [[rng.randrange(2, vocab) for _ in range(rng.randint(2, ctx))] for _ in range(n)]
+        return pl.DataFrame({"query": ["q"] * n, "pos": ["p"] * n,
+                             "query_ids": q, "pos_ids": p,
+                             "query_tokens": [len(x) for x in q], "pos_tokens": [len(x) for x in p]},
+                            schema_overrides={"query_ids": pl.List(pl.Int32), "pos_ids": pl.List(pl.Int32),
+                                              "query_tokens": pl.Int32, "pos_tokens": pl.Int32})
+
+    root.mkdir(parents=True, exist_ok=True)
+    for i, start in enumerate(range(0, n_train, shard_rows)):
+        frame(min(shard_rows, n_train - start)).write_parquet(root / f"train-{i:05d}.parquet")
+    frame(n_val).write_parquet(root / "val.parquet")
+    return root
+
+
+TRAIN_DEFAULTS: dict[str, Any] = {
+    "batch_size": 8, "context_length": 12, "temperature": 0.05, "weight_decay": 0.1,
+    "warmup_fraction": 0.1, "final_lr_fraction": 0.1, "pooling": "mean", "gradcache_chunk": 3,
+    "gradient_checkpointing": False, "min_steps": 3, "max_epochs": 3.0,
+    "checkpoint_every_steps": 4, "log_every_steps": 0, "final_loss_window": 3,
+}
+
+
+def run_config(base_dir: Path, data_dir: Path, method: str = "full", budget: float = 1e9,
+               **overrides: Any) -> dict[str, Any]:
+    """A run config shaped like ``sweep.training_runs`` produces."""
+    method_cfg: dict[str, Any] = {"method": method}
+    if method == "freeze":
+        method_cfg.update(freeze_fraction=0.5, frozen_blocks=1)
+    if method == "lora":
+        method_cfg.update(lora_rank=4, lora_alpha=4.0, lora_dropout=0.0)
+    train = copy.deepcopy(TRAIN_DEFAULTS)
+    train.update({k: v for k, v in overrides.items() if k in train})
+    return {"run_id": f"tiny__{method}__c{budget:g}__s0", "model": {"name": "tiny", "hidden_size": 64,
+            "num_layers": 2, "pretrain_peak_lr": 1e-3}, **method_cfg, "budget": float(budget), "seed": 0,
+            "peak_lr": overrides.get("peak_lr", 1e-3), "planned": {}, "train": train,
+            "data": {"train_dir": str(data_dir), "tokenizer_dir": str(base_dir)},
+            "base_model_dir": str(base_dir)}

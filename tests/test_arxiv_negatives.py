@@ -1,0 +1,245 @@
+"""build-arxiv-negatives: exact JS, neighbours vs brute force, padding, randomness, I/O contract."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from embtune.data import arxiv_negatives as an
+
+WORDS = ("graph quantum field theory neural network manifold curvature prime modular form "
+         "flow turbulence laser cavity spin lattice galaxy star estimator sample proof bound "
+         "energy random walk tensor code channel photon entropy algebra group").split()
+CATS = ["math.AG", "math.NT", "math.CO", "math-ph", "physics.optics", "physics.flu-dyn",
+        "cs.LG", "cs.CL", "hep-th", "q-bio.NC", "big.A", "big.B"]
+
+
+def _record(i: int, rng: random.Random) -> dict[str, object]:
+    n_cat = rng.choice([1, 1, 2, 2, 3])
+    cats = rng.sample(CATS[:10], n_cat) + (["big.A"] if rng.random() < 0.7 else ["big.B"])
+    sents = [" ".join(rng.choices(WORDS, k=rng.randint(4, 12))).capitalize() + "."
+             for _ in range(rng.randint(1, 4))]
+    return {"id": f"2401.{i:05d}", "title": f"Paper {i} on {rng.choice(WORDS)}",
+            "abstract": "  " + "\n".join(sents), "categories": " ".join(cats),
+            "submitter": "X", "versions": []}
+
+
+def _snapshot(tmp: Path, n: int = 160, seed: int = 1, extra: list[str] | None = None) -> Path:
+    rng = random.Random(seed)
+    lines = [json.dumps(_record(i, rng)) for i in range(n)] + (extra or [])
+    path = tmp / "snap.json"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _papers(path: Path) -> list[an.Paper]:
+    lines = enumerate(path.read_text().splitlines(), start=1)
+    return list(an.parse_lines(lines, str(path)))
+
+
+# ---------------------------------------------------------------- brute force reference
+
+def _brute_force(papers: list[an.Paper], max_size: int, k: int) -> tuple[list[str], list[list[str]]]:
+    """Literal App. B.2 with scipy's jensenshannon (natural log) over Counter word distributions."""
+    from collections import Counter
+
+    sizes = Counter(c for p in papers for c in set(p.categories.split()))
+    kept = {c for c, n in sizes.items() if n <= max_size}
+    sel = [p for p in papers if kept & set(p.categories.split())]
+    cats = [set(p.categories.split()) & kept for p in sel]
+    keys = [sorted(cs, key=lambda c: (sizes[c], c)) for cs in cats]
+    vocab = sorted({w for p in sel for w in an._WORD.findall(p.abstract.lower())})
+    col = {w: j for j, w in enumerate(vocab)}
+    dense = np.zeros((len(sel), len(vocab)))
+    for i, p in enumerate(sel):
+        for w, c in Counter(an._WORD.findall(p.abstract.lower())).items():
+            dense[i, col[w]] = c
+    dense /= dense.sum(1, keepdims=True)
+    out = []
+    for i in range(len(sel)):
+        cands: list[int] = []
+        for j in range(1, len(keys[i]) + 1):
+            pre = set(keys[i][:j])
+            c = [m for m in range(len(sel)) if m != i and pre <= cats[m]]
+            if not c:
+                break
+            cands = c
+        if not cands:
+            cands = [m for m in range(len(sel)) if m != i]
+        d = [(jensenshannon(dense[i], dense[m]) ** 2, m) for m in cands]
+        ranked = [m for _, m in sorted(d)][:k]
+        ranked += [ranked[-1]] * (k - len(ranked))
+        out.append([sel[m].id for m in ranked])
+    return [p.id for p in sel], out
+
+
+# ---------------------------------------------------------------- tests
+
+def test_jsd_matches_scipy_natural_log() -> None:
+    rng = random.Random(0)
+    texts = [" ".join(rng.choices(WORDS[: rng.randint(3, len(WORDS))], k=rng.randint(1, 60)))
+             for _ in range(40)]
+    texts[5] = texts[6]  # identical distributions -> exactly 0
+    dist = an.word_distributions(texts)
+    block = an.make_block(dist, np.arange(len(texts)))
+    ours = np.sqrt(an.block_jsd(block, np.arange(len(texts))))
+    dense = dist.toarray()
+    ref = np.array([[jensenshannon(a, b) for b in dense] for a in dense])
+    np.testing.assert_allclose(ours, np.nan_to_num(ref), atol=1e-7)
+    assert ours[5, 6] == pytest.approx(0.0, abs=1e-7)
+    assert ours.max() <= np.sqrt(np.log(2)) + 1e-12
+
+
+@pytest.mark.parametrize("work", [50, an.DEFAULT_WORK])
+def test_neighbours_match_brute_force(tmp_path: Path, work: int) -> None:
+    papers = _papers(_snapshot(tmp_path))
+    selected, negs, info = an.build_negatives(papers, max_category_size=40, n_negatives=5,
+                                              seed=3, work=work)
+    ids, expected = _brute_force(papers, 40, 5)
+    assert [p.id for p in selected] == ids
+    got = [[selected[j].id for j in row[:5]] for row in negs]
+    assert got == expected
+    assert info["n_selected"] == len(ids) and info["n_kept_categories"] >= 5
+
+
+def test_never_self_padding_and_random_last(tmp_path: Path) -> None:
+    papers = _papers(_snapshot(tmp_path))
+    _, negs, info = an.build_negatives(papers, 40, n_negatives=20, seed=7)
+    n = len(negs)
+    assert negs.shape == (n, 21)
+    assert not (negs == np.arange(n)[:, None]).any(), "a paper is never its own negative"
+    padded = [row for row in negs[:, :20] if len(set(row)) < 20]
+    assert padded and info["padded"] == len(padded)
+    for row in padded:  # padding repeats the last distinct neighbour
+        first_repeat = next(i for i in range(1, 20) if row[i] == row[i - 1])
+        assert (row[first_repeat:] == row[first_repeat - 1]).all()
+    _, negs2, _ = an.build_negatives(papers, 40, n_negatives=20, seed=7)
+    _, negs3, _ = an.build_negatives(papers, 40, n_negatives=20, seed=8)
+    assert (negs2 == negs).all() and not (negs3[:, 20] == negs[:, 20]).all()
+    assert (negs3[:, :20] == negs[:, :20]).all(), "only the 21st depends on the seed"
+
+
+def test_singleton_first_category_falls_back_to_all(tmp_path: Path) -> None:
+    recs = [{"id": f"p{i}", "title": "t", "abstract": f"alpha beta {w}. Gamma {w}.",
+             "categories": c} for i, (w, c) in
+            enumerate([("x", "solo.A big"), ("y", "pair.B big"), ("z", "pair.B big"), ("x", "big")])]
+    papers = [an.parse_record(r) for r in recs]
+    selected, negs, info = an.build_negatives(papers, 2, n_negatives=3, seed=0)  # type: ignore[arg-type]
+    assert [p.id for p in selected] == ["p0", "p1", "p2"]
+    assert info["no_category_match"] == 1
+    assert set(negs[0, :3]) <= {1, 2} and negs[1, 0] == 2 and negs[2, 0] == 1
+
+
+def test_first_sentence_split() -> None:
+    s = an.split_first_sentence
+    assert s("We study e.g. graphs. Then more.") == ("We study e.g. graphs.", "Then more.")
+    assert s("As in Fig. 2 of J. Smith et al. Tests follow. X") == (
+        "As in Fig. 2 of J. Smith et al. Tests follow.", "X")
+    assert s("Value is 3.5 here? Yes 2 times.") == ("Value is 3.5 here?", "Yes 2 times.")
+    assert s("Only one sentence.") == ("Only one sentence.", "")
+
+
+def test_domain_prefix_and_exclusion() -> None:
+    assert an.has_domain("math-ph math.AG", "math")
+    assert not an.has_domain("math-ph hep-th", "math")
+    assert not an.has_domain("astro-ph.GA", "physics")
+    frame = pl.DataFrame({"categories": ["math.AG cs.LG", "math-ph", "cs.CL"], "x": [1, 2, 3]})
+    assert an.exclude_domain(frame, "math")["x"].to_list() == [2, 3]
+    assert an.exclude_domain(frame, "cs")["x"].to_list() == [2]
+
+
+def _run(snap: Path, out: Path, *extra: str) -> int:
+    return an.main(["--snapshot", str(snap), "--max-category-size", "40", "--n-negatives", "20",
+                    "--levels", "1", "21", "--flavours", "first", "title", "--narrow-domains",
+                    "math", "physics", "cs", "--seed", "0", "--out", str(out), *extra])
+
+
+def test_cli_outputs_contract_and_determinism(tmp_path: Path) -> None:
+    bad = ['{"id": "b1", "title": "t"', '[1, 2]',
+           json.dumps({"id": "b2", "title": "t", "categories": "math.AG"}),
+           json.dumps({"id": "b3", "title": "t", "abstract": "  ", "categories": "math.AG"}),
+           json.dumps({"id": 4, "title": "t", "abstract": "a b.", "categories": "math.AG"}),
+           json.dumps({"id": "2401.00000", "title": "dup", "abstract": "a. b.",
+                       "categories": "math.AG"})]
+    snap = _snapshot(tmp_path, extra=bad)
+    assert _run(snap, tmp_path / "a") == 0 and _run(snap, tmp_path / "b") == 0
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == sorted(["manifest.json", "negatives.parquet"]
+                           + [f"triplets_{f}_L{lv}.parquet" for f in ("first", "title") for lv in (1, 21)]
+                           + [f"narrow_{d}_{s}.parquet" for d in ("math", "physics", "cs")
+                              for s in ("train", "val")])
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    man = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    counts, examples = man["input_drops"]["counts"], man["input_drops"]["examples"]
+    assert counts == {"bad_json": 1, "not_an_object": 1, "missing_field:abstract": 1,
+                      "empty:abstract": 1, "wrong_type:id": 1, "duplicate_id": 1}
+    assert examples["bad_json"] == [f"{snap}:161"] and examples["duplicate_id"] == [f"{snap}:166"]
+    assert "created_utc" not in man
+
+    neg = pl.read_parquet(tmp_path / "a" / "negatives.parquet")
+    assert neg.columns == ["id", "title", "abstract", "categories", "negatives"]
+    assert neg.schema["negatives"] == pl.List(pl.Utf8)
+    assert neg["negatives"].list.len().unique().to_list() == [21]
+    by_id = {r["id"]: r for r in neg.iter_rows(named=True)}
+    title = pl.read_parquet(tmp_path / "a" / "triplets_title_L1.parquet")
+    assert title.columns == ["anchor", "positive", "negative", "paper_id", "categories"]
+    row = title.row(0, named=True)
+    paper = by_id[row["paper_id"]]
+    assert row["anchor"] == paper["title"] and row["positive"] == paper["abstract"]
+    assert row["negative"] == by_id[paper["negatives"][0]]["abstract"]
+    first = pl.read_parquet(tmp_path / "a" / "triplets_first_L21.parquet")
+    for row in first.iter_rows(named=True):
+        paper = by_id[row["paper_id"]]
+        assert row["anchor"] + " " + row["positive"] == paper["abstract"]
+        assert row["negative"] == an.split_first_sentence(by_id[paper["negatives"][20]]["abstract"])[1]
+    dropped = man["triplet_drops"]["triplets_first_L21.parquet"]["counts"]
+    assert len(first) + dropped.get("single_sentence_abstract", 0) + dropped.get(
+        "single_sentence_negative", 0) == len(neg)
+    for d in ("math", "physics", "cs"):
+        tr = pl.read_parquet(tmp_path / "a" / f"narrow_{d}_train.parquet")
+        va = pl.read_parquet(tmp_path / "a" / f"narrow_{d}_val.parquet")
+        assert len(tr) > 0 and len(va) > 0
+        assert not set(tr["paper_id"]) & set(va["paper_id"])
+        assert all(an.has_domain(c, d) for c in tr["categories"].to_list() + va["categories"].to_list())
+
+
+def test_published_source_round_trip(tmp_path: Path) -> None:
+    snap = _snapshot(tmp_path)
+    assert _run(snap, tmp_path / "built") == 0
+    neg = pl.read_parquet(tmp_path / "built" / "negatives.parquet")
+    pub = tmp_path / "published.jsonl"
+    rows = [json.dumps([{k: r[k] for k in ("id", "title", "abstract", "categories")}, r["negatives"]])
+            for r in neg.iter_rows(named=True)]
+    pub.write_text("\n".join(rows + ['{"broken"', json.dumps([{"id": "z"}, []])]) + "\n")
+    assert an.main(["--source", "published", "--published", str(pub), "--levels", "1", "21",
+                    "--narrow-domains", "math", "--out", str(tmp_path / "pub")]) == 0
+    for name in ("negatives.parquet", "triplets_first_L1.parquet", "triplets_title_L21.parquet",
+                 "narrow_math_train.parquet"):
+        assert pl.read_parquet(tmp_path / "pub" / name).equals(
+            pl.read_parquet(tmp_path / "built" / name)), name
+    man = json.loads((tmp_path / "pub" / "manifest.json").read_text())
+    assert man["input_drops"]["counts"] == {"bad_json": 1, "missing_field:title": 1}
+
+
+def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snap = _snapshot(tmp_path, n=10)
+    with pytest.raises(SystemExit):
+        _run(snap, tmp_path / "o", "--levels", "22")
+    with pytest.raises(SystemExit):
+        an.main(["--out", str(tmp_path / "o")])
+    assert an.main(["--snapshot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 1
+    assert "file not found" in capsys.readouterr().err
+    same = tmp_path / "same.json"
+    same.write_text("".join(json.dumps({"id": f"s{i}", "title": "t", "abstract": "a b. c d.",
+                                        "categories": "big"}) + "\n" for i in range(3)))
+    assert an.main(["--snapshot", str(same), "--max-category-size", "2",
+                    "--out", str(tmp_path / "o")]) == 1
+    assert "nothing to build" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

