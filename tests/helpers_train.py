@@ -87,3 +87,14 @@ def run_config(base_dir: Path, data_dir: Path, method: str = "full", budget: flo
             "peak_lr": overrides.get("peak_lr", 1e-3), "planned": {}, "train": train,
             "data": {"train_dir": str(data_dir), "tokenizer_dir": str(base_dir)},
             "base_model_dir": str(base_dir)}
+
+
+def one_thread():  # pragma: no cover - fixture body
+    """Generator for an autouse fixture: tiny models are overhead-bound, and on a loaded 2-core
+    box two intra-op threads spin against each other (measured 30x slower)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -154,8 +154,11 @@ def test_domain_prefix_and_exclusion() -> None:
     assert an.exclude_domain(frame, "cs")["x"].to_list() == [2]
 
 
-def _run(snap: Path, out: Path, *extra: str) -> int:
-    return an.main(["--snapshot", str(snap), "--max-category-size", "40", "--n-negatives", "20",
+def _run(snap: Path, out: Path, *extra: str, via_cli: bool = False) -> int:
+    from embtune import cli
+
+    run = (lambda argv: cli.main(["build-arxiv-negatives", *argv])) if via_cli else an.main
+    return run(["--snapshot", str(snap), "--max-category-size", "40", "--n-negatives", "20",
                     "--levels", "1", "21", "--flavours", "first", "title", "--narrow-domains",
                     "math", "physics", "cs", "--seed", "0", "--out", str(out), *extra])
 
@@ -168,7 +171,7 @@ def test_cli_outputs_contract_and_determinism(tmp_path: Path) -> None:
            json.dumps({"id": "2401.00000", "title": "dup", "abstract": "a. b.",
                        "categories": "math.AG"})]
     snap = _snapshot(tmp_path, extra=bad)
-    assert _run(snap, tmp_path / "a") == 0 and _run(snap, tmp_path / "b") == 0
+    assert _run(snap, tmp_path / "a") == 0 and _run(snap, tmp_path / "b", via_cli=True) == 0
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == sorted(["manifest.json", "negatives.parquet"]
                            + [f"triplets_{f}_L{lv}.parquet" for f in ("first", "title") for lv in (1, 21)]
@@ -226,6 +229,12 @@ def test_published_source_round_trip(tmp_path: Path) -> None:
             pl.read_parquet(tmp_path / "built" / name)), name
     man = json.loads((tmp_path / "pub" / "manifest.json").read_text())
     assert man["input_drops"]["counts"] == {"bad_json": 1, "missing_field:title": 1}
+    whole = tmp_path / "published.json"  # one JSON array instead of JSONL
+    whole.write_text("[\n" + ",\n".join(rows) + "\n]\n")
+    assert an.main(["--source", "published", "--published", str(whole), "--levels", "1",
+                    "--flavours", "title", "--narrow-domains", "--out", str(tmp_path / "arr")]) == 0
+    assert pl.read_parquet(tmp_path / "arr" / "triplets_title_L1.parquet").equals(
+        pl.read_parquet(tmp_path / "built" / "triplets_title_L1.parquet"))
 
 
 def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

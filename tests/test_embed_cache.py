@@ -90,7 +90,7 @@ def _fixtures(data: Path) -> None:
         "categories": ["quant-ph", "cs.LG stat.ML", "math.NT"],
     })
     for flavour in ("first", "title"):
-        arx.write_parquet(data / "arxiv" / f"triplets_{flavour}_L1.parquet")
+        arx.write_parquet(data / "arxiv" / f"triplets_{flavour}_L21.parquet")
     rows = []
     pairs = [("A man is eating.", "A person eats.", "entailment"),
              ("A man is eating.", "The man is hungry.", "neutral"),

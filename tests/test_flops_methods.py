@@ -21,6 +21,10 @@ N = L * BLOCK + 2 * 64                                   # + final LayerNorm = 1
 BIASES = L * (192 + 64 + 256 + 64 + 2 * 64) + 64         # bias-only: 1472
 LORA_R4 = L * 4 * ((64 + 192) + (64 + 64) + (64 + 256) + (256 + 64))   # r·(in+out) per layer
 
+from helpers_train import one_thread
+
+_one_thread = pytest.fixture(autouse=True)(one_thread)
+
 
 def _model(hidden: int = D, layers: int = L, vocab: int = 100) -> torch.nn.Module:
     torch.manual_seed(0)

@@ -21,6 +21,10 @@ RUNS = {
     "lora": {"method": "lora", "lora_rank": 4, "lora_alpha": 8.0, "lora_dropout": 0.0},
 }
 
+from helpers_train import one_thread
+
+_one_thread = pytest.fixture(autouse=True)(one_thread)
+
 
 def _pairs(n: int, vocab: int = 100, ctx: int = 10) -> Pairs:
     rng = random.Random(1)

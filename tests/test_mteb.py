@@ -211,3 +211,17 @@ def test_loss_mteb_spearman() -> None:
                          "mteb_average": [0.30, 0.35, 0.41, 0.40, 0.5]})
     assert mteb_eval.loss_mteb_spearman(runs) == pytest.approx(-0.8)
     assert math.isnan(mteb_eval.loss_mteb_spearman(runs.head(2)))
+
+
+def test_local_task_rejects_unknown_subsets(tmp_path: Path) -> None:
+    (tmp_path / "Tatoeba" / "xx-eng").mkdir(parents=True)
+    with pytest.raises(ValueError, match="xx-eng"):
+        mteb_eval.local_task("Tatoeba", tmp_path)
+
+
+def test_sentence_transformers_folder_defaults(tmp_path: Path) -> None:
+    from embtune.models.embedder import read_embedding_config
+
+    (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 256}))
+    assert read_embedding_config(tmp_path, 512).max_length == 256
+    assert read_embedding_config(tmp_path / "absent", 10**30).max_length == 512

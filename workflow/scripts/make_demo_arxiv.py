@@ -249,12 +249,18 @@ def _fill(template: str, vocab: dict[str, str]) -> str:
     return template.format(**vocab, **{k.capitalize(): _cap(v) for k, v in vocab.items()})
 
 
+def _pair(rng: random.Random, first: list[str], second: list[str]) -> tuple[str, str]:
+    """Two picks, distinct when possible ("combines X with X" reads badly)."""
+    a = rng.choice(first)
+    return a, rng.choice([b for b in second if b != a] or second)
+
+
 def _vocab(rng: random.Random, cats: Sequence[str]) -> dict[str, str]:
     main, other = FIELDS[cats[0]], FIELDS.get(rng.choice(cats), FIELDS[cats[0]])
-    pick = rng.choice
-    return {"topic": pick(main[1]), "object": pick(main[2]), "method": pick(main[3]),
-            "prop": pick(main[4]), "topic2": pick(other[1]), "object2": pick(other[2]),
-            "method2": pick(other[3]), "prop2": pick(other[4])}
+    v: dict[str, str] = {}
+    for slot, k in (("topic", 1), ("object", 2), ("method", 3), ("prop", 4)):
+        v[slot], v[slot + "2"] = _pair(rng, main[k], other[k])  # type: ignore[index]
+    return v
 
 
 def _categories(rng: random.Random) -> list[str]:
@@ -276,7 +282,10 @@ def make_paper(i: int, rng: random.Random) -> dict[str, object]:
     v = _vocab(rng, [c for c in cats if c in FIELDS])
     sents = [_fill(rng.choice(OPENINGS), v)]
     for t in rng.sample(MIDDLES, rng.randint(3, 5)):
-        sents.append(_fill(t, _vocab(rng, [c for c in cats if c in FIELDS]) | {"object": v["object"], "topic": v["topic"]}))
+        fresh = _vocab(rng, [c for c in cats if c in FIELDS])
+        if fresh["object2"] != v["object"]:
+            fresh["object"] = v["object"]  # keep the paper's main object across sentences
+        sents.append(_fill(t, fresh | {"topic": v["topic"]}))
     sents.append(_fill(rng.choice(CLOSINGS), v))
     abstract = "  " + "\n".join(" ".join(sents[k:k + 2]) for k in range(0, len(sents), 2)) + "\n"
     authors = rng.sample(NAMES, rng.randint(1, 4))

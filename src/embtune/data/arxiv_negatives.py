@@ -65,7 +65,7 @@ STAGE = "build-arxiv-negatives"
 LN2 = math.log(2.0)
 REQUIRED_FIELDS = ("id", "title", "abstract", "categories")
 MAX_EXAMPLES = 5
-DEFAULT_WORK = 4_000_000  # expanded (query word x candidate) entries per batch: bounds memory
+DEFAULT_WORK = 1_000_000  # expanded (query word x candidate) entries per batch: bounds memory
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -240,10 +240,18 @@ def block_jsd(block: Block, rows: np.ndarray) -> np.ndarray:
     words, p = csr.indices[nz], csr.data[nz]
     df = (csc.indptr[words + 1] - csc.indptr[words]).astype(np.int64)
     pos = _ranges(csc.indptr[words].astype(np.int64), df)
-    q, fq = csc.data[pos], block.csc_xlogx[pos]
-    p_rep = np.repeat(p, df)
-    g = xlogx(p_rep + q) - np.repeat(xlogx(p), df) - fq
-    flat = np.repeat(owner, df) * n + csc.indices[pos]
+    # g = f(p + q) - f(p) - f(q) over the shared words, in place (this loop is the hot spot)
+    s = np.repeat(p, df)
+    s += csc.data[pos]
+    g = np.log(s)  # p + q > 0 on shared words: no guard needed
+    g *= s
+    del s
+    fpq = np.repeat(xlogx(p), df)
+    fpq += block.csc_xlogx[pos]
+    g -= fpq
+    del fpq
+    flat = np.repeat(owner * n, df)
+    flat += csc.indices[pos]
     shared = np.bincount(flat, weights=g, minlength=len(rows) * n).reshape(len(rows), n)
     return np.maximum(LN2 - 0.5 * shared, 0.0)
 
@@ -397,8 +405,8 @@ def exclude_domain(frame: Any, domain: str) -> Any:
     """Evaluation rows without any category of ``domain`` (App. K evaluation exclusion)."""
     import polars as pl
 
-    return frame.filter(~pl.col("categories").map_elements(lambda s: has_domain(s, domain),
-                                                            return_dtype=pl.Boolean))
+    pattern = r"(^|\s)" + re.escape(domain + ".")
+    return frame.filter(~pl.col("categories").str.contains(pattern))
 
 
 def make_triplets(papers: Sequence[Paper], negatives: np.ndarray, flavour: str, level: int,
@@ -435,8 +443,11 @@ def narrow_split(cols: dict[str, list[Any]], domain: str, val_fraction: float,
     n_val = min(len(rows) - 1, max(1, round(val_fraction * len(rows)))) if len(rows) > 1 else 0
     rng = np.random.default_rng([seed, sum(map(ord, domain))])
     val_rows = set(rng.permutation(rows)[:n_val].tolist()) if n_val else set()
-    take = lambda sel: {c: [v[i] for i in sel] for c, v in cols.items()}  # noqa: E731
-    return (take([i for i in rows if i not in val_rows]), take([i for i in rows if i in val_rows]))
+
+    def take(sel: list[int]) -> dict[str, list[Any]]:
+        return {c: [v[i] for i in sel] for c, v in cols.items()}
+
+    return take([i for i in rows if i not in val_rows]), take([i for i in rows if i in val_rows])
 
 
 # --------------------------------------------------------------------------------------------
@@ -532,6 +543,29 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield line_no, line
 
 
+def _published_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Lines of the published file: JSONL as is, or the items of one JSON array (the hub file
+    ``arxiv_10K_jsclosest.json`` may be either), numbered from 1."""
+    with open_text(path) as fh:
+        head = fh.read(1 << 16).lstrip()
+    first = head.split("\n", 1)[0]
+    try:
+        json.loads(first)
+        is_jsonl = True
+    except json.JSONDecodeError:
+        is_jsonl = not head.startswith("[")
+    if is_jsonl:
+        yield from _numbered_lines(path)
+        return
+    with open_text(path) as fh:
+        try:
+            items = json.load(fh)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
+    for i, item in enumerate(items, start=1):
+        yield i, json.dumps(item)
+
+
 def _log(message: str, t0: float) -> None:
     print(f"{STAGE}: [{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
 
@@ -607,7 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             info = {"n_valid_papers": n_valid, "n_categories": len(sizes), **info}
         else:
             src = args.published
-            selected, neg_ids = parse_published(_numbered_lines(src), str(src), total, drops)
+            selected, neg_ids = parse_published(_published_lines(src), str(src), total, drops)
             if not selected:
                 raise DataError(f"{src}: no usable rows")
             negs = resolve_ids(selected, neg_ids)

@@ -208,7 +208,7 @@ def local_splits(kind: str) -> list[str]:
     return ["train", "test"] if kind == "Classification" else ["test"]
 
 
-def row_counts(task_dir: Path, frames: TaskFrames) -> dict[str, int]:
+def row_counts(frames: TaskFrames) -> dict[str, int]:
     """{relative file path: rows}, for the manifest."""
     return {str(frame_path(Path(""), subset, split, stem)): int(frame.height)
             for (subset, split), tables in sorted(frames.items())
@@ -255,7 +255,7 @@ def materialise(tasks: Sequence[str], source: str, local_dir: Path | None, out: 
             copy_task(local_dir / name, out / name)
         else:
             write_task(frames, out / name)
-        record[name] = {"type": kind, "rows": row_counts(out / name, frames)}
+        record[name] = {"type": kind, "rows": row_counts(frames)}
     return record
 
 

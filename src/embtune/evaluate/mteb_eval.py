@@ -103,9 +103,11 @@ def local_task(name: str, data_dir: str | Path) -> Any:
     task = local_task_class(name)()
     task.local_dir = task_dir
     on_disk = {p.name for p in task_dir.iterdir() if p.is_dir()}
+    unknown = sorted(on_disk - set(task.metadata.hf_subsets))
+    if unknown or not on_disk:
+        raise ValueError(f"{task_dir}: subsets {unknown or 'none'} on disk; {name} has "
+                         f"{task.metadata.hf_subsets[:6]}{'...' if len(task.metadata.hf_subsets) > 6 else ''}")
     subsets = [s for s in task.metadata.hf_subsets if s in on_disk]
-    if not subsets:
-        raise ValueError(f"{task_dir}: none of the task's subsets {task.metadata.hf_subsets[:5]}... on disk")
     task.hf_subsets = subsets
     return task
 

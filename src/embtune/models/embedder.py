@@ -39,13 +39,19 @@ class EmbeddingConfig:
 
 
 def read_embedding_config(model_dir: Path, tokenizer_limit: int | None = None) -> EmbeddingConfig:
-    """``embedding_config.json`` if present, else mean pooling at the tokenizer's length limit."""
+    """``embedding_config.json`` if present, else mean pooling at the model's length limit
+    (``sentence_bert_config.json``'s ``max_seq_length``, else the tokenizer's)."""
     path = model_dir / EMBEDDING_CONFIG
     if path.is_file():
         raw = json.loads(path.read_text(encoding="utf-8"))
         return EmbeddingConfig(pooling=raw.get("pooling", "mean"),
                                max_length=int(raw.get("max_length", DEFAULT_MAX_LENGTH)))
-    limit = tokenizer_limit if tokenizer_limit and tokenizer_limit < 100_000 else DEFAULT_MAX_LENGTH
+    st_config = model_dir / "sentence_bert_config.json"  # sentence-transformers folders (MiniLM)
+    if st_config.is_file():
+        limit = json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length", tokenizer_limit)
+    else:
+        limit = tokenizer_limit
+    limit = limit if limit and limit < 100_000 else DEFAULT_MAX_LENGTH
     return EmbeddingConfig(max_length=int(limit))
 
 

@@ -15,8 +15,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from matplotlib.colors import LogNorm, TwoSlopeNorm  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import LogFormatter  # noqa: E402
 
 METHOD_COLORS = {"full": "tab:blue", "freeze": "tab:green", "bias": "tab:red", "lora": "tab:orange"}
 
@@ -36,6 +37,9 @@ def _style(ax: Any, title: str, xlabel: str, ylabel: str, logx: bool, logy: bool
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
+        # plain numbers (0.8, 1, 2) instead of 2×10⁰: losses span less than a decade or two
+        ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.4)))
     ax.grid(True, which="both", alpha=0.25)
 
 
@@ -208,5 +212,4 @@ def lr_sweep_figure(df: pl.DataFrame, title: str) -> Figure:
 
 
 __all__ = ["frontier_figure", "isoflop_figure", "hyper_effect_figure", "optimal_n_figure",
-           "scatter_figure", "predicted_vs_actual_figure", "heatmap_figure", "lr_sweep_figure",
-           "LogNorm"]
+           "scatter_figure", "predicted_vs_actual_figure", "heatmap_figure", "lr_sweep_figure"]

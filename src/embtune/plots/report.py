@@ -114,7 +114,8 @@ def predicted_actual_data(runs: pl.DataFrame, fits: dict[str, Any], metric: str)
         rows = law_rows(runs, method, metric)
         if rows.is_empty():
             continue
-        test = (rows["model"] == laws.get("holdout_model")).to_numpy()
+        held = laws.get("holdout_model")
+        test = (rows["model"] == held).to_numpy() if held else np.zeros(rows.height, bool)
         for name, law in LAWS.items():
             fit = laws.get(name, {})
             if "params" not in fit:
@@ -200,7 +201,8 @@ def law_specs(runs: pl.DataFrame, fits: dict[str, Any], metric: str, ylab: str) 
                            "lines by trainable fraction S", sub,
                            lambda d, m=method: F.scatter_figure(d, "FLOP", ylab, f"{m}: loss vs FLOP", lines=True)))
     if ok.height >= 4:
-        q = ok.with_columns(pl.col("D").qcut(4, labels=["D q1", "D q2", "D q3", "D q4"]).cast(pl.Utf8).alias("group"))
+        quart = (ok["D"].rank("ordinal").to_numpy() - 1) * 4 // ok.height + 1
+        q = ok.with_columns(pl.Series("group", [f"D quartile {int(k)}" for k in quart]))
         data = q.sort("N").select(pl.col("N").alias("x"), pl.col(metric).alias("y"), "group",
                                   pl.col("method").alias("panel"))
         specs.append(_spec("fig17_loss_vs_n_by_tokens", "Fig. 17: loss vs N, colour = token-count quartile", data,

@@ -107,6 +107,8 @@ def plan_steps(lengths: np.ndarray, batch_size: int, seed: int, counts: ParamCou
             spent += counts.per_token * step_tokens
         if not exhausted:
             break
+    if exhausted and batches and budget - spent < counts.per_token * np.mean(tokens):
+        exhausted = False           # data ran out with less than one average batch of budget left
     epochs = len(batches) * batch_size / n if n else 0.0
     reason = None
     if per_epoch == 0:

@@ -201,8 +201,6 @@ def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: li
                  train: list[Triplet], docs: DocSide, run: dict[str, Any]) -> tuple[float, int]:
     """One epoch of optimizer steps; returns (mean train loss, query tokens processed)."""
     prefix = run["model"].get("query_prefix", "")
-    flat = [i for b in batches for i in b]
-    docs.embed([train[i][1] for i in flat] + [train[i][2] for i in flat])  # one batched cache fill
     query_tower.train()
     total, tokens = 0.0, 0
     device = next(query_tower.parameters()).device
@@ -236,14 +234,18 @@ def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: Do
     loss0, err0 = validate(query_tower, val, docs, run)
     state, best = StopState(loss0, err0), _trainable_state(query_tower)
     curve = [_curve_row(0, None, None, loss0, err0, False, 0, t0)]
-    tokens, train_time, reason = 0, 0.0, "max_epochs"
+    tokens, train_time, doc_time, reason = 0, 0.0, 0.0, "max_epochs"
     for epoch in range(1, run["max_epochs"] + 1):
         lr = scheduled_lr(run["lr_effective"], run["scheduler"], epoch - 1, run["max_epochs"])
         for group in optimizer.param_groups:
             group["lr"] = lr
         batches = epoch_batches(len(train), run["batch_size"], run["batches_per_epoch"], epoch - 1,
                                 int(run.get("seed", 0)))
+        td = time.perf_counter()
+        flat = [i for b in batches for i in b]
+        docs.embed([train[i][1] for i in flat] + [train[i][2] for i in flat])  # one batched cache fill
         ts = time.perf_counter()
+        doc_time += ts - td
         train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, train, docs, run)
         train_time, tokens = train_time + time.perf_counter() - ts, tokens + n_tok
         val_loss, val_err = validate(query_tower, val, docs, run)
@@ -260,6 +262,7 @@ def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: Do
     query_tower.eval()
     metrics = _metrics(run, curve, state, reason, plan, tokens, train_time, len(val),
                        docs.cache.stats.texts_encoded - forwards0, time.perf_counter() - t0)
+    metrics.update(train_time_s=train_time, doc_fill_time_s=doc_time)
     return TuneResult(query_tower, curve, metrics, plan)
 
 

@@ -1,0 +1,82 @@
+"""Stage ``figures``: every figure as PNG + PDF + CSV (its data), an index, and report.md.
+
+    embtune figures --runs runs.parquet --fits fits.json [--query-table-dir DIR]
+                    [--recipe recipe.json] --out FIGDIR --report report.md
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+
+from embtune.io import atomic_path, read_json, write_json, write_text  # noqa: E402
+from embtune.plots.report import Spec, paper1_specs, paper2_specs, read_table, report_markdown  # noqa: E402
+
+
+def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
+    """Every CSV/parquet table under the query-table dir (paper 2 figures pick theirs by columns)."""
+    if directory is None or not directory.is_dir():
+        return {}
+    out = {}
+    for path in sorted([*directory.rglob("*.csv"), *directory.rglob("*.parquet")]):
+        try:
+            out[str(path.relative_to(directory))] = read_table(path)
+        except Exception as err:  # noqa: BLE001 - an unreadable side table must not stop the report
+            print(f"figures: skipping unreadable table {path}: {err}")
+    return out
+
+
+def render(spec: Spec, out_dir: Path) -> Spec:
+    """Draw one figure and write PNG, PDF and CSV atomically; a drawing error becomes a skip."""
+    assert spec.draw is not None and spec.data is not None
+    try:
+        fig = spec.draw(spec.data)
+    except Exception as err:  # noqa: BLE001 - recorded in the report, never silently dropped
+        return Spec(spec.name, spec.caption, skipped=f"drawing failed: {type(err).__name__}: {err}")
+    try:
+        for ext, dpi in (("png", 130), ("pdf", None)):
+            with atomic_path(out_dir / f"{spec.name}.{ext}") as tmp:
+                fig.savefig(tmp, format=ext, dpi=dpi)
+    finally:
+        plt.close(fig)
+    write_text(out_dir / f"{spec.name}.csv", spec.data.write_csv())
+    return spec
+
+
+def make_all(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.DataFrame],
+             out_dir: Path) -> list[Spec]:
+    specs = paper1_specs(runs, fits) + paper2_specs(tables)
+    return [s if s.skipped else render(s, out_dir) for s in specs]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune figures", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--fits", type=Path, required=True)
+    ap.add_argument("--query-table-dir", type=Path, default=None)
+    ap.add_argument("--recipe", type=Path, default=None)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--report", type=Path, required=True)
+    args = ap.parse_args(argv)
+    runs, fits = pl.read_parquet(args.runs), read_json(args.fits)
+    recipe = read_json(args.recipe) if args.recipe and args.recipe.exists() else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    specs = make_all(runs, fits, query_tables(args.query_table_dir), args.out)
+    write_json(args.out / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
+                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
+                                         for s in specs])
+    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report))
+    made = [s for s in specs if not s.skipped]
+    print(f"figures: {len(made)} written to {args.out}, {len(specs) - len(made)} skipped; report {args.report}")
+    for s in specs:
+        if s.skipped:
+            print(f"  skipped {s.name}: {s.skipped}")
+    return 0

@@ -1,0 +1,142 @@
+"""The ``train`` stage: resume equals an uninterrupted run, outputs, skipped runs, bad losses,
+the learning-rate schedule and the step planner."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+from embtune.models.flops import ParamCounts
+from embtune.train import loop
+from embtune.train.schedule import lr_multiplier, warmup_steps
+from helpers_train import make_base_model, make_shards, one_thread, run_config
+
+_one_thread = pytest.fixture(autouse=True)(one_thread)
+
+
+@pytest.fixture(scope="module")
+def fixture_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    return make_base_model(root), make_shards(root / "bge", 64, 10, 190, 12)
+
+
+def _params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+@pytest.mark.parametrize("method,extra", [("full", {}), ("lora", {"lora_dropout": 0.1})])
+def test_resume_matches_uninterrupted(tmp_path, fixture_dirs, method, extra) -> None:
+    base, data = fixture_dirs
+    run = {**run_config(base, data, method, budget=1.0e9), **extra}
+    whole = loop.train_run(run, tmp_path / "a")
+    part = loop.train_run(run, tmp_path / "b", stop_after_steps=5)
+    assert part.status == "preempted" and (tmp_path / "b" / loop.STATE_FILE).exists()
+    rest = loop.train_run(run, tmp_path / "b")
+    assert whole.status == rest.status == "ok" and whole.metrics["steps"] >= 10
+    assert [r["step"] for r in rest.curve] == list(range(1, whole.metrics["steps"] + 1))
+    for key in ("flops", "tokens", "steps"):
+        assert rest.metrics[key] == whole.metrics[key]
+    assert rest.metrics["final_train_loss"] == pytest.approx(whole.metrics["final_train_loss"], rel=1e-6)
+    assert rest.metrics["val_loss"] == pytest.approx(whole.metrics["val_loss"], rel=1e-6)
+    a, b = _params(whole.model), _params(rest.model)
+    assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
+
+
+def test_sigterm_checkpoints_and_stops(tmp_path, fixture_dirs) -> None:
+    base, data = fixture_dirs
+    stop = loop.StopFlag()
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1)}
+    try:
+        stop.install()
+        signal.raise_signal(signal.SIGTERM)      # arrives before step 1: stop after that step
+        res = loop.train_run(run_config(base, data, "full", budget=1.5e9), tmp_path / "ck", stop=stop)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    assert res.status == "preempted" and res.metrics["steps"] == 1
+    assert (tmp_path / "ck" / loop.STATE_FILE).exists()
+
+
+def test_cli_outputs_after_preemption_and_resume(tmp_path, fixture_dirs) -> None:
+    base, data = fixture_dirs
+    run = run_config(base, data, "lora", budget=1.0e9)
+    args = ["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
+            "--checkpoint-dir", str(tmp_path / "ck")]
+    assert loop.main(args + ["--stop-after-steps", "3"]) == loop.EXIT_PREEMPTED
+    assert not (tmp_path / "out" / "metrics.json").exists()
+    assert loop.main(args) == 0
+    out = tmp_path / "out"
+    assert not (tmp_path / "ck").exists()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["status"] == "ok" and metrics["method"] == "lora"
+    for key in ("final_train_loss", "val_loss", "flops", "tokens", "steps", "epochs", "n_total", "n_forward",
+                "n_backward", "n_update", "trainable_fraction", "peak_lr", "wall_seconds",
+                "throughput_tokens_per_s"):
+        assert metrics[key] is not None, key
+    curve = (out / "curve.csv").read_text().splitlines()
+    assert curve[0] == "step,loss,lr,tokens,flops" and len(curve) == metrics["steps"] + 1
+    assert int(curve[-1].split(",")[-1]) == metrics["flops"]
+    adapter = json.loads((out / "model" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str(base)
+    assert json.loads((out / "model" / "embedding_config.json").read_text()) == {"pooling": "mean", "max_length": 12}
+    assert (out / "model" / "tokenizer.json").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["run"]["run_id"] == run["run_id"] and "packages" in manifest
+
+
+def test_full_model_saved_loads_back(tmp_path, fixture_dirs) -> None:
+    from transformers import AutoModel
+
+    base, data = fixture_dirs
+    run = run_config(base, data, "bias", budget=1.0e9)
+    res = loop.train_run(run, tmp_path / "ck")
+    assert res.status == "ok"
+    loop.write_outputs(tmp_path / "out", res, run)
+    loaded = AutoModel.from_pretrained(tmp_path / "out" / "model")
+    ref = dict(res.model.named_parameters())
+    for n, p in loaded.named_parameters():
+        assert torch.equal(p, ref[n].detach()), n
+
+
+@pytest.mark.parametrize("budget,max_epochs,needle", [(1e7, 3.0, "min_steps"), (1e13, 1.0, "max_epochs")])
+def test_infeasible_run_is_skipped(tmp_path, fixture_dirs, budget, max_epochs, needle) -> None:
+    base, data = fixture_dirs
+    run = run_config(base, data, "full", budget=budget, max_epochs=max_epochs)
+    rc = loop.main(["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
+                    "--checkpoint-dir", str(tmp_path / "ck")])
+    assert rc == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["status"] == "skipped" and needle in metrics["skip_reason"]
+    assert (tmp_path / "out" / "model" / "README.txt").read_text().startswith("skipped:")
+    assert (tmp_path / "out" / "curve.csv").read_text() == "step,loss,lr,tokens,flops\n"
+
+
+def test_non_finite_loss_is_a_clear_error(tmp_path, fixture_dirs) -> None:
+    base, data = fixture_dirs
+    run = run_config(base, data, "full", budget=1.5e9, temperature=0.0)
+    with pytest.raises(FloatingPointError, match="loss is"):
+        loop.train_run(run, tmp_path / "ck")
+
+
+def test_schedule_shape() -> None:
+    total = 50
+    w = warmup_steps(total, 0.1)
+    lrs = [lr_multiplier(s, total, 0.1, 0.1) for s in range(total)]
+    assert w == 5 and lrs[0] == pytest.approx(1 / 5) and lrs[w - 1] == pytest.approx(1.0)
+    assert lrs[-1] == pytest.approx(0.1) and all(a >= b for a, b in zip(lrs[w - 1:], lrs[w:]))
+    assert lrs[w - 1 + (total - w) // 2] == pytest.approx(0.55, abs=0.05)
+
+
+def test_plan_stops_before_budget_and_skips() -> None:
+    counts = ParamCounts(10, 10, 10, 10)                     # 60 FLOP per token
+    lengths = np.full(20, 5)                                 # batches of 4 pairs: 20 tokens, 1200 FLOP
+    plan = loop.plan_steps(lengths, 4, 0, counts, budget=1200 * 7 + 1199, max_epochs=2.0, min_steps=2)
+    assert plan.steps == 7 and plan.skip_reason is None and sum(plan.tokens) == 140
+    assert sorted(np.concatenate(plan.batches[:5]).tolist()) == list(range(20))   # epoch 1 = permutation
+    assert "max_epochs" in loop.plan_steps(lengths, 4, 0, counts, 1200 * 11, 2.0, 2).skip_reason
+    assert loop.plan_steps(lengths, 4, 0, counts, 1200 * 10, 2.0, 2).skip_reason is None
+    assert "min_steps" in loop.plan_steps(lengths, 4, 0, counts, 1200, 2.0, 2).skip_reason
