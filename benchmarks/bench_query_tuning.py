@@ -20,7 +20,6 @@ import random
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import torch
 

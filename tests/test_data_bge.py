@@ -214,6 +214,9 @@ def test_flags_max_pairs_no_dedup_no_filter(tmp_path: Path, tokenizer_dir: Path)
     assert run_stage([f], tmp_path / "a", tokenizer_dir, "--no-dedup", "--no-english-filter") == 0
     m = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert (m["rows_out"], m["duplicates_removed"], m["drops"]) == (13, 0, {})
+    assert run_stage([f], tmp_path / "c", tokenizer_dir, val=0) == 0
+    assert pl.read_parquet(tmp_path / "c" / "val.parquet").height == 0
+    assert json.loads((tmp_path / "c" / "manifest.json").read_text())["train_rows"] == 10
     assert run_stage([f], tmp_path / "b", tokenizer_dir, "--max-pairs", "5") == 0
     m = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert (m["rows_out"], m["val_rows"], m["train_rows"], m["drops"]) == (5, 3, 2, {"not English": 1})

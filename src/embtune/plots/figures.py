@@ -19,6 +19,13 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import LogFormatter  # noqa: E402
 
+class _PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers (0.9, 1, 2) rather than 9e-01 or 2×10⁰."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:g}"
+
+
 METHOD_COLORS = {"full": "tab:blue", "freeze": "tab:green", "bias": "tab:red", "lora": "tab:orange"}
 
 
@@ -38,8 +45,8 @@ def _style(ax: Any, title: str, xlabel: str, ylabel: str, logx: bool, logy: bool
     if logy:
         ax.set_yscale("log")
         # plain numbers (0.8, 1, 2) instead of 2×10⁰: losses span less than a decade or two
-        ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
-        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.4)))
+        ax.yaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+        ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
     ax.grid(True, which="both", alpha=0.25)
 
 
@@ -182,13 +189,15 @@ def heatmap_figure(df: pl.DataFrame, title: str) -> Figure:
     for i in range(len(qs)):
         for j in range(len(ts)):
             if np.isfinite(grid[i, j]):
+                dark = abs(grid[i, j]) > 0.6 * lim
                 ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=6,
-                        color="black" if sig[i, j] else "0.55")
+                        color=("white" if dark else "black") if sig[i, j] else "0.5",
+                        style="normal" if sig[i, j] else "italic")
     ax.set_xticks(range(len(ts)), ts, fontsize=8)
     ax.set_yticks(range(len(qs)), qs, fontsize=8)
     ax.set_xlabel("text language")
     ax.set_ylabel("query language")
-    ax.set_title(title + "\n(grey numbers: not significant)", fontsize=10)
+    ax.set_title(title + "\n(grey italic numbers: not significant)", fontsize=10)
     fig.colorbar(im, ax=ax, label="improvement [%]")
     return fig
 

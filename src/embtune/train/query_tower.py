@@ -32,7 +32,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +194,6 @@ class TuneResult:
     curve: list[dict[str, Any]]
     metrics: dict[str, Any]
     plan: FreezePlan
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: list[list[int]],
