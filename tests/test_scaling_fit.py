@@ -166,3 +166,10 @@ def test_fit_all_full_precision_and_crossovers_present():
     line = fits["frontier"]["lines"]["full"]
     assert isinstance(line["slope"], float) and len(repr(line["slope"])) > 8
     assert fits["frontier"]["crossovers"][0]["methods"] == ["bias", "full"]
+
+
+def test_parallel_fit_equals_serial():
+    runs = synthetic_runs(models=PYTHIA[:4], budgets=[1.5e15, 6e15, 2.4e16], methods=("full", "bias"))
+    serial = fit_all(runs, n_boot=5)
+    parallel = fit_all(runs, n_boot=5, workers=2)
+    assert parallel["laws"] == serial["laws"]

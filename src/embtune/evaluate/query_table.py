@@ -164,14 +164,23 @@ def _read_xnli(path: Path) -> pl.DataFrame:
         schema={k: pl.String for k in XNLI_KEYS} | {"errors": pl.Int64, "total": pl.Int64})
 
 
-def _run_config(run_dir: Path) -> dict[str, Any]:
+def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The run config from the tune-query manifest; without one, what the id and metrics say
+    (ids come from :func:`embtune.sweep.query_runs`: ``default`` or ``lr-1e-07``)."""
     manifest = run_dir / "manifest.json"
-    return read_json(manifest).get("run_config", {}) if manifest.exists() else {}
+    if manifest.exists() and read_json(manifest).get("run_config"):
+        return read_json(manifest)["run_config"]
+    qrun = run_dir.name
+    sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if "__" not in qrun else None
+    lr = metrics.get("lr_effective")
+    if lr is None and sweep == "lr":
+        lr = float(qrun.split("-", 1)[1])
+    return {"sweep": sweep, "lr_effective": lr}
 
 
 def collect(query_runs_dir: Path, z_critical: float) -> tuple[dict[str, Any], list[str]]:
-    """Read every model/run; returns the frames and the list of runs lacking evaluations."""
-    table, ds_long, heats, curves, missing = [], [], [], [], []
+    """Read every model/run; returns the rows (and skipped runs) and the runs lacking evaluations."""
+    table, ds_long, heats, curves, missing, skipped = [], [], [], [], [], []
     for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
         model = model_dir.name
         base_pnd, base_xnli = read_json(model_dir / "base" / "pnd.json"), _read_xnli(model_dir / "base" / "xnli_counts.parquet")
@@ -181,15 +190,16 @@ def collect(query_runs_dir: Path, z_critical: float) -> tuple[dict[str, Any], li
                 continue
             metrics = read_json(run_dir / "metrics.json") if (run_dir / "metrics.json").exists() else {}
             if metrics.get("status", "ok") != "ok":
+                skipped.append(f"{model}/{run_dir.name}")
                 continue
-            config = _run_config(run_dir)
+            config = _run_config(run_dir, metrics)
             rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"), z_critical)
             heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"), z_critical)
             table.append(table1_row(model, run_dir.name, config, rows, heat))
             ds_long += rows
             heats.append(heat)
             curves += lr_curve_rows(model, run_dir.name, config, rows)
-    return {"table": table, "long": ds_long, "heat": heats, "curves": curves}, missing
+    return {"table": table, "long": ds_long, "heat": heats, "curves": curves, "skipped": skipped}, missing
 
 
 def _frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
@@ -204,6 +214,17 @@ CURVE_SCHEMA = {"model": pl.String, "qrun_id": pl.String, "lr": pl.Float64, "dat
                 "measure": pl.String, "improvement": pl.Float64, "significant": pl.Boolean}
 
 
+def write_outputs(out: Path, table: pl.DataFrame, got: dict[str, Any]) -> None:
+    """Every table file (not the manifest) into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    table.write_csv(out / "table1.csv")
+    write_text(out / "table1.md", markdown(table) if table.height else "# no evaluated query runs\n")
+    pl.DataFrame(got["long"], infer_schema_length=None).write_csv(out / "pnd_long.csv")
+    heat = pl.concat(got["heat"]) if got["heat"] else pl.DataFrame(schema=HEAT_SCHEMA)
+    write_parquet(out / "xnli_heatmap.parquet", heat.cast(HEAT_SCHEMA))  # type: ignore[arg-type]
+    write_parquet(out / "lr_curves.parquet", _frame(got["curves"], CURVE_SCHEMA))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="embtune query-table", description=__doc__.split("\n")[0])
     ap.add_argument("--query-runs-dir", required=True, help="{results}/query_runs")
@@ -211,17 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--z-critical", type=float, default=1.96)
     args = ap.parse_args(argv)
     got, missing = collect(Path(args.query_runs_dir), args.z_critical)
-    out = Path(args.out)
     table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
-    with atomic_path(out / "table1.csv") as tmp:
-        table.write_csv(tmp)
-    write_text(out / "table1.md", markdown(table) if table.height else "# no evaluated query runs\n")
-    with atomic_path(out / "pnd_long.csv") as tmp:
-        pl.DataFrame(got["long"], infer_schema_length=None).write_csv(tmp)
-    heat = pl.concat(got["heat"]) if got["heat"] else pl.DataFrame(schema=HEAT_SCHEMA)
-    write_parquet(out / "xnli_heatmap.parquet", heat.cast(HEAT_SCHEMA))  # type: ignore[arg-type]
-    write_parquet(out / "lr_curves.parquet", _frame(got["curves"], CURVE_SCHEMA))
-    write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
-                                                 n_rows=table.height, missing_evaluations=missing))
-    print(f"query-table: {table.height} runs, {len(missing)} without evaluation -> {out}")
+    with atomic_path(args.out) as out:  # the folder appears complete or not at all
+        write_outputs(out, table, got)
+        write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
+                                                     n_rows=table.height, missing_evaluations=missing,
+                                                     skipped_runs=got["skipped"]))
+    print(f"query-table: {table.height} runs, {len(missing)} without evaluation -> {args.out}")
     return 0

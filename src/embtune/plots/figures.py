@@ -205,7 +205,8 @@ def heatmap_figure(df: pl.DataFrame, title: str) -> Figure:
 def lr_sweep_figure(df: pl.DataFrame, title: str) -> Figure:
     """Paper 2 Fig. 2/3: improvement vs learning rate per (dataset, measure); open markers are
     not significant. Columns: lr, dataset, measure, improvement, significant."""
-    fig, ax = _axes(title, "learning rate", "improvement [%]", logx=True, logy=False)
+    fig, ax = _axes(title + " (open markers: not significant)", "learning rate", "improvement [%]",
+                    logx=True, logy=False)
     keys = df.select("dataset", "measure").unique(maintain_order=True).rows()
     cmap = plt.get_cmap("tab10")
     for i, (dataset, measure) in enumerate(keys):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +80,20 @@ def mteb_correlation(runs: pl.DataFrame, metric: str) -> dict[str, Any]:
     return {"spearman_rho": float(rho), "p_value": float(p), "n": int(rows.height)}
 
 
+def _fit_laws_per_method(runs: pl.DataFrame, methods: list[str], metric: str, delta: float,
+                         n_boot: int, holdout: str, seed: int, workers: int) -> list[dict[str, Any]]:
+    """Law fits of every method; methods are independent, so ``workers`` > 1 fits them in
+    parallel processes (results identical to the serial run: each fit has its own seed)."""
+    jobs = [(law_rows(runs, m, metric), metric, delta, n_boot, holdout, seed) for m in methods]
+    if workers <= 1 or len(jobs) <= 1:
+        return [fit_method_laws(*job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fit_method_laws, *zip(*jobs)))
+
+
 def fit_all(runs: pl.DataFrame, *, metric: str = "final_train_loss", delta: float = 1e-3,
-            n_boot: int = 1000, holdout: str = "largest_model", seed: int = 0) -> dict[str, Any]:
+            n_boot: int = 1000, holdout: str = "largest_model", seed: int = 0,
+            workers: int = 1) -> dict[str, Any]:
     """Everything fits.json holds (pure; see the module docstring for the keys)."""
     methods = methods_of(runs, metric)
     out: dict[str, Any] = {
@@ -89,9 +102,9 @@ def fit_all(runs: pl.DataFrame, *, metric: str = "final_train_loss", delta: floa
         "methods": methods, "laws": {}, "optimal_points": {}, "optimal_n": {},
         "frontier": {"lines": {}},
     }
-    for method in methods:
-        out["laws"][method] = fit_method_laws(law_rows(runs, method, metric), metric, delta,
-                                              n_boot, holdout, seed)
+    laws = _fit_laws_per_method(runs, methods, metric, delta, n_boot, holdout, seed, workers)
+    for method, fitted in zip(methods, laws):
+        out["laws"][method] = fitted
         pts = optimal_points(runs, method, metric)
         out["optimal_points"][method] = points_records(pts, metric)
         out["optimal_n"][method] = optimal_n_fit(pts)
@@ -112,10 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--holdout", choices=["largest_model", "none"], default="largest_model")
     ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1, help="processes for the per-method fits")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     fits = fit_all(pl.read_parquet(args.runs), metric=args.loss_column, delta=args.huber_delta,
-                   n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed)
+                   n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
+                   workers=args.workers)
     write_json(args.out, fits)
     for c in fits["frontier"]["crossovers"]:
         print(f"crossover {c['methods']}: {c.get('budget')}")

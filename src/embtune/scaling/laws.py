@@ -29,7 +29,8 @@ class Features:
 
     n: np.ndarray       # ln(N / N0)
     d: np.ndarray       # ln(D / D0)
-    s1: np.ndarray      # 1 − S, clipped to [0, 1]
+    s1: np.ndarray      # 1 − S, clipped to [0, 1]: high-rank LoRA on a tiny model has S > 1,
+                        # where (1 − S)^b_s is undefined; it is treated as S = 1 (no penalty)
     ln_n0: float
     ln_d0: float
 

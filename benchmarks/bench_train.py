@@ -1,0 +1,128 @@
+"""Benchmark the contrastive training step: throughput vs a plain PyTorch loop, and peak memory
+of a large GradCache batch vs a small batch without GradCache.
+
+    .venv/bin/python benchmarks/bench_train.py [--base-model DIR] [--threads 2] [--steps 10]
+
+Every configuration runs in its own subprocess so peak RSS (CPU) / peak allocated memory (CUDA)
+belongs to that configuration alone. Throughput counts real (non-padding) tokens, as training does.
+Without ``--base-model`` a randomly initialised tiny GPT-NeoX (d=128, L=2, vocab 4096) is used:
+speed and memory do not depend on the weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+
+def _model(base: str | None, hidden: int, layers: int) -> torch.nn.Module:
+    from transformers import AutoModel
+
+    from embtune.models.build import tiny_config
+
+    if base:
+        return AutoModel.from_pretrained(base)
+    torch.manual_seed(0)
+    return AutoModel.from_config(tiny_config({"hidden_size": hidden, "num_layers": layers}, 4096, 1, 0))
+
+
+def _pairs(n: int, ctx: int, seed: int = 0):
+    from embtune.train.loop import Pairs
+
+    rng = random.Random(seed)
+    seqs = lambda: [[rng.randrange(2, 4096) for _ in range(rng.randint(ctx // 3, ctx))] for _ in range(n)]  # noqa: E731
+    return Pairs(seqs(), seqs())
+
+
+def worker(cfg: dict) -> dict:
+    """One configuration: ``ours`` (GradCache step of the train stage) or ``plain`` (one forward
+    per tower over the whole batch, one backward)."""
+    from embtune.train.gradcache import gradcache_step
+    from embtune.train.loop import contrastive_loss_fn, embed, make_chunks
+
+    torch.set_num_threads(cfg["threads"])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = _model(cfg["base"], 128, 2).to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    bs, steps = cfg["batch"], cfg["steps"]
+    pairs = _pairs(bs * (steps + 1), cfg["ctx"])
+    loss_fn = contrastive_loss_fn(0.025)
+    encode = lambda c: embed(model, c, "mean", device)  # noqa: E731
+    tokens, t0 = 0, 0.0
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    for step in range(steps + 1):                        # step 0 warms up, untimed
+        if step == 1:
+            t0 = time.perf_counter()
+        idx = range(step * bs, (step + 1) * bs)
+        if cfg["mode"] == "ours":
+            gradcache_step(encode, make_chunks(pairs, idx, cfg["chunk"], 1), loss_fn)
+        else:
+            loss = loss_fn(torch.cat([encode(c) for c in make_chunks(pairs, idx, bs, 1)]))
+            loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step:
+            tokens += sum(len(pairs.query_ids[i]) + len(pairs.pos_ids[i]) for i in idx)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device}
+
+
+def _spawn(cfg: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(cfg)], capture_output=True,
+                         text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--base-model", default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--chunk", type=int, default=16)
+    ap.add_argument("--ctx", type=int, default=32)
+    ap.add_argument("--large-batch", type=int, default=512)
+    ap.add_argument("--json-out", default=None)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    common = {"base": args.base_model, "threads": args.threads, "ctx": args.ctx}
+    speed = [_spawn({**common, "mode": m, "batch": args.batch, "chunk": c, "steps": args.steps})
+             for m, c in (("plain", args.batch), ("ours", args.batch), ("ours", args.chunk))]
+    memory = [_spawn({**common, "mode": "plain", "batch": args.chunk, "chunk": args.chunk, "steps": 2}),
+              _spawn({**common, "mode": "ours", "batch": args.large_batch, "chunk": args.chunk, "steps": 2}),
+              _spawn({**common, "mode": "plain", "batch": args.large_batch, "chunk": args.large_batch, "steps": 2})]
+    print(f"device {speed[0]['device']}, threads {args.threads}, context {args.ctx}")
+    print("throughput (real tokens/s), batch", args.batch)
+    for r in speed:
+        label = "plain PyTorch loop" if r["mode"] == "plain" else f"embtune GradCache step, chunk {r['chunk']}"
+        print(f"  {label:<38} {r['tokens_per_s']:10.0f}")
+    print("peak memory (MB; CPU: process max RSS, CUDA: max allocated)")
+    for r in memory:
+        label = (f"plain, batch {r['batch']}" if r["mode"] == "plain"
+                 else f"GradCache, batch {r['batch']}, chunk {r['chunk']}")
+        print(f"  {label:<38} {r['peak_mb']:10.1f}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"speed": speed, "memory": memory}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
