@@ -350,8 +350,12 @@ try:  # the pytest fixture (the module is importable without pytest, e.g. from .
         root = tmp_path_factory.mktemp("slurm")
         cluster = SlurmCluster(root)
         try:
+            if os.geteuid() != 0:
+                raise SlurmUnavailable("not root: cannot write /etc/slurm/slurm.conf (the executor's "
+                                       "srun ignores SLURM_CONF) nor start munged/slurmd")
             cluster.start()
-        except SlurmUnavailable as exc:
+        except (SlurmUnavailable, OSError, subprocess.SubprocessError) as exc:
+            cluster.stop()
             if os.environ.get("EMBTUNE_REQUIRE_SLURM") == "1":
                 pytest.fail(f"EMBTUNE_REQUIRE_SLURM=1 but SLURM is unavailable: {exc}")
             banner = "!" * 78

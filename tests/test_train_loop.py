@@ -140,3 +140,13 @@ def test_plan_stops_before_budget_and_skips() -> None:
     assert "max_epochs" in loop.plan_steps(lengths, 4, 0, counts, 1200 * 11, 2.0, 2).skip_reason
     assert loop.plan_steps(lengths, 4, 0, counts, 1200 * 10, 2.0, 2).skip_reason is None
     assert "min_steps" in loop.plan_steps(lengths, 4, 0, counts, 1200, 2.0, 2).skip_reason
+
+
+@pytest.mark.parametrize("method", ["freeze", "lora"])
+def test_gradient_checkpointing_changes_nothing(tmp_path, fixture_dirs, method) -> None:
+    """Checkpointing recomputes activations; with frozen blocks or peft the losses must not change."""
+    base, data = fixture_dirs
+    plain = loop.train_run(run_config(base, data, method, budget=8e8), tmp_path / "a")
+    ckpt = loop.train_run(run_config(base, data, method, budget=8e8, gradient_checkpointing=True), tmp_path / "b")
+    assert plain.status == ckpt.status == "ok"
+    assert [r["loss"] for r in ckpt.curve] == pytest.approx([r["loss"] for r in plain.curve], rel=1e-6)

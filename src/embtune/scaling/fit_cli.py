@@ -18,6 +18,7 @@ fits.json keys:
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -87,7 +88,8 @@ def _fit_laws_per_method(runs: pl.DataFrame, methods: list[str], metric: str, de
     jobs = [(law_rows(runs, m, metric), metric, delta, n_boot, holdout, seed) for m in methods]
     if workers <= 1 or len(jobs) <= 1:
         return [fit_method_laws(*job) for job in jobs]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # spawn, not fork: polars keeps a thread pool, and forking a threaded process can deadlock
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(fit_method_laws, *zip(*jobs)))
 
 

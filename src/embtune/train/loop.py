@@ -284,6 +284,17 @@ class StopFlag:
         self.signum = signum
 
 
+def agree(acc: Any, flag: bool) -> bool:
+    """True on every process if it is true on any: a signal reaching one rank stops all at one step."""
+    if acc.num_processes == 1:
+        return flag
+    import torch.distributed as dist
+
+    t = torch.tensor([int(flag)], device=acc.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
 # --------------------------------------------------------------------------- the run
 @dataclass
 class Result:
@@ -381,7 +392,7 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         ran += 1
         if int(t.get("log_every_steps") or 0) and prog.step % int(t["log_every_steps"]) == 0 and acc.is_main_process:
             print(f"step {prog.step}/{plan.steps} loss {value:.4f} lr {lr:.3g} C {prog.flops:.3g}", flush=True)
-        preempt = (stop is not None and stop.signum is not None) or ran == stop_after_steps
+        preempt = agree(acc, (stop is not None and stop.signum is not None) or ran == stop_after_steps)
         periodic = prog.step % int(t["checkpoint_every_steps"]) == 0 and prog.step < plan.steps
         if (preempt or periodic) and acc.is_main_process:
             save_checkpoint(ckpt_dir, run["run_id"], model, opt, sched, prog)
