@@ -110,3 +110,10 @@ def test_recipe_cli_writes_and_prints(tmp_path, runs, capsys):
     rec = read_json(out)
     assert rec["method"] == "lora" and rec["batch_size"] == 1024
     assert '"method": "lora"' in capsys.readouterr().out
+
+
+def test_crossover_outside_fitted_range_is_marked():
+    a = {"slope": -0.2, "intercept": 8.0, "x_min": 1e15, "x_max": 1e18}
+    b = {"slope": -0.25, "intercept": 9.0, "x_min": 1e15, "x_max": 1e18}
+    (c,) = crossovers({"full": a, "lora": b})
+    assert c["in_fitted_range"] is False            # e^20 ≈ 4.9e8 FLOP

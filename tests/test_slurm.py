@@ -122,6 +122,9 @@ def assert_jobs_went_through_slurm(cluster: SlurmCluster, workdir: Path, expecte
         if rule in GPU_RULES:
             tres = info.get("TresPerJob", "") + info.get("TresPerNode", "")
             assert "gpu" in tres, f"GPU rule {rule} did not request a GPU: {info}"
+            # runtime/mem_mb from workflow/rules/resources.smk reached sbatch (--time, --mem)
+            assert info.get("TimeLimit") not in (None, "", "UNLIMITED"), (rule, info.get("TimeLimit"))
+            assert info.get("MinMemoryNode", "0") not in ("0", ""), (rule, info.get("MinMemoryNode"))
     assert per_rule == expected, f"SLURM jobs per rule {dict(per_rule)} != planned {dict(expected)}"
     assert not (set(per_rule) & local_rules), f"local rules went to SLURM: {set(per_rule) & local_rules}"
     return shown

@@ -271,7 +271,8 @@ def fits_markdown(fits: dict[str, Any]) -> list[str]:
                 out.append(f"| {method} | {name} | skipped: {f['skipped']} | | | | |")
                 continue
             ps = ", ".join(f"{k}={_g(v)}" for k, v in f["params"].items())
-            out.append(f"| {method} | {name} | {ps} | {f['converged']} | {f['grad_norm']:.1e} | "
+            conv = f"{f['converged']}" + (f" (at bound: {', '.join(f['at_bounds'])})" if f.get("at_bounds") else "")
+            out.append(f"| {method} | {name} | {ps} | {conv} | {f['grad_norm']:.1e} | "
                        f"{f['train_rmse_log']:.4f} | {_g(f.get('holdout', {}).get('rmse_log'))} |")
         if "comparison" in laws:
             out.append(f"| {method} | **better on held-out ({laws['holdout_model']})** | "
@@ -287,7 +288,8 @@ def fits_markdown(fits: dict[str, Any]) -> list[str]:
     out += ["", "Crossovers (exact, from unrounded lines):", ""]
     for c in fits.get("frontier", {}).get("crossovers", []):
         out.append(f"- {c['methods'][0]} / {c['methods'][1]}: C = {_g(c.get('budget'))} "
-                   f"({c.get('better_below', '?')} better below, {c.get('better_above', '?')} above)")
+                   f"({c.get('better_below', '?')} better below, {c.get('better_above', '?')} above)"
+                   + ("" if c.get("in_fitted_range", True) else " — outside the fitted budget range"))
     mteb = fits.get("mteb", {})
     out += ["", "Loss vs MTEB average: " + (f"Spearman ρ = {mteb['spearman_rho']:.4f} (p = {mteb['p_value']:.2g}, "
                                              f"n = {mteb['n']})" if "spearman_rho" in mteb else f"skipped ({mteb.get('skipped')})"), ""]

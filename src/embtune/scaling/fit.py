@@ -133,7 +133,11 @@ def fit_problem(prob: Problem, n_starts: int = 6) -> dict[str, Any]:
             best = res
     theta = prob.full(best.x)
     resid = prob.y - prob.law.log_predict(theta, prob.x)
+    at_bounds = [prob.law.params[i] for i, (lo, hi) in zip(prob.free, _bounds(prob))
+                 if (lo is not None and theta[i] <= lo + 1e-4 * max(1.0, abs(lo)))
+                 or (hi is not None and theta[i] >= hi - 1e-4 * max(1.0, abs(hi)))]
     return {
+        "at_bounds": at_bounds,   # internal parameters stuck at a bound: the optimum is not interior
         "params": prob.law.to_raw(theta, prob.x),
         "internal": {"theta": theta.tolist(), "ln_n0": prob.x.ln_n0, "ln_d0": prob.x.ln_d0},
         "fixed": {prob.law.params[i]: v for i, v in prob.fixed.items()},

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from embtune.io import write_json
+from embtune.io import provenance, write_json
 from embtune.scaling.fit import fit_law
 from embtune.scaling.frontier import crossovers, fit_line
 from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
@@ -119,6 +119,17 @@ def fit_all(runs: pl.DataFrame, *, metric: str = "final_train_loss", delta: floa
     return out
 
 
+def finite_json(obj: Any) -> Any:
+    """NaN/inf -> None, recursively: they are not JSON, and a missing number must read as missing."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="embtune fit-scaling", description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=Path, required=True)
@@ -133,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fits = fit_all(pl.read_parquet(args.runs), metric=args.loss_column, delta=args.huber_delta,
                    n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
                    workers=args.workers)
-    write_json(args.out, fits)
+    fits["provenance"] = provenance(stable=True, runs=str(args.runs))
+    write_json(args.out, finite_json(fits))
     for c in fits["frontier"]["crossovers"]:
         print(f"crossover {c['methods']}: {c.get('budget')}")
     print(f"fit-scaling: methods {fits['methods']} -> {args.out}")

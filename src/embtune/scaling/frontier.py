@@ -78,8 +78,10 @@ def crossovers(lines: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         below = a if fitted[a]["slope"] < fitted[b]["slope"] else b  # steeper descent wins late
         above = b if below == a else a
         ln_c = (fitted[b]["intercept"] - fitted[a]["intercept"]) / (fitted[a]["slope"] - fitted[b]["slope"])
+        lo = max(fitted[a].get("x_min", 0.0), fitted[b].get("x_min", 0.0))
+        hi = min(fitted[a].get("x_max", math.inf), fitted[b].get("x_max", math.inf))
         out.append({"methods": [a, b], "budget": c, "ln_budget": ln_c,
-                    "better_below": above, "better_above": below})
+                    "better_below": above, "better_above": below, "in_fitted_range": lo <= c <= hi})
     return out
 
 
