@@ -108,7 +108,7 @@ rule figures:
         f"{LOGS}/figures.log",
     shell:
         "embtune figures --runs {input.runs} --fits {input.fits} --query-table-dir {input.query} "
-        "--recipes {input.recipes} --out {output.figures} --report {output.report} > {log} 2>&1"
+        "--recipe {input.recipes[0]} --out {output.figures} --report {output.report} > {log} 2>&1"
 
 
 rule summary:

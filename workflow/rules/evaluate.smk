@@ -21,6 +21,8 @@ rule evaluate_mteb:
         **EVAL_RESOURCES,
     log:
         f"{LOGS}/evaluate_mteb/{{run}}.log",
+    benchmark:
+        f"{RES}/benchmarks/evaluate_mteb/{{run}}.tsv"
     shell:
         "embtune evaluate-mteb --model-dir {input.model} --run-metrics {input.metrics} "
         "--tasks {params.tasks} --exclude-from-average {params.exclude} --data-dir {input.data} "
@@ -46,6 +48,8 @@ rule evaluate_pnd_base:
         **EVAL_RESOURCES,
     log:
         f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
+    benchmark:
+        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/base.tsv"
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets} "
         "--data-dir {params.data_dir} --cache-dir {params.cache} --measures {params.measures} "
@@ -74,6 +78,8 @@ rule evaluate_pnd_query:
         **EVAL_RESOURCES,
     log:
         f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
+    benchmark:
+        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/{{qrun}}.tsv"
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model} "
         "--datasets {params.datasets} --data-dir {params.data_dir} --cache-dir {params.cache} "

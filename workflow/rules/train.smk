@@ -14,6 +14,8 @@ rule build_model:
     threads: 2
     log:
         f"{LOGS}/build_model/{{model}}.log",
+    benchmark:
+        f"{RES}/benchmarks/build_model/{{model}}.tsv"
     shell:
         "embtune build-model --model-json {params.model:q} --tokenizer {input.tokenizer} "
         "{params.corpus} --threads {threads} --out {output} > {log} 2>&1"
@@ -37,6 +39,8 @@ rule train_contrastive:
         **TRAIN_RESOURCES,
     log:
         f"{LOGS}/train/{{run}}.log",
+    benchmark:
+        f"{RES}/benchmarks/train/{{run}}.tsv"
     shell:
         "embtune train --run-config-json {params.run:q} --out-dir {params.out_dir} "
         "--checkpoint-dir {params.ckpt} --threads {threads} > {log} 2>&1"
@@ -58,6 +62,8 @@ rule tune_query:
         **QUERY_RESOURCES,
     log:
         f"{LOGS}/tune_query/{{qmodel}}/{{qrun}}.log",
+    benchmark:
+        f"{RES}/benchmarks/tune_query/{{qmodel}}/{{qrun}}.tsv"
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir} "
         "--cache-dir {params.cache} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"

@@ -37,11 +37,17 @@ def gradcache_step(encode: Callable[[Any], torch.Tensor], chunks: Sequence[Any],
                    loss_fn: Callable[[torch.Tensor], torch.Tensor], *,
                    backward: Callable[[torch.Tensor], None] = torch.Tensor.backward,
                    no_sync: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-                   grad_scale: float = 1.0) -> torch.Tensor:
+                   grad_scale: float = 1.0, single_pass: bool = False) -> torch.Tensor:
     """Accumulate parameter gradients of ``loss_fn(cat(encode(c) for c in chunks))``; return the loss.
 
     ``grad_scale`` multiplies the cached embedding gradients (world size under DDP, which
-    averages over processes while the loss is already global)."""
+    averages over processes while the loss is already global). ``single_pass`` skips the cache
+    when the whole batch fits in memory at once: one forward with a graph instead of two
+    forwards, identical gradients (~30% less compute on small batches)."""
+    if single_pass:
+        loss = loss_fn(torch.cat([encode(chunk).float() for chunk in chunks]))
+        backward(loss * grad_scale)
+        return loss.detach()
     states, reps = [], []
     with torch.no_grad():
         for chunk in chunks:

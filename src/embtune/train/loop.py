@@ -374,7 +374,7 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         with acc.autocast():
             loss = gradcache_step(encode, make_chunks(train_pairs, local, chunk, pad_id), loss_fn,
                                   backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
-                                  grad_scale=float(world))
+                                  grad_scale=float(world), single_pass=2 * len(local) <= chunk)
         value = loss.item()
         if not math.isfinite(value):
             raise FloatingPointError(f"run {run['run_id']}: loss is {value} at step {prog.step + 1} "

@@ -1,0 +1,79 @@
+"""``embtune summary``: the study's headline numbers as one small JSON for ``dvc metrics diff``.
+
+Why a separate stage: DVC compares metrics across commits; the full fits and tables are too big
+and too nested to diff, so this keeps the few numbers a reader checks first, in full precision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from embtune import io
+
+
+def _finite(x: Any) -> Any:
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def training_summary(runs: pl.DataFrame) -> dict[str, Any]:
+    ok = runs.filter(pl.col("status") == "ok")
+    best = (ok.group_by("method").agg(pl.col("final_train_loss").min().alias("best"))
+            .sort("method"))
+    return {
+        "runs_ok": ok.height,
+        "runs_skipped": runs.height - ok.height,
+        "total_flops": float(ok["C"].sum()) if ok.height else 0.0,
+        "best_final_train_loss": {r["method"]: _finite(r["best"]) for r in best.iter_rows(named=True)},
+        "mean_mteb_average": _finite(float(ok["mteb_average"].mean()))
+        if "mteb_average" in ok.columns and ok["mteb_average"].null_count() < ok.height else None,
+    }
+
+
+def fits_summary(fits: dict[str, Any]) -> dict[str, Any]:
+    lines = fits.get("frontier", {}).get("lines", {})
+    return {
+        "frontier": {m: {"slope": _finite(v.get("slope")), "intercept": _finite(v.get("intercept"))}
+                     for m, v in sorted(lines.items()) if "slope" in v},
+        "crossovers": [{"methods": c["methods"], "budget": _finite(c.get("budget"))}
+                       for c in fits.get("frontier", {}).get("crossovers", [])],
+        "loss_mteb_spearman": _finite(fits.get("mteb", {}).get("spearman_rho")),
+    }
+
+
+def recipes_summary(recipes: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("method", "model", "tokens", "steps", "predicted_loss", "extrapolated")
+    return {f"{r['budget']:.3g}": {k: _finite(r.get(k)) for k in keys} for r in recipes}
+
+
+def query_summary(table_dir: Path) -> list[dict[str, Any]]:
+    path = table_dir / "table1.csv"
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    table = pl.read_csv(path)
+    keep = [c for c in table.columns if c in ("model", "qrun_id") or c.endswith(("_c_pct", "_plus", "_minus"))]
+    return [{k: _finite(v) for k, v in row.items()} for row in table.select(keep).iter_rows(named=True)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune summary", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--fits", type=Path, required=True)
+    ap.add_argument("--recipes", type=Path, nargs="*", default=[])
+    ap.add_argument("--query-table-dir", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    summary = {
+        "training": training_summary(pl.read_parquet(args.runs)),
+        "fits": fits_summary(io.read_json(args.fits)),
+        "recipes": recipes_summary([io.read_json(p) for p in args.recipes]),
+        "query_tuning": query_summary(args.query_table_dir) if args.query_table_dir else [],
+    }
+    io.write_json(args.out, summary)
+    print(f"summary -> {args.out}")
+    return 0

@@ -1,0 +1,44 @@
+"""`snakemake -n` on the paper-scale params plans every stage of the study, offline."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from embtune.config import load_params
+from embtune.sweep import query_runs, training_runs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
+
+
+def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--config",
+                           f"paths={{raw: data/raw, processed: {tmp_path}/processed, results: {tmp_path}/results}}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - start
+    print(f"paper-scale dry run planned in {elapsed:.1f} s")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = _job_counts(proc.stdout + proc.stderr)
+    params = load_params([REPO / "params.yaml"])
+    runs, _ = training_runs(params)
+    qruns = query_runs(params)
+    assert counts["train_contrastive"] == len(runs) > 500
+    assert counts["evaluate_mteb"] == len(runs)
+    assert counts["tune_query"] == counts["evaluate_pnd_query"] == len(qruns)
+    assert counts["evaluate_pnd_base"] == len(params["query_tuning"]["models"])
+    assert counts["build_model"] == len(params["models"]) == 8
+    for rule in ("prepare_bge", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
+                 "materialise_mteb", "build_tokenizer", "collect_runs", "fit_scaling", "recipe",
+                 "figures", "query_table", "summary"):
+        assert counts.get(rule) == 1, rule
