@@ -24,6 +24,7 @@ rule plan:
         runs=f"{RES}/analysis/planned_runs.csv",
         skipped=f"{RES}/analysis/skipped.csv",
     params:
+        code=code_version('sweep.py', 'plan.py'),
         grid=grid_json(),
     log:
         f"{LOGS}/plan.log",
@@ -40,6 +41,7 @@ rule collect_runs:
     output:
         f"{RES}/analysis/runs.parquet",
     params:
+        code=code_version('scaling'),
         runs_dir=f"{RES}/runs",
     log:
         f"{LOGS}/collect_runs.log",
@@ -54,6 +56,7 @@ rule fit_scaling:
     output:
         f"{RES}/analysis/fits.json",
     params:
+        code=code_version('scaling'),
         cfg=config["analyze"],
         seed=config["seed"],
     log:
@@ -71,6 +74,7 @@ rule recipe:
     output:
         f"{RES}/analysis/recipes/recipe_c{{budget}}.json",
     params:
+        code=code_version('scaling'),
         suite=json.dumps(config["models"], sort_keys=True),
         batch=config["train"]["batch_size"],
     log:
@@ -86,6 +90,7 @@ rule query_table:
     output:
         directory(f"{RES}/analysis/query_tuning"),
     params:
+        code=code_version('evaluate/query_table.py', 'evaluate/stats.py'),
         z=config["evaluate"]["pnd"]["z_critical"],
         runs_dir=f"{RES}/query_runs",
     log:
@@ -104,6 +109,8 @@ rule figures:
     output:
         figures=directory(f"{RES}/analysis/figures"),
         report=f"{RES}/analysis/report.md",
+    params:
+        code=code_version("plots", "scaling"),
     log:
         f"{LOGS}/figures.log",
     shell:
@@ -120,6 +127,8 @@ rule summary:
         query=f"{RES}/analysis/query_tuning",
     output:
         f"{RES}/metrics.json",
+    params:
+        code=code_version("summary.py"),
     log:
         f"{LOGS}/summary.log",
     shell:

@@ -1,6 +1,7 @@
 # Validation, the run tables and the input/path helpers. Everything the rules need is computed
 # here once, from the validated config, through embtune.sweep (the one place grids expand).
 import glob
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -24,6 +25,22 @@ QRUNS = {(r["model"]["name"], r["qrun_id"]): r for r in query_runs(config)}
 QMODELS = {m["name"]: m for m in config["query_tuning"]["models"]}
 MODELS = {m["name"]: m for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
+
+
+SRC = Path(workflow.basedir) / "src" / "embtune"
+
+
+def code_version(*parts):
+    """Hash of the library source a rule runs (sub-packages or modules of src/embtune).
+
+    Used as a rule param: Snakemake's params trigger then re-runs exactly the rules whose code
+    changed (e.g. editing evaluate/ re-runs evaluation and analysis, never training or data)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        path = SRC / part
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(f.relative_to(SRC).as_posix().encode() + f.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def grid_json():

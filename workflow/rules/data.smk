@@ -29,6 +29,7 @@ rule build_tokenizer:
     output:
         directory(f"{PROC}/tokenizer"),
     params:
+        code=code_version('models/tokenizer.py'),
         tokenizer=config["tokenizer"],
         args=tokenizer_args,
     log:
@@ -44,6 +45,7 @@ rule prepare_bge:
     output:
         directory(f"{PROC}/bge"),
     params:
+        code=code_version('data'),
         cfg=config["data"]["bge"],
         context=config["train"]["context_length"],
         seed=config["seed"],
@@ -62,6 +64,7 @@ rule split_msmarco:
     output:
         directory(f"{PROC}/msmarco"),
     params:
+        code=code_version('data'),
         cfg=config["data"]["msmarco"],
     log:
         f"{LOGS}/split_msmarco.log",
@@ -77,6 +80,7 @@ rule build_arxiv_negatives:
     output:
         directory(f"{PROC}/arxiv"),
     params:
+        code=code_version('data'),
         cfg=config["data"]["arxiv"],
         seed=config["seed"],
         args=arxiv_args,
@@ -92,6 +96,7 @@ rule prepare_xnli:
     output:
         f"{PROC}/xnli/test.parquet",
     params:
+        code=code_version('data'),
         cfg=config["data"]["xnli"],
         languages=" ".join(config["data"]["xnli"]["languages"]),
     log:
@@ -107,6 +112,7 @@ rule materialise_mteb:
     output:
         directory(f"{PROC}/mteb"),
     params:
+        code=code_version('data'),
         tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
         source=mteb_source_args,
     log:

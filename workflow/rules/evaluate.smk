@@ -13,6 +13,7 @@ rule evaluate_mteb:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
     params:
+        code=code_version('evaluate', 'models'),
         tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
         exclude=" ".join(config["evaluate"]["mteb"]["exclude_from_average"]),
         batch=config["evaluate"]["mteb"]["batch_size"],
@@ -36,6 +37,7 @@ rule evaluate_pnd_base:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
     params:
+        code=code_version('evaluate', 'models'),
         data_dir=PROC,
         model=qmodel_json,
         datasets=" ".join(PND_DATASETS),
@@ -65,6 +67,7 @@ rule evaluate_pnd_query:
         pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
     params:
+        code=code_version('evaluate', 'models'),
         data_dir=PROC,
         model=qmodel_json,
         datasets=" ".join(PND_DATASETS),

@@ -9,6 +9,7 @@ rule build_model:
     output:
         directory(f"{RES}/base_models/{{model}}"),
     params:
+        code=code_version('models'),
         model=model_json,
         corpus=corpus_args,
     threads: 2
@@ -31,6 +32,7 @@ rule train_contrastive:
         manifest=f"{RES}/runs/{{run}}/manifest.json",
         model=directory(f"{RES}/runs/{{run}}/model"),
     params:
+        code=code_version('train', 'models'),
         run=run_json,
         out_dir=f"{RES}/runs/{{run}}",
         ckpt=f"{RES}/checkpoints/{{run}}",
@@ -53,6 +55,7 @@ rule tune_query:
         metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
         model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
     params:
+        code=code_version('train', 'models'),
         data_dir=PROC,
         run=qrun_json,
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",

@@ -41,6 +41,8 @@ TRIPLET_FILES = {
     "arxiv-title": "arxiv/triplets_title_L21.parquet",
 }
 XNLI_FILE = "xnli/test.parquet"
+XNLI_COUNT_SCHEMA = {"query_lang": pl.String, "text_lang": pl.String, "relation": pl.String,
+                     "measure": pl.String, "errors": pl.Int64, "total": pl.Int64}
 DATASETS = (*TRIPLET_FILES, "xnli")
 
 
@@ -235,13 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
         result: dict[str, Any] = {}
+        xnli_rows: list[dict[str, Any]] = []   # written even when XNLI is not evaluated (empty)
         for name in args.datasets:
             if name == "xnli":
                 table = xnli_table(pl.read_parquet(data_dir / XNLI_FILE), args.xnli_languages)
-                rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures)
-                result["xnli"] = xnli_summary(rows, table)
-                write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(rows).with_columns(
-                    pl.col("errors").cast(pl.Int64), pl.col("total").cast(pl.Int64)))
+                xnli_rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures)
+                result["xnli"] = xnli_summary(xnli_rows, table)
             else:
                 frame = pl.read_parquet(data_dir / TRIPLET_FILES[name])
                 ts = (msmarco_triplets(frame) if name.startswith("msmarco")
@@ -251,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["encoder_calls"] = cache.stats.as_dict()
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
+    write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
     write_json(out_dir / "pnd.json", result)
     write_json(out_dir / "manifest.json", provenance(stage="evaluate-pnd", args=vars(args)))
     return 0
