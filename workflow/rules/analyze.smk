@@ -42,11 +42,10 @@ rule collect_runs:
         f"{RES}/analysis/runs.parquet",
     params:
         code=code_version('scaling'),
-        runs_dir=f"{RES}/runs",
     log:
         f"{LOGS}/collect_runs.log",
     shell:
-        "embtune collect-runs --runs-dir {params.runs_dir} --skipped-csv {input.skipped} "
+        "embtune collect-runs --metrics {input.metrics} --skipped-csv {input.skipped} "
         "--out {output} > {log} 2>&1"
 
 

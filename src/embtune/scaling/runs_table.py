@@ -132,11 +132,15 @@ def _read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def collect(runs_dir: Path, skipped: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Rows for every run directory with a metrics.json, plus the planning-time skips."""
+def collect(runs_dir: Path | None, skipped: list[tuple[str, str]],
+            metrics_files: Sequence[Path] = ()) -> list[dict[str, Any]]:
+    """Rows for the given runs' metrics.json (or every run directory under ``runs_dir``), plus the
+    planning-time skips. The workflow passes the planned runs explicitly, so runs left over from
+    an earlier grid in the same results folder never leak into the fits."""
     rows = []
     seen = set()
-    for metrics_path in sorted(runs_dir.glob("*/metrics.json")):
+    paths = sorted(metrics_files) if metrics_files else sorted(runs_dir.glob("*/metrics.json")) if runs_dir else []
+    for metrics_path in paths:
         d = metrics_path.parent
         mteb = _read(d / "mteb.json") or None
         rows.append(run_row(d.name, _read(metrics_path), _read(d / "manifest.json"), mteb))
@@ -147,15 +151,20 @@ def collect(runs_dir: Path, skipped: list[tuple[str, str]]) -> list[dict[str, An
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="embtune collect-runs", description=__doc__.splitlines()[0])
-    ap.add_argument("--runs-dir", type=Path, required=True)
+    ap.add_argument("--runs-dir", type=Path, default=None, help="collect every run directory here")
+    ap.add_argument("--metrics", type=Path, nargs="*", default=[],
+                    help="collect exactly these runs/<run_id>/metrics.json (wins over --runs-dir)")
     ap.add_argument("--skipped-csv", type=Path, default=None)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     skipped = read_skipped_csv(args.skipped_csv) if args.skipped_csv else []
-    table = build_table(collect(args.runs_dir, skipped))
+    if not args.runs_dir and not args.metrics:
+        ap.error("give --runs-dir or --metrics")
+    table = build_table(collect(args.runs_dir, skipped, args.metrics))
     write_parquet(args.out, table)
     counts = table.group_by("status").len().sort("status").to_dicts()
     write_json(args.out.with_name(args.out.stem + ".manifest.json"),
-               provenance(rows=table.height, status_counts=counts, runs_dir=str(args.runs_dir)))
+               provenance(rows=table.height, status_counts=counts, runs_dir=str(args.runs_dir),
+                          n_metrics_files=len(args.metrics)))
     print(f"collect-runs: {table.height} rows -> {args.out} ({counts})")
     return 0
