@@ -92,10 +92,11 @@ rule query_table:
         code=code_version('evaluate/query_table.py', 'evaluate/stats.py'),
         z=config["evaluate"]["pnd"]["z_critical"],
         runs_dir=f"{RES}/query_runs",
+        runs=" ".join(f"{m}/{q}" for m, q in sorted(QRUNS)),
     log:
         f"{LOGS}/query_table.log",
     shell:
-        "embtune query-table --query-runs-dir {params.runs_dir} --z-critical {params.z} "
+        "embtune query-table --query-runs-dir {params.runs_dir} --runs {params.runs} --z-critical {params.z} "
         "--out {output} > {log} 2>&1"
 
 

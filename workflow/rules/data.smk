@@ -45,7 +45,7 @@ rule prepare_bge:
     output:
         directory(f"{PROC}/bge"),
     params:
-        code=code_version('data'),
+        code=code_version('data/bge.py', 'data/jsonl.py', 'data/sources.py'),
         cfg=config["data"]["bge"],
         context=config["train"]["context_length"],
         seed=config["seed"],
@@ -64,7 +64,7 @@ rule split_msmarco:
     output:
         directory(f"{PROC}/msmarco"),
     params:
-        code=code_version('data'),
+        code=code_version('data/msmarco.py', 'data/jsonl.py'),
         cfg=config["data"]["msmarco"],
     log:
         f"{LOGS}/split_msmarco.log",
@@ -80,7 +80,7 @@ rule build_arxiv_negatives:
     output:
         directory(f"{PROC}/arxiv"),
     params:
-        code=code_version('data'),
+        code=code_version('data/arxiv_negatives.py', 'data/jsonl.py'),
         cfg=config["data"]["arxiv"],
         seed=config["seed"],
         args=arxiv_args,
@@ -96,7 +96,7 @@ rule prepare_xnli:
     output:
         f"{PROC}/xnli/test.parquet",
     params:
-        code=code_version('data'),
+        code=code_version('data/xnli.py', 'data/sources.py'),
         cfg=config["data"]["xnli"],
         languages=" ".join(config["data"]["xnli"]["languages"]),
     log:
@@ -112,7 +112,7 @@ rule materialise_mteb:
     output:
         directory(f"{PROC}/mteb"),
     params:
-        code=code_version('data'),
+        code=code_version('data/mteb_data.py'),
         tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
         source=mteb_source_args,
     log:

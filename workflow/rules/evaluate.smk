@@ -13,7 +13,7 @@ rule evaluate_mteb:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
     params:
-        code=code_version('evaluate', 'models'),
+        code=code_version('evaluate/mteb_eval.py', 'models/embedder.py', 'models/pooling.py'),
         tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
         exclude=" ".join(config["evaluate"]["mteb"]["exclude_from_average"]),
         batch=config["evaluate"]["mteb"]["batch_size"],
@@ -37,7 +37,7 @@ rule evaluate_pnd_base:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
     params:
-        code=code_version('evaluate', 'models'),
+        code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
         data_dir=PROC,
         model=qmodel_json,
         datasets=" ".join(PND_DATASETS),
@@ -67,7 +67,7 @@ rule evaluate_pnd_query:
         pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
     params:
-        code=code_version('evaluate', 'models'),
+        code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
         data_dir=PROC,
         model=qmodel_json,
         datasets=" ".join(PND_DATASETS),

@@ -148,7 +148,7 @@ def markdown(table: pl.DataFrame) -> str:
             for ds in DATASETS:
                 for m in MEASURES:
                     v, s = r[f"{ds}_{m[0]}_pct"], r[f"{ds}_{m[0]}_sig"]
-                    cells.append("" if v is None else f"{v:.2f}" + ("" if s else "†"))
+                    cells.append("" if v is None else f"{v + 0.0:.2f}" + ("" if s else "†"))  # no -0.00
             for tag in ("ent_neutr", "ent_contr"):
                 for m in MEASURES:
                     p, n = r[f"xnli_{tag}_{m[0]}_plus"], r[f"xnli_{tag}_{m[0]}_minus"]
@@ -178,13 +178,18 @@ def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     return {"sweep": sweep, "lr_effective": lr}
 
 
-def collect(query_runs_dir: Path, z_critical: float) -> tuple[dict[str, Any], list[str]]:
-    """Read every model/run; returns the rows (and skipped runs) and the runs lacking evaluations."""
+def collect(query_runs_dir: Path, z_critical: float,
+            only: set[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Read every model/run (or only the ``model/qrun_id`` names in ``only``: the workflow passes
+    the planned runs so a leftover run from an earlier sweep never enters the table); returns the
+    rows (and skipped runs) and the runs lacking evaluations."""
     table, ds_long, heats, curves, missing, skipped = [], [], [], [], [], []
     for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
         model = model_dir.name
         base_pnd, base_xnli = read_json(model_dir / "base" / "pnd.json"), _read_xnli(model_dir / "base" / "xnli_counts.parquet")
         for run_dir in sorted(p for p in model_dir.iterdir() if p.is_dir() and p.name != "base"):
+            if only is not None and f"{model}/{run_dir.name}" not in only:
+                continue
             if not (run_dir / "pnd.json").exists():
                 missing.append(f"{model}/{run_dir.name}")
                 continue
@@ -230,8 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--query-runs-dir", required=True, help="{results}/query_runs")
     ap.add_argument("--out", required=True, help="{results}/analysis/query_tuning")
     ap.add_argument("--z-critical", type=float, default=1.96)
+    ap.add_argument("--runs", nargs="*", default=None, help="only these <model>/<qrun_id> (default: all)")
     args = ap.parse_args(argv)
-    got, missing = collect(Path(args.query_runs_dir), args.z_critical)
+    got, missing = collect(Path(args.query_runs_dir), args.z_critical,
+                           set(args.runs) if args.runs is not None else None)
     table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
     with atomic_path(args.out) as out:  # the folder appears complete or not at all
         write_outputs(out, table, got)
