@@ -6,6 +6,8 @@ plotted and what is versioned cannot drift apart. No function here reads or writ
 
 from __future__ import annotations
 
+import textwrap
+
 import math
 from typing import Any
 
@@ -190,14 +192,14 @@ def heatmap_figure(df: pl.DataFrame, title: str) -> Figure:
         for j in range(len(ts)):
             if np.isfinite(grid[i, j]):
                 dark = abs(grid[i, j]) > 0.6 * lim
-                ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=6,
+                ax.text(j, i, f"{grid[i, j] + 0.0:.0f}", ha="center", va="center", fontsize=6,
                         color=("white" if dark else "black") if sig[i, j] else "0.5",
                         style="normal" if sig[i, j] else "italic")
     ax.set_xticks(range(len(ts)), ts, fontsize=8)
     ax.set_yticks(range(len(qs)), qs, fontsize=8)
     ax.set_xlabel("text language")
     ax.set_ylabel("query language")
-    ax.set_title(title + "\n(grey italic numbers: not significant)", fontsize=10)
+    ax.set_title(textwrap.fill(title, 70) + "\n(grey italic numbers: not significant)", fontsize=9)
     fig.colorbar(im, ax=ax, label="improvement [%]")
     return fig
 
