@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from embtune.models.flops import analytic_counts, tokens_for_budget
+from embtune.train.query_schedules import scaled_lr
 
 
 @dataclass(frozen=True)
@@ -150,12 +151,7 @@ def query_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
             if qrun in seen:
                 continue
             seen.add(qrun)
-            lr = cfg["lr"]
-            ratio = cfg["batch_size"] / defaults["batch_size"]
-            if cfg["lr_scaling"] == "linear":
-                lr *= ratio
-            elif cfg["lr_scaling"] == "sqrt":
-                lr *= math.sqrt(ratio)
+            lr = scaled_lr(cfg["lr"], cfg["batch_size"], cfg["lr_scaling"], defaults["batch_size"])
             runs.append({"qrun_id": qrun, "model": dict(model), "sweep": key,
                          **cfg, "lr_effective": lr})
     return runs
