@@ -7,6 +7,13 @@ Every configuration runs in its own subprocess so peak RSS (CPU) / peak allocate
 belongs to that configuration alone. Throughput counts real (non-padding) tokens, as training does.
 Without ``--base-model`` a randomly initialised tiny GPT-NeoX (d=128, L=2, vocab 4096) is used:
 speed and memory do not depend on the weights.
+
+The external baseline (issue 8) is sentence-transformers' ``CachedMultipleNegativesRankingLoss``
+(GradCache, mini-batch = ``--chunk``) around the same randomly initialised model, saved with a
+byte-level BPE trained in memory. Its text pairs are built so that every token id of the id-level
+configurations becomes one whole-word token: the same lengths, hence the same padding; real tokens
+are counted from the tokenizer's attention masks. Tokenisation happens before the timed steps, as
+the other configurations also start from token ids.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -44,9 +52,109 @@ def _pairs(n: int, ctx: int, seed: int = 0):
     return Pairs(seqs(), seqs())
 
 
+def _tokenizer(base: str | None, vocab: int = 4096):
+    """``base``'s tokenizer (pad = eos if missing), else a byte-level BPE trained in memory on
+    pseudo-words so that many whole words (``Ġword``) are single tokens; eos 0, pad 1 as in
+    :func:`_model`."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    if base:
+        tok = AutoTokenizer.from_pretrained(base)
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        return tok
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    rng = random.Random(1)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+             for _ in range(3000)]
+    corpus = [" ".join(rng.choice(words) for _ in range(64)) for _ in range(2000)]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>", "<|padding|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(corpus, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
+                                   pad_token="<|padding|>", bos_token="<|endoftext|>")
+
+
+def _texts(tok, n: int, ctx: int) -> tuple[list[str], list[str]]:
+    """Text pairs with the lengths of :func:`_pairs`: each id becomes a vocabulary word that is a
+    single token with its leading space, so a text of k ids tokenises to exactly k tokens."""
+    words = sorted(t[1:] for t in tok.get_vocab() if re.fullmatch(r"\u0120[a-z]+", t))
+    pairs = _pairs(n, ctx)
+    text = lambda seqs: ["".join(" " + words[i % len(words)] for i in s) for s in seqs]  # noqa: E731
+    return text(pairs.query_ids), text(pairs.pos_ids)
+
+
+def st_worker(cfg: dict) -> dict:
+    """sentence-transformers baseline: ``CachedMultipleNegativesRankingLoss`` (symmetric, scale
+    1/0.025, mini-batch ``chunk``) on the same model, driven by a minimal manual loop."""
+    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:                                  # sentence-transformers < 6
+        from sentence_transformers.losses import CachedMultipleNegativesRankingLoss
+        from sentence_transformers.models import Pooling, Transformer
+
+    torch.set_num_threads(cfg["threads"])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    bs, steps, ctx = cfg["batch"], cfg["steps"], cfg["ctx"]
+    tok = _tokenizer(cfg["base"])
+    model = _model(cfg["base"], 128, 2)
+    model.config.pad_token_id = tok.pad_token_id
+    if tok.eos_token_id is not None:
+        model.config.eos_token_id = tok.eos_token_id
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        dim = model.config.hidden_size
+        del model
+        st = SentenceTransformer(modules=[Transformer(tmp, max_seq_length=ctx), Pooling(dim, "mean")],
+                                 device=device)
+    st.train()
+    loss = CachedMultipleNegativesRankingLoss(st, scale=1 / 0.025, mini_batch_size=cfg["chunk"],
+                                              directions=("query_to_doc", "doc_to_query"),
+                                              partition_mode="per_direction")
+    opt = torch.optim.AdamW(st.parameters(), lr=1e-5)
+    queries, docs = _texts(tok, bs * (steps + 1), ctx)
+    prep = st.preprocess if hasattr(st, "preprocess") else st.tokenize
+    batches = []
+    for step in range(steps + 1):                        # tokenised up front, untimed
+        feats = [{k: v.to(device) if torch.is_tensor(v) else v
+                  for k, v in prep(side[step * bs:(step + 1) * bs]).items()} for side in (queries, docs)]
+        batches.append((feats, sum(int(f["attention_mask"].sum()) for f in feats)))
+    ref = _pairs(bs * (steps + 1), ctx)
+    lengths = [[int(n) for b in batches for n in b[0][side]["attention_mask"].sum(1)] for side in (0, 1)]
+    assert lengths == [[len(s) for s in ref.query_ids], [len(s) for s in ref.pos_ids]], \
+        "text pairs do not tokenise to the id-level lengths"
+    tokens, t0 = 0, 0.0
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    for step, (feats, real) in enumerate(batches):     # step 0 warms up, untimed
+        if step == 1:
+            t0 = time.perf_counter()
+        loss(sentence_features=feats, labels=None).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step:
+            tokens += real
+    if device == "cuda":
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device}
+
+
 def worker(cfg: dict) -> dict:
     """One configuration: ``ours`` (GradCache step of the train stage) or ``plain`` (one forward
-    per tower over the whole batch, one backward)."""
+    per tower over the whole batch, one backward); ``st`` goes to :func:`st_worker`."""
+    if cfg["mode"] == "st":
+        return st_worker(cfg)
     from embtune.train.gradcache import gradcache_step
     from embtune.train.loop import contrastive_loss_fn, embed, make_chunks
 
@@ -107,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     common = {"base": args.base_model, "threads": args.threads, "ctx": args.ctx}
     speed = [_spawn({**common, "mode": m, "batch": args.batch, "chunk": c, "steps": args.steps})
              for m, c in (("plain", args.batch), ("single", args.batch), ("ours", args.batch),
-                          ("ours", args.chunk))]
+                          ("ours", args.chunk), ("st", args.chunk))]
     memory = [_spawn({**common, "mode": "plain", "batch": args.chunk, "chunk": args.chunk, "steps": 2}),
               _spawn({**common, "mode": "ours", "batch": args.large_batch, "chunk": args.chunk, "steps": 2}),
               _spawn({**common, "mode": "plain", "batch": args.large_batch, "chunk": args.large_batch, "steps": 2})]
@@ -116,9 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     base = speed[0]["tokens_per_s"]
     for r in speed:
         label = {"plain": "plain PyTorch loop (baseline)",
-                 "single": "embtune step, batch fits (single pass)"}.get(
+                 "single": "embtune step, batch fits (single pass)",
+                 "st": f"sentence-transformers cached MNRL, mb {r['chunk']}"}.get(
             r["mode"], f"embtune GradCache step, chunk {r['chunk']}")
         print(f"  {label:<40} {r['tokens_per_s']:10.0f}   {r['tokens_per_s'] / base:5.2f}x baseline")
+    st = speed[4]["tokens_per_s"]
+    print(f"embtune single-pass / sentence-transformers cached MNRL: {speed[1]['tokens_per_s'] / st:.2f}x")
+    print(f"embtune GradCache (chunk {args.chunk}) / sentence-transformers cached MNRL "
+          f"(mini-batch {args.chunk}): {speed[3]['tokens_per_s'] / st:.2f}x")
     print("peak memory (MB; CPU: process max RSS, CUDA: max allocated)")
     for r in memory:
         label = (f"plain, batch {r['batch']}" if r["mode"] == "plain"
