@@ -123,6 +123,19 @@ def parse_record(obj: Any) -> Paper | str:
     return paper
 
 
+def json_objects(lines: Iterable[tuple[int, str]], source: str,
+                 drops: Drops) -> Iterator[tuple[str, Any]]:
+    """(``file:line``, parsed object) per non-blank line; a bad JSON line is counted, not fatal."""
+    for line_no, line in lines:
+        if not line.strip():
+            continue
+        where = f"{source}:{line_no}"
+        try:
+            yield where, json.loads(line)
+        except json.JSONDecodeError:
+            drops.add("bad_json", where)
+
+
 def parse_lines(lines: Iterable[tuple[int, str]], source: str,
                 drops: Drops | None = None) -> Iterator[Paper]:
     """Parse JSONL lines; bad JSON, wrong types, empty fields and repeated ids go to ``drops``.
@@ -131,15 +144,7 @@ def parse_lines(lines: Iterable[tuple[int, str]], source: str,
     should still build, with the line reported, rather than stop."""
     drops = drops if drops is not None else Drops()
     seen: set[str] = set()
-    for line_no, line in lines:
-        if not line.strip():
-            continue
-        where = f"{source}:{line_no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            drops.add("bad_json", where)
-            continue
+    for where, obj in json_objects(lines, source, drops):
         rec = parse_record(obj)
         if isinstance(rec, str):
             drops.add(rec, where)
@@ -495,15 +500,7 @@ def parse_published(lines: Iterable[tuple[int, str]], source: str, n_total: int,
     papers: list[Paper] = []
     neg_ids: list[list[str]] = []
     seen: set[str] = set()
-    for line_no, line in lines:
-        if not line.strip():
-            continue
-        where = f"{source}:{line_no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            drops.add("bad_json", where)
-            continue
+    for where, obj in json_objects(lines, source, drops):
         if isinstance(obj, list) and len(obj) == 2:
             meta, ids = obj
         elif isinstance(obj, dict):
