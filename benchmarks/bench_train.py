@@ -44,6 +44,16 @@ def _model(base: str | None, hidden: int, layers: int) -> torch.nn.Module:
     return AutoModel.from_config(tiny_config({"hidden_size": hidden, "num_layers": layers}, 4096, 1, 0))
 
 
+def _result(cfg: dict, tokens: int, t0: float, device: str) -> dict:
+    """Throughput over the timed steps and the configuration's peak memory."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device}
+
+
 def _pairs(n: int, ctx: int, seed: int = 0):
     from embtune.train.loop import Pairs
 
@@ -142,12 +152,7 @@ def st_worker(cfg: dict) -> dict:
         opt.zero_grad(set_to_none=True)
         if step:
             tokens += real
-    if device == "cuda":
-        torch.cuda.synchronize()
-    wall = time.perf_counter() - t0
-    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device}
+    return _result(cfg, tokens, t0, device)
 
 
 def worker(cfg: dict) -> dict:
@@ -183,12 +188,7 @@ def worker(cfg: dict) -> dict:
         opt.zero_grad(set_to_none=True)
         if step:
             tokens += sum(len(pairs.query_ids[i]) + len(pairs.pos_ids[i]) for i in idx)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    wall = time.perf_counter() - t0
-    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device}
+    return _result(cfg, tokens, t0, device)
 
 
 def _spawn(cfg: dict) -> dict:

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import re
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.data.jsonl import DataError, iter_jsonl
+from embtune.data.jsonl import DataError, iter_jsonl, run_stage
 from embtune.data.sources import expand_files
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 
@@ -380,13 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        manifest = run(args)
-    except DataError as err:
-        print(f"embtune prepare-bge: {err}", file=sys.stderr)
-        return 2
-    print(f"prepare-bge: {manifest['rows_in']} rows in, {manifest['rows_out']} pairs out "
-          f"({manifest['val_rows']} val, {len(manifest['train_shards'])} train shards), "
-          f"drops {manifest['drops']}, duplicates {manifest['duplicates_removed']}")
-    return 0
+    return run_stage("prepare-bge", run, _parser().parse_args(argv), lambda m: (
+        f"prepare-bge: {m['rows_in']} rows in, {m['rows_out']} pairs out "
+        f"({m['val_rows']} val, {len(m['train_shards'])} train shards), "
+        f"drops {m['drops']}, duplicates {m['duplicates_removed']}"))

@@ -11,7 +11,8 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -57,3 +58,16 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}:{line_no}: invalid JSON ({err.msg} at column {err.colno})") from None
             yield line_no, obj
+
+
+def run_stage(stage: str, run: Callable[[Any], dict[str, Any]], args: Any,
+              summary: Callable[[dict[str, Any]], str]) -> int:
+    """The CLI tail every data stage shares: run, report a DataError as one line and exit 2,
+    otherwise print a one-line summary of the manifest and exit 0."""
+    try:
+        manifest = run(args)
+    except DataError as err:
+        print(f"embtune {stage}: {err}", file=sys.stderr)
+        return 2
+    print(summary(manifest))
+    return 0

@@ -9,7 +9,6 @@ Rows are never dropped (that would shift the positional split): a malformed samp
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.data.jsonl import DataError, iter_jsonl
+from embtune.data.jsonl import DataError, iter_jsonl, run_stage
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 
 
@@ -179,13 +178,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        m = run(args)
-    except DataError as err:
-        print(f"embtune split-msmarco: {err}", file=sys.stderr)
-        return 2
-    print(f"split-msmarco: {m['rows']} samples -> train {m['train_rows']}, val {m['val_rows']}, "
-          f"eval {m['eval_rows']} ({m['eval_triplets']} triplets), eval_hard {m['eval_hard_rows']} "
-          f"({m['eval_hard_triplets']} triplets), unused {m['unused_rows']}")
-    return 0
+    return run_stage("split-msmarco", run, _parser().parse_args(argv), lambda m: (
+        f"split-msmarco: {m['rows']} samples -> train {m['train_rows']}, val {m['val_rows']}, "
+        f"eval {m['eval_rows']} ({m['eval_triplets']} triplets), eval_hard {m['eval_hard_rows']} "
+        f"({m['eval_hard_triplets']} triplets), unused {m['unused_rows']}"))

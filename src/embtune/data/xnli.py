@@ -9,7 +9,6 @@ layout is accepted too (the offline demo). ``pair_id`` is the row position withi
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.data.jsonl import DataError
+from embtune.data.jsonl import DataError, run_stage
 from embtune.data.sources import is_hf_uri, parse_hf_uri
 from embtune.io import provenance, sha256_file, write_json, write_parquet
 
@@ -137,12 +136,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        m = run(args)
-    except DataError as err:
-        print(f"embtune prepare-xnli: {err}", file=sys.stderr)
-        return 2
-    print(f"prepare-xnli: {len(m['languages'])} languages x {m['pairs_per_language']} pairs "
-          f"= {m['rows_out']} rows, labels {m['label_counts']}")
-    return 0
+    return run_stage("prepare-xnli", run, _parser().parse_args(argv), lambda m: (
+        f"prepare-xnli: {len(m['languages'])} languages x {m['pairs_per_language']} pairs "
+        f"= {m['rows_out']} rows, labels {m['label_counts']}"))
