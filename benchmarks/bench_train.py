@@ -1,10 +1,15 @@
-"""Benchmark the contrastive training step: throughput vs a plain PyTorch loop, and peak memory
-of a large GradCache batch vs a small batch without GradCache.
+"""Benchmark the contrastive training step: throughput vs sentence-transformers' cached MNRL and a
+plain PyTorch loop, peak memory of a large GradCache batch vs a small batch without GradCache,
+and (on a GPU) model FLOPs utilisation.
 
-    .venv/bin/python benchmarks/bench_train.py [--base-model DIR] [--threads 2] [--steps 10]
+    .venv/bin/python benchmarks/bench_train.py [--base-model DIR | --hidden 768 --layers 12]
+        [--threads 2] [--batch 64] [--chunk 16] [--repeats 3]
 
 Every configuration runs in its own subprocess so peak RSS (CPU) / peak allocated memory (CUDA)
 belongs to that configuration alone. Throughput counts real (non-padding) tokens, as training does.
+Each repeat runs every configuration back to back and ratios are medians of per-repeat ratios:
+this 2-core machine's speed drifts by ±20% over minutes, which a single run cannot tell from a
+real difference. On CUDA every configuration runs under bf16 autocast, as training does.
 Without ``--base-model`` a randomly initialised tiny GPT-NeoX (d=128, L=2, vocab 4096) is used:
 speed and memory do not depend on the weights.
 
@@ -19,7 +24,9 @@ the other configurations also start from token ids.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import statistics
 import os
 import random
 import re
@@ -51,15 +58,16 @@ def _result(cfg: dict, tokens: int, t0: float, device: str) -> dict:
     wall = time.perf_counter() - t0
     peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device}
+    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device, "device_name": name}
 
 
 def _pairs(n: int, ctx: int, seed: int = 0):
-    from embtune.train.loop import Pairs
+    from embtune.train.pairs import Pairs
 
     rng = random.Random(seed)
     seqs = lambda: [[rng.randrange(2, 4096) for _ in range(rng.randint(ctx // 3, ctx))] for _ in range(n)]  # noqa: E731
-    return Pairs(seqs(), seqs())
+    return Pairs.from_lists(seqs(), seqs(), ctx)
 
 
 def _tokenizer(base: str | None, vocab: int = 4096):
@@ -95,8 +103,9 @@ def _texts(tok, n: int, ctx: int) -> tuple[list[str], list[str]]:
     single token with its leading space, so a text of k ids tokenises to exactly k tokens."""
     words = sorted(t[1:] for t in tok.get_vocab() if re.fullmatch(r"\u0120[a-z]+", t))
     pairs = _pairs(n, ctx)
-    text = lambda seqs: ["".join(" " + words[i % len(words)] for i in s) for s in seqs]  # noqa: E731
-    return text(pairs.query_ids), text(pairs.pos_ids)
+    text = lambda col: ["".join(" " + words[t % len(words)] for t in col.row(i, ctx))  # noqa: E731
+                         for i in range(len(pairs))]
+    return text(pairs.query), text(pairs.pos)
 
 
 def st_worker(cfg: dict) -> dict:
@@ -114,7 +123,7 @@ def st_worker(cfg: dict) -> dict:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     bs, steps, ctx = cfg["batch"], cfg["steps"], cfg["ctx"]
     tok = _tokenizer(cfg["base"])
-    model = _model(cfg["base"], 128, 2)
+    model = _model(cfg["base"], cfg["hidden"], cfg["layers"])
     model.config.pad_token_id = tok.pad_token_id
     if tok.eos_token_id is not None:
         model.config.eos_token_id = tok.eos_token_id
@@ -139,7 +148,7 @@ def st_worker(cfg: dict) -> dict:
         batches.append((feats, sum(int(f["attention_mask"].sum()) for f in feats)))
     ref = _pairs(bs * (steps + 1), ctx)
     lengths = [[int(n) for b in batches for n in b[0][side]["attention_mask"].sum(1)] for side in (0, 1)]
-    assert lengths == [[len(s) for s in ref.query_ids], [len(s) for s in ref.pos_ids]], \
+    assert lengths == [ref.query.lengths(ctx).tolist(), ref.pos.lengths(ctx).tolist()], \
         "text pairs do not tokenise to the id-level lengths"
     tokens, t0 = 0, 0.0
     if device == "cuda":
@@ -147,7 +156,8 @@ def st_worker(cfg: dict) -> dict:
     for step, (feats, real) in enumerate(batches):     # step 0 warms up, untimed
         if step == 1:
             t0 = time.perf_counter()
-        loss(sentence_features=feats, labels=None).backward()
+        with _autocast(device):
+            loss(sentence_features=feats, labels=None).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         if step:
@@ -156,19 +166,23 @@ def st_worker(cfg: dict) -> dict:
 
 
 def worker(cfg: dict) -> dict:
-    """One configuration: ``ours`` (GradCache step of the train stage) or ``plain`` (one forward
-    per tower over the whole batch, one backward); ``st`` goes to :func:`st_worker`."""
+    """One configuration: ``ours`` (the train stage's step: length-sorted GradCache chunks),
+    ``unsorted`` (GradCache chunks in batch order), ``single`` (the single-pass shortcut) or
+    ``plain`` (one forward per tower over the whole batch, one backward); ``st`` goes to
+    :func:`st_worker`."""
     if cfg["mode"] == "st":
         return st_worker(cfg)
+    from embtune.models.methods import count_params
     from embtune.train.gradcache import gradcache_step
-    from embtune.train.loop import contrastive_loss_fn, embed, make_chunks
+    from embtune.train.loop import contrastive_loss_fn, embed, length_sorted_chunks, make_chunks
 
     torch.set_num_threads(cfg["threads"])
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = _model(cfg["base"], 128, 2).to(device).train()
+    model = _model(cfg["base"], cfg["hidden"], cfg["layers"]).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     bs, steps = cfg["batch"], cfg["steps"]
     pairs = _pairs(bs * (steps + 1), cfg["ctx"])
+    lengths = pairs.lengths()
     loss_fn = contrastive_loss_fn(0.025)
     encode = lambda c: embed(model, c, "mean", device)  # noqa: E731
     tokens, t0 = 0, 0.0
@@ -178,17 +192,27 @@ def worker(cfg: dict) -> dict:
         if step == 1:
             t0 = time.perf_counter()
         idx = range(step * bs, (step + 1) * bs)
-        if cfg["mode"] in ("ours", "single"):
-            gradcache_step(encode, make_chunks(pairs, idx, cfg["chunk"], 1), loss_fn,
-                           single_pass=cfg["mode"] == "single")
-        else:
-            loss = loss_fn(torch.cat([encode(c) for c in make_chunks(pairs, idx, bs, 1)]))
-            loss.backward()
+        with _autocast(device):
+            if cfg["mode"] == "ours":
+                chunks, restore = length_sorted_chunks(pairs, idx, cfg["chunk"], 1)
+                gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]))
+            elif cfg["mode"] in ("unsorted", "single"):
+                gradcache_step(encode, make_chunks(pairs, idx, cfg["chunk"], 1), loss_fn,
+                               single_pass=cfg["mode"] == "single")
+            else:
+                loss = loss_fn(torch.cat([encode(c) for c in make_chunks(pairs, idx, bs, 1)]))
+                loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         if step:
-            tokens += sum(len(pairs.query_ids[i]) + len(pairs.pos_ids[i]) for i in idx)
-    return _result(cfg, tokens, t0, device)
+            tokens += int(lengths[list(idx)].sum())
+    out = _result(cfg, tokens, t0, device)
+    return {**out, "flop_per_token": count_params(model, "full").per_token}
+
+
+def _autocast(device: str):
+    """bf16 autocast on a GPU, as the train stage runs (Accelerator(mixed_precision="bf16"))."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
 
 
 def _spawn(cfg: dict) -> dict:
@@ -197,13 +221,40 @@ def _spawn(cfg: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+SPEED_LABELS = {"plain": "plain PyTorch loop (baseline)", "single": "embtune single pass (batch fits)",
+                "unsorted": "embtune GradCache, chunks in batch order", "ours": "embtune GradCache (train stage)",
+                "st": "sentence-transformers CachedMNRL"}
+
+
+def _median_ratio(runs: dict[str, list[dict]], a: str, b: str) -> float:
+    """Median over repeats of the paired ratio a/b (each repeat runs every mode back to back, so
+    slow phases of a shared machine hit both sides of a ratio alike)."""
+    return statistics.median(x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(runs[a], runs[b]))
+
+
+def _mfu_line(r: dict) -> str:
+    from embtune.models.flops import peak_bf16_flops
+
+    if r["device"] != "cuda":
+        return "model FLOPs utilisation: n/a (no GPU; MFU is reported on CUDA devices)"
+    peak = peak_bf16_flops(r["device_name"])
+    if peak is None:
+        return f"model FLOPs utilisation: n/a (no bf16 peak on record for {r['device_name']})"
+    achieved = r["flop_per_token"] * r["tokens_per_s"]
+    return (f"model FLOPs utilisation (6·N per token, {r['device_name']}, bf16 peak {peak:.3g}): "
+            f"{achieved:.3g} FLOP/s = {100 * achieved / peak:.1f}% MFU")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--base-model", default=None)
+    ap.add_argument("--hidden", type=int, default=128, help="tiny GPT-NeoX width (without --base-model)")
+    ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--chunk", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=32)
     ap.add_argument("--large-batch", type=int, default=512)
@@ -212,33 +263,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
-    common = {"base": args.base_model, "threads": args.threads, "ctx": args.ctx}
-    speed = [_spawn({**common, "mode": m, "batch": args.batch, "chunk": c, "steps": args.steps})
-             for m, c in (("plain", args.batch), ("single", args.batch), ("ours", args.batch),
-                          ("ours", args.chunk), ("st", args.chunk))]
+    common = {"base": args.base_model, "threads": args.threads, "ctx": args.ctx,
+              "hidden": args.hidden, "layers": args.layers}
+    modes = {"plain": args.batch, "single": args.batch, "unsorted": args.chunk, "ours": args.chunk,
+             "st": args.chunk}
+    runs: dict[str, list[dict]] = {m: [] for m in modes}
+    for _ in range(args.repeats):
+        for mode, chunk in modes.items():
+            runs[mode].append(_spawn({**common, "mode": mode, "batch": args.batch, "chunk": chunk,
+                                      "steps": args.steps}))
     memory = [_spawn({**common, "mode": "plain", "batch": args.chunk, "chunk": args.chunk, "steps": 2}),
               _spawn({**common, "mode": "ours", "batch": args.large_batch, "chunk": args.chunk, "steps": 2}),
               _spawn({**common, "mode": "plain", "batch": args.large_batch, "chunk": args.large_batch, "steps": 2})]
-    print(f"device {speed[0]['device']}, threads {args.threads}, context {args.ctx}")
-    print("throughput (real tokens/s), batch", args.batch)
-    base = speed[0]["tokens_per_s"]
-    for r in speed:
-        label = {"plain": "plain PyTorch loop (baseline)",
-                 "single": "embtune step, batch fits (single pass)",
-                 "st": f"sentence-transformers cached MNRL, mb {r['chunk']}"}.get(
-            r["mode"], f"embtune GradCache step, chunk {r['chunk']}")
-        print(f"  {label:<40} {r['tokens_per_s']:10.0f}   {r['tokens_per_s'] / base:5.2f}x baseline")
-    st = speed[4]["tokens_per_s"]
-    print(f"embtune single-pass / sentence-transformers cached MNRL: {speed[1]['tokens_per_s'] / st:.2f}x")
-    print(f"embtune GradCache (chunk {args.chunk}) / sentence-transformers cached MNRL "
-          f"(mini-batch {args.chunk}): {speed[3]['tokens_per_s'] / st:.2f}x")
+    first = runs["plain"][0]
+    print(f"device {first.get('device_name', first['device'])}, threads {args.threads}, context {args.ctx}, "
+          f"model d{args.hidden}-l{args.layers}, batch {args.batch}, chunk {args.chunk}, "
+          f"{args.steps} timed steps x {args.repeats} repeats")
+    print("throughput (real tokens/s, median of repeats)")
+    for mode, rs in runs.items():
+        med = statistics.median(r["tokens_per_s"] for r in rs)
+        print(f"  {SPEED_LABELS[mode]:<44} {med:10.0f}   {_median_ratio(runs, mode, 'plain'):5.2f}x plain")
+    per_repeat = ", ".join(f"{a['tokens_per_s'] / b['tokens_per_s']:.2f}" for a, b in zip(runs["ours"], runs["st"]))
+    print(f"embtune GradCache (chunk {args.chunk}) / sentence-transformers CachedMNRL (mini-batch "
+          f"{args.chunk}): {_median_ratio(runs, 'ours', 'st'):.2f}x  "
+          f"(per repeat: {per_repeat})")
+    print(f"  of which length-sorted chunks: {_median_ratio(runs, 'ours', 'unsorted'):.2f}x over batch-order chunks")
+    print(f"embtune single pass / sentence-transformers CachedMNRL: {_median_ratio(runs, 'single', 'st'):.2f}x")
+    print(_mfu_line(sorted(runs["ours"], key=lambda r: r["tokens_per_s"])[len(runs["ours"]) // 2]))
     print("peak memory (MB; CPU: process max RSS, CUDA: max allocated)")
     for r in memory:
         label = (f"plain, batch {r['batch']}" if r["mode"] == "plain"
                  else f"GradCache, batch {r['batch']}, chunk {r['chunk']}")
-        print(f"  {label:<40} {r['peak_mb']:10.1f}   {r['peak_mb'] / memory[0]['peak_mb']:5.2f}x small plain batch")
+        print(f"  {label:<44} {r['peak_mb']:10.1f}   {r['peak_mb'] / memory[0]['peak_mb']:5.2f}x small plain batch")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"speed": speed, "memory": memory}, indent=2))
+        Path(args.json_out).write_text(json.dumps({"speed": runs, "memory": memory}, indent=2))
     return 0
 
 

@@ -92,3 +92,20 @@ def test_run_records_exact_flops_and_spends_budget(tmp_path, method: str) -> Non
     assert m["flops"] == per_token * m["tokens"] <= budget
     assert m["flops"] + per_token * per_step[-1] > budget          # the next batch would overshoot
     assert [r["flops"] for r in res.curve][-1] == m["flops"]
+
+
+def test_mfu_by_hand_and_device_peaks() -> None:
+    from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
+
+    full = ParamCounts(n_total=85_056_000, n_forward=85_056_000, n_backward=85_056_000, n_update=85_056_000)
+    # 6·N FLOP per token at 1e6 tokens/s = 5.10336e14 FLOP/s; on one H100 SXM (989.4 TFLOP/s) ...
+    assert model_flops_utilisation(full, 1e6, 989.4e12) == pytest.approx(6 * 85_056_000 * 1e6 / 989.4e12)
+    assert model_flops_utilisation(full, 1e6, 989.4e12, devices=2) == pytest.approx(0.2579, abs=1e-4)
+    assert peak_bf16_flops("NVIDIA H100 80GB HBM3") == 989.4e12
+    assert peak_bf16_flops("NVIDIA H100 PCIe") == 756.0e12
+    assert peak_bf16_flops("NVIDIA H200") == 989.4e12
+    assert peak_bf16_flops("NVIDIA A100-SXM4-80GB") == 312.0e12
+    assert peak_bf16_flops("NVIDIA A10G") == 70.0e12 and peak_bf16_flops("NVIDIA L40S") == 362.1e12
+    assert peak_bf16_flops("cpu") is None
+    with pytest.raises(ValueError, match="positive"):
+        model_flops_utilisation(full, 1e6, 0.0)

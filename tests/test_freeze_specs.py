@@ -90,7 +90,7 @@ def test_block_range_is_clamped_so_the_last_block_trains(names, spec):
 
 
 def test_block_range_within_bounds_is_not_clamped():
-    names = [f"0.auto_model.embeddings.word_embeddings.weight"] + [
+    names = ["0.auto_model.embeddings.word_embeddings.weight"] + [
         f"0.auto_model.encoder.layer.{i}.output.dense.weight" for i in range(12)]
     plan = plan_freeze("emb_b0-10", names)  # XLM-R / older sentence-transformers prefix
     assert plan.note == ""

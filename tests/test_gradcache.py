@@ -11,7 +11,8 @@ from transformers import AutoModel
 from embtune.models.build import tiny_config
 from embtune.models.methods import apply_method
 from embtune.train.gradcache import gradcache_step
-from embtune.train.loop import Pairs, contrastive_loss_fn, embed, make_chunks
+from embtune.train.loop import contrastive_loss_fn, embed, length_sorted_chunks, make_chunks
+from embtune.train.pairs import Pairs
 from embtune.train.losses import symmetric_infonce, triplet_margin_loss
 
 RUNS = {
@@ -29,7 +30,7 @@ _one_thread = pytest.fixture(autouse=True)(one_thread)
 def _pairs(n: int, vocab: int = 100, ctx: int = 10) -> Pairs:
     rng = random.Random(1)
     seqs = lambda: [[rng.randrange(2, vocab) for _ in range(rng.randint(2, ctx))] for _ in range(n)]  # noqa: E731
-    return Pairs(seqs(), seqs())
+    return Pairs.from_lists(seqs(), seqs())
 
 
 def _grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -70,6 +71,13 @@ def test_gradcache_matches_full_batch(method: str, pooling: str) -> None:
     single = _grads(model)
     assert abs(loss.item() - full_loss.item()) <= 1e-5
     assert max((reference[k] - single[k]).abs().max().item() for k in reference) <= 1e-5
+
+    model.zero_grad(set_to_none=True)   # length-sorted chunks (what training uses), order restored
+    chunks, restore = length_sorted_chunks(pairs, idx, 5, 1)
+    loss = gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]))
+    resorted = _grads(model)
+    assert abs(loss.item() - full_loss.item()) <= 1e-5
+    assert max((reference[k] - resorted[k]).abs().max().item() for k in reference) <= 1e-5
 
 
 def test_symmetric_infonce_by_hand() -> None:

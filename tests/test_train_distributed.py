@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from embtune.train import loop
+from embtune.train.pairs import read_pairs, train_shards
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
@@ -68,7 +69,8 @@ from accelerate import Accelerator
 from transformers import AutoModel
 from embtune.models.methods import apply_method
 from embtune.train.gradcache import gradcache_step
-from embtune.train.loop import contrastive_loss_fn, embed, global_gather, make_chunks, read_pairs, train_shards
+from embtune.train.loop import contrastive_loss_fn, embed, global_gather, make_chunks
+from embtune.train.pairs import read_pairs, train_shards
 runs, out = json.loads(sys.argv[1]), sys.argv[2]
 acc = Accelerator(cpu=True)
 r, w = acc.process_index, acc.num_processes
@@ -115,7 +117,7 @@ def test_two_process_gradients_equal_full_batch(tmp_path) -> None:
     runs = [run_config(base, data, m) for m in ("full", "freeze", "bias", "lora")]
     _launch(GRAD_WORKER, [json.dumps(runs), str(tmp_path / "grads.pt")], tmp_path)
     two = torch.load(tmp_path / "grads.pt", weights_only=False)
-    pairs = loop.read_pairs(loop.train_shards(data), 12)
+    pairs = read_pairs(train_shards(data), 12)
     chunks = loop.make_chunks(pairs, range(16), 16, 1)
     for run in runs:
         torch.manual_seed(0)

@@ -38,7 +38,7 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     assert counts["tune_query"] == counts["evaluate_pnd_query"] == len(qruns)
     assert counts["evaluate_pnd_base"] == len(params["query_tuning"]["models"])
     assert counts["build_model"] == len(params["models"]) == 8
-    for rule in ("prepare_bge", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
+    for rule in ("prepare_bge", "pack_pairs", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
                  "materialise_mteb", "build_tokenizer", "collect_runs", "fit_scaling", "recipe",
                  "figures", "query_table", "summary"):
         assert counts.get(rule) == 1, rule

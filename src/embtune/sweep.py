@@ -53,7 +53,7 @@ def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple
         elif method == "freeze":
             fracs = freeze_fractions(num_layers, train["freeze"]["fractions"])
             if not fracs:
-                out.append((f"freeze-auto", {"method": "freeze"},
+                out.append(("freeze-auto", {"method": "freeze"},
                             f"{num_layers} blocks is divisible by neither 6 nor 8 (fractions: auto)"))
             for num, denom in fracs:
                 frac = Fraction(num, denom)
@@ -117,7 +117,7 @@ def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Sk
                             "warmup_fraction", "final_lr_fraction", "pooling", "gradcache_chunk",
                             "gradient_checkpointing", "min_steps", "max_epochs",
                             "checkpoint_every_steps", "log_every_steps", "final_loss_window")},
-                        "data": {"train_dir": str(processed / "bge"),
+                        "data": {"train_dir": str(processed / "bge_packed"),
                                  "tokenizer_dir": str(processed / "tokenizer")},
                         "base_model_dir": str(results / "base_models" / model["name"]),
                     })

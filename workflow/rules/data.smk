@@ -58,6 +58,21 @@ rule prepare_bge:
         "--out {output} > {log} 2>&1"
 
 
+rule pack_pairs:
+    """The training pairs as flat token arrays that every training job memory-maps (shared OS
+    page cache across the grid's runs and GPUs, no per-run parquet decoding)."""
+    input:
+        f"{PROC}/bge",
+    output:
+        directory(f"{PROC}/bge_packed"),
+    params:
+        code=code_version('train/pairs.py'),
+    log:
+        f"{LOGS}/pack_pairs.log",
+    shell:
+        "embtune pack-pairs --bge-dir {input} --out {output} > {log} 2>&1"
+
+
 rule split_msmarco:
     input:
         local_file(config["data"]["msmarco"]["file"]),

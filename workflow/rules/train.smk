@@ -24,7 +24,7 @@ rule build_model:
 
 rule train_contrastive:
     input:
-        data=f"{PROC}/bge",
+        data=f"{PROC}/bge_packed",
         base=run_base_model,
     output:
         metrics=f"{RES}/runs/{{run}}/metrics.json",
@@ -32,7 +32,7 @@ rule train_contrastive:
         manifest=f"{RES}/runs/{{run}}/manifest.json",
         model=directory(f"{RES}/runs/{{run}}/model"),
     params:
-        code=code_version('train/loop.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/pooling.py'),
+        code=code_version('train/loop.py', 'train/pairs.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/pooling.py'),
         run=run_json,
         out_dir=f"{RES}/runs/{{run}}",
         ckpt=f"{RES}/checkpoints/{{run}}",

@@ -45,7 +45,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.io import atomic_path, provenance, write_json, write_parquet
+from embtune.io import atomic_path, provenance, write_json
 
 RETRIEVAL_TYPES = frozenset({"Retrieval", "Reranking"})
 RETRIEVAL_FILES = ("corpus", "queries", "qrels", "top_ranked")

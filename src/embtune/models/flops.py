@@ -89,3 +89,31 @@ def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: 
             raise ValueError("lora needs lora_rank")
         return ParamCounts(n, n, n, num_layers * gpt_neox_lora_params(hidden, lora_rank, intermediate))
     raise ValueError(f"unknown method {method!r} (expected full, freeze, bias or lora)")
+
+
+# Dense (no sparsity) bf16 tensor-core peaks from NVIDIA's data sheets, matched against
+# ``torch.cuda.get_device_name()``; the more specific names come first (H100 PCIe before H100).
+PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (
+    ("GH200", 989.4e12), ("H200", 989.4e12), ("H100 PCIe", 756.0e12), ("H100 NVL", 835.5e12),
+    ("H100", 989.4e12), ("A100", 312.0e12), ("L40S", 362.1e12), ("L4", 121.0e12),
+    ("A10G", 70.0e12), ("A10", 125.0e12), ("A6000", 154.8e12),
+)
+
+
+def peak_bf16_flops(device_name: str) -> float | None:
+    """The device's dense bf16 peak FLOP/s, or None for a device we have no data sheet for."""
+    for key, peak in PEAK_BF16_FLOPS:
+        if key.lower() in device_name.lower():
+            return peak
+    return None
+
+
+def model_flops_utilisation(counts: ParamCounts, tokens_per_s: float, peak_flops: float,
+                            devices: int = 1) -> float:
+    """MFU (PaLM's definition): achieved *model* FLOP/s, C = per_token·D, over the hardware peak.
+
+    Recomputation is overhead, not model FLOPs: GradCache's second forward pass and activation
+    checkpointing make the same run slower, never "more utilised"."""
+    if peak_flops <= 0 or devices <= 0:
+        raise ValueError(f"peak_flops and devices must be positive (got {peak_flops}, {devices})")
+    return counts.per_token * tokens_per_s / (peak_flops * devices)

@@ -14,7 +14,6 @@ and parameter gradients are all-reduced once per step by DDP (``no_sync`` on all
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import random
@@ -30,45 +29,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.models.flops import ParamCounts
+from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
+from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: checkpoint saved, requeue the job
 STATE_FILE = "state.pt"
 
 
 # --------------------------------------------------------------------------- data and planning
-@dataclass(frozen=True)
-class Pairs:
-    """Tokenised (query, positive) pairs, truncated to the context length, no padding."""
-
-    query_ids: list[list[int]]
-    pos_ids: list[list[int]]
-
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def lengths(self) -> np.ndarray:
-        """Real tokens per pair (query + positive)."""
-        return np.array([len(q) + len(p) for q, p in zip(self.query_ids, self.pos_ids)], dtype=np.int64)
-
-
-def read_pairs(files: Sequence[Path], context_length: int) -> Pairs:
-    import polars as pl
-
-    if not files:
-        raise FileNotFoundError("no training shards given")
-    frame = pl.concat([pl.read_parquet(f, columns=["query_ids", "pos_ids"]) for f in files])
-    cut = lambda col: [list(x[:context_length]) for x in frame[col].to_list()]  # noqa: E731
-    return Pairs(cut("query_ids"), cut("pos_ids"))
-
-
-def train_shards(train_dir: str | Path) -> list[Path]:
-    shards = sorted(Path(train_dir).glob("train-*.parquet"))
-    if not shards:
-        raise FileNotFoundError(f"{train_dir}: no train-*.parquet shards (run prepare-bge first)")
-    return shards
-
-
 @dataclass(frozen=True)
 class Plan:
     """The step-by-step data schedule of a run, or why it cannot run."""
@@ -121,24 +89,34 @@ def plan_steps(lengths: np.ndarray, batch_size: int, seed: int, counts: ParamCou
     return Plan(batches, tokens, counts.per_token, epochs, reason)
 
 
-def pad_chunk(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad to the longest sequence of this chunk (dynamic padding); returns (ids, mask)."""
-    width = max(1, max(len(s) for s in seqs))
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[i, :len(s)] = 1
-    return ids, mask
+Chunk = tuple[torch.Tensor, torch.Tensor]
 
 
-def make_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Query chunks then positive chunks of the pairs ``idx`` (the loss splits them in half)."""
-    out = []
-    for side in (pairs.query_ids, pairs.pos_ids):
-        seqs = [side[i] for i in idx]
-        out += [pad_chunk(seqs[s:s + chunk], pad_id) for s in range(0, len(seqs), chunk)]
-    return out
+def make_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int) -> list[Chunk]:
+    """Query chunks then positive chunks of the pairs ``idx`` in order (the loss splits them in half)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    return [pairs.side(side).pad(idx[s:s + chunk], pairs.context_length, pad_id)
+            for side in SIDES for s in range(0, len(idx), chunk)]
+
+
+def length_sorted_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int
+                         ) -> tuple[list[Chunk], torch.Tensor]:
+    """Like :func:`make_chunks`, but each side's rows are sorted by length before chunking, so a
+    chunk pads to a near-equal width instead of the batch's longest text; returns the chunks and
+    ``restore`` with ``cat(encoded chunks)[restore]`` in :func:`make_chunks` order.
+
+    Why this is exact: GradCache computes the loss over the whole batch, so which rows share a
+    chunk changes no gradient; only the padding, i.e. wasted FLOPs, depends on it."""
+    idx = np.asarray(idx, dtype=np.int64)
+    chunks, order = [], []
+    for k, side in enumerate(SIDES):
+        col = pairs.side(side)
+        by_length = np.argsort(col.lengths(pairs.context_length)[idx], kind="stable")
+        chunks += [col.pad(idx[by_length[s:s + chunk]], pairs.context_length, pad_id)
+                   for s in range(0, len(idx), chunk)]
+        order.append(by_length + k * len(idx))
+    restore = np.argsort(np.concatenate(order), kind="stable")
+    return chunks, torch.from_numpy(restore)
 
 
 # --------------------------------------------------------------------------- model pieces
@@ -206,8 +184,8 @@ def held_out_loss(model: torch.nn.Module, pairs: Pairs, batch_size: int, chunk: 
     model.eval()
     losses = []
     for start in range(0, n - size + 1, size):
-        chunks = make_chunks(pairs, range(start, start + size), chunk, pad_id)
-        reps = torch.cat([embed(model, c, pooling, device).float() for c in chunks])
+        chunks, restore = length_sorted_chunks(pairs, range(start, start + size), chunk, pad_id)
+        reps = torch.cat([embed(model, c, pooling, device).float() for c in chunks])[restore]
         q, p = reps.chunk(2)
         losses.append(symmetric_infonce(q, p, temperature).item())
     model.train(was_training)
@@ -313,6 +291,15 @@ def load_base(base_dir: str) -> torch.nn.Module:
     return model
 
 
+def enable_checkpointing(model: torch.nn.Module) -> None:
+    """Activation checkpointing, non-reentrant (works with frozen inputs and peft); transformers
+    5 renamed ``gradient_checkpointing_enable`` to ``activation_checkpointing_enable``."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:                                                # transformers < 5
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
 def base_metrics(run: dict[str, Any], counts: ParamCounts | None) -> dict[str, Any]:
     out: dict[str, Any] = {"run_id": run["run_id"], "method": run["method"], "model": run["model"]["name"],
                            "budget": float(run["budget"]), "peak_lr": float(run["peak_lr"]),
@@ -344,7 +331,7 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
     model = apply_method(load_base(run["base_model_dir"]), run)
     counts = count_params(model, run["method"])
     context = int(t["context_length"])
-    train_pairs = read_pairs(train_shards(run["data"]["train_dir"]), context)
+    train_pairs = open_pairs(run["data"]["train_dir"], "train", context)
     plan = plan_steps(train_pairs.lengths(), int(t["batch_size"]), int(run["seed"]), counts,
                       float(run["budget"]), float(t["max_epochs"]), int(t["min_steps"]))
     metrics = base_metrics(run, counts)
@@ -352,7 +339,7 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         return Result("skipped", {**metrics, "status": "skipped", "skip_reason": plan.skip_reason,
                                   "n_pairs": len(train_pairs)}, [])
     if t.get("gradient_checkpointing"):
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        enable_checkpointing(model)
     model.train()
     run = {**run, "_planned_steps": plan.steps}
     opt, sched = build_optimizer(model, run)
@@ -371,8 +358,9 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         t0 = time.perf_counter()
         idx = plan.batches[prog.step]
         local = idx[rank * bs // world:(rank + 1) * bs // world]
+        chunks, restore = length_sorted_chunks(train_pairs, local, chunk, pad_id)
         with acc.autocast():
-            loss = gradcache_step(encode, make_chunks(train_pairs, local, chunk, pad_id), loss_fn,
+            loss = gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]),
                                   backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
                                   grad_scale=float(world), single_pass=2 * len(local) <= chunk)
         value = loss.item()
@@ -400,8 +388,7 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         if preempt and prog.step < plan.steps:
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
     window = int(t["final_loss_window"])
-    val_path = Path(run["data"]["train_dir"]) / "val.parquet"
-    val = read_pairs([val_path], context) if val_path.exists() else Pairs([], [])
+    val = open_pairs(run["data"]["train_dir"], "val", context)
     val_loss = held_out_loss(model, val, bs, chunk, pad_id, t["pooling"], float(t["temperature"]), acc.device)
     metrics.update(status="ok", final_train_loss=float(np.mean([r["loss"] for r in prog.curve[-window:]])),
                    val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
@@ -409,6 +396,9 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
                    budget_fraction=prog.flops / float(run["budget"]), wall_seconds=prog.wall,
                    throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
                    world_size=world, device=str(acc.device))
+    peak = peak_bf16_flops(torch.cuda.get_device_name(acc.device)) if acc.device.type == "cuda" else None
+    if peak and prog.wall:
+        metrics["mfu"] = model_flops_utilisation(counts, prog.tokens / prog.wall, peak, world)
     return Result("ok", metrics, prog.curve, model)
 
 

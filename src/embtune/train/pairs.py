@@ -1,0 +1,230 @@
+"""Training pairs as flat token arrays (CSR layout), memory-mapped once packed.
+
+Why not Python lists of token ids: a Python int in a list costs ~36 bytes, a flat ``int32`` array
+4, and Arrow's list layout (values + offsets) becomes one without a Python loop. Packed to
+``.npy`` files (stage ``pack-pairs``), every training process of the grid maps the same pages of
+the OS cache instead of decoding the parquet shards into private memory: 750 runs × N GPUs read
+the BGE pairs once from disk, and a run only touches the pages of the pairs it trains on.
+
+Layout of a packed directory (``meta.json`` + one folder per split)::
+
+    train/query_tokens.npy  int32 [T_q]     train/query_offsets.npy  int64 [n + 1]
+    train/pos_tokens.npy    int32 [T_p]     train/pos_offsets.npy    int64 [n + 1]
+    val/...                 (same)
+
+Pair i's query is ``query_tokens[query_offsets[i]:query_offsets[i + 1]]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+PACK_FORMAT = "embtune-pairs-v1"
+SIDES = ("query", "pos")
+
+
+@dataclass(frozen=True)
+class TokenColumn:
+    """One side of the pairs: ``tokens[offsets[i]:offsets[i+1]]`` is row i."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.offsets.ndim != 1 or len(self.offsets) == 0 or self.offsets[0] != 0 \
+                or self.offsets[-1] != len(self.tokens):
+            raise ValueError(f"offsets must start at 0 and end at len(tokens)={len(self.tokens)}")
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self, context_length: int) -> np.ndarray:
+        return np.minimum(np.diff(self.offsets), context_length)
+
+    def row(self, i: int, context_length: int) -> list[int]:
+        start = int(self.offsets[i])
+        return self.tokens[start:min(int(self.offsets[i + 1]), start + context_length)].tolist()
+
+    def pad(self, idx: np.ndarray, context_length: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows ``idx`` truncated to ``context_length`` and right-padded to the longest of them
+        (dynamic padding), gathered in one vectorised read; returns (ids, attention mask)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        starts = self.offsets[idx]
+        lengths = np.minimum(self.offsets[idx + 1] - starts, context_length)
+        width = max(1, int(lengths.max(initial=0)))
+        cols = np.arange(width)
+        mask = cols[None, :] < lengths[:, None]
+        if len(self.tokens):
+            where = np.where(mask, starts[:, None] + cols[None, :], 0)
+            ids = np.where(mask, self.tokens[where], pad_id)
+        else:
+            ids = np.full(mask.shape, pad_id)
+        return torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(mask.astype(np.int64))
+
+
+def column_from_lists(rows: Sequence[Sequence[int]]) -> TokenColumn:
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    tokens = np.fromiter((t for r in rows for t in r), dtype=np.int32, count=int(offsets[-1]))
+    return TokenColumn(tokens, offsets)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Tokenised (query, positive) pairs; every read truncates to ``context_length``."""
+
+    query: TokenColumn
+    pos: TokenColumn
+    context_length: int
+
+    def __post_init__(self) -> None:
+        if len(self.query) != len(self.pos):
+            raise ValueError(f"{len(self.query)} queries but {len(self.pos)} positives")
+
+    @classmethod
+    def from_lists(cls, query_ids: Sequence[Sequence[int]], pos_ids: Sequence[Sequence[int]],
+                   context_length: int = 1 << 30) -> Pairs:
+        return cls(column_from_lists(query_ids), column_from_lists(pos_ids), context_length)
+
+    def __len__(self) -> int:
+        return len(self.query)
+
+    def side(self, name: str) -> TokenColumn:
+        return self.query if name == "query" else self.pos
+
+    def lengths(self) -> np.ndarray:
+        """Real tokens per pair (query + positive) after truncation."""
+        return self.query.lengths(self.context_length) + self.pos.lengths(self.context_length)
+
+
+# --------------------------------------------------------------------------- parquet shards
+def _read_column(path: Path, name: str) -> Any:
+    """One column of a parquet file as a single Arrow array; a clear error naming file and column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        col = pq.read_table(path, columns=[name]).column(name).combine_chunks()
+    except (OSError, KeyError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: cannot read column {name!r} ({exc}); expected a prepare-bge shard") from exc
+    if col.null_count:
+        raise ValueError(f"{path}: column {name!r} has {col.null_count} null rows")
+    return col
+
+
+def _arrow_column(files: Sequence[Path], name: str) -> TokenColumn:
+    """Concatenate a ``List[Int32]`` column of parquet files from Arrow's buffers (no Python ints)."""
+    tokens, lengths = [], []
+    for f in files:
+        col = _read_column(f, name)
+        offsets = col.offsets.to_numpy().astype(np.int64)
+        tokens.append(col.values.to_numpy(zero_copy_only=False)[offsets[0]:offsets[-1]].astype(np.int32))
+        lengths.append(np.diff(offsets))
+    all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(all_lengths)]).astype(np.int64)
+    return TokenColumn(np.concatenate(tokens) if tokens else np.zeros(0, np.int32), offsets)
+
+
+def read_pairs(files: Sequence[Path], context_length: int) -> Pairs:
+    """Pairs of prepare-bge parquet shards, in file order, into memory."""
+    if not files:
+        raise FileNotFoundError("no training shards given")
+    return Pairs(_arrow_column(files, "query_ids"), _arrow_column(files, "pos_ids"), context_length)
+
+
+def train_shards(train_dir: str | Path) -> list[Path]:
+    shards = sorted(Path(train_dir).glob("train-*.parquet"))
+    if not shards:
+        raise FileNotFoundError(f"{train_dir}: no train-*.parquet shards (run prepare-bge first)")
+    return shards
+
+
+# --------------------------------------------------------------------------- packed store
+def is_packed(path: str | Path) -> bool:
+    meta = Path(path) / "meta.json"
+    return meta.exists() and json.loads(meta.read_text()).get("format") == PACK_FORMAT
+
+
+def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Pack prepare-bge's ``train-*.parquet`` and ``val.parquet`` into memory-mappable arrays.
+
+    Shard by shard, so memory is bounded by one shard: a first pass sums the lengths from the
+    ``*_tokens`` columns, a second writes each shard's tokens into preallocated ``.npy`` files."""
+    from embtune.io import atomic_path, provenance, write_json
+
+    bge_dir = Path(bge_dir)
+    splits = {"train": train_shards(bge_dir), "val": [p for p in [bge_dir / "val.parquet"] if p.exists()]}
+    meta: dict[str, Any] = {"format": PACK_FORMAT, "source": str(bge_dir), "splits": {},
+                            "provenance": provenance(stage="pack-pairs", stable=True)}
+    with atomic_path(Path(out_dir)) as tmp:
+        for split, files in splits.items():
+            (tmp / split).mkdir(parents=True)
+            info: dict[str, Any] = {"shards": [f.name for f in files]}
+            for side in SIDES:
+                lengths = [_read_column(f, f"{side}_tokens").to_numpy().astype(np.int64) for f in files]
+                flat = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+                offsets = np.concatenate([[0], np.cumsum(flat)]).astype(np.int64)
+                out = np.lib.format.open_memmap(tmp / split / f"{side}_tokens.npy", mode="w+",
+                                                dtype=np.int32, shape=(int(offsets[-1]),))
+                at = 0
+                for f in files:
+                    col = _arrow_column([f], f"{side}_ids")
+                    if len(col.tokens) and at + len(col.tokens) > len(out):
+                        raise ValueError(f"{f}: {side}_ids holds more tokens than its {side}_tokens column says")
+                    out[at:at + len(col.tokens)] = col.tokens
+                    at += len(col.tokens)
+                if at != len(out):
+                    raise ValueError(f"{bge_dir}/{split}: {side}_ids hold {at} tokens, "
+                                     f"{side}_tokens columns say {len(out)}")
+                out.flush()
+                del out
+                np.save(tmp / split / f"{side}_offsets.npy", offsets)
+                info[f"{side}_tokens"] = int(offsets[-1])
+            info["pairs"] = len(offsets) - 1
+            meta["splits"][split] = info
+        write_json(tmp / "meta.json", meta)
+    return meta
+
+
+def open_pairs(path: str | Path, split: str, context_length: int) -> Pairs:
+    """``split`` ("train" or "val") of a packed directory (memory-mapped, read-only) or of a
+    prepare-bge directory (parquet, read into memory). A missing val split gives no pairs."""
+    path = Path(path)
+    if is_packed(path):
+        cols = [TokenColumn(np.load(path / split / f"{side}_tokens.npy", mmap_mode="r"),
+                            np.load(path / split / f"{side}_offsets.npy")) for side in SIDES]
+        return Pairs(*cols, context_length)
+    if split == "train":
+        return read_pairs(train_shards(path), context_length)
+    val = path / "val.parquet"
+    return read_pairs([val], context_length) if val.exists() else Pairs.from_lists([], [], context_length)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="embtune pack-pairs", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bge-dir", required=True, help="output directory of prepare-bge")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        meta = pack_pairs(args.bge_dir, args.out)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"embtune pack-pairs: {err}", file=sys.stderr)
+        return 2
+    for split, info in meta["splits"].items():
+        print(f"pack-pairs: {split}: {info['pairs']} pairs, "
+              f"{info['query_tokens'] + info['pos_tokens']} tokens")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
