@@ -5,7 +5,9 @@ as ./slurm/config.yaml; profiles/default is merged on top) and asserts from SLUR
 the controller log's `_slurm_rpc_submit_batch_job` / `_job_complete` lines, the job-completion
 log (JobState=COMPLETED), `scontrol show job` (the rule encoded in the job comment, the GPU
 request) and the per-job logs named by SLURM job id — that every non-local rule instance went
-through sbatch exactly once and succeeded, and that no local rule did.
+through sbatch exactly once and succeeded, and that no local rule did. A training job
+pre-empted mid-run (SIGTERM to its steps + Snakemake's retry, or SLURM's own requeue) must
+resume from its checkpoint and end exactly where an uninterrupted run ends.
 
 Site settings for this one-node cluster come through the profile's environment knobs (no
 slurmdbd -> EMBTUNE_SLURM_STATUS_COMMAND=squeue; 2 CPUs -> 1 CPU per fake GPU; a small machine ->
@@ -16,6 +18,7 @@ memory caps). If SLURM cannot be installed the tests skip with a LOUD banner
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import shutil
@@ -217,3 +220,219 @@ def test_ci_pipeline_through_slurm(slurm_cluster: SlurmCluster, pipeline_copy: P
 
     again = _snakemake(pipeline_copy, env, *TARGETS, "--configfile", *PRESETS, "-n", timeout=300)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+# --------------------------------------------------------------------------- pre-emption + resume
+# presets/ci.yaml's training run with a larger budget (~320 steps of ~35 ms on one core: room to
+# interrupt it mid-way), a log line per step and no periodic checkpoint, so the only checkpoint a
+# resumed run can start from is the one `embtune train` writes on SIGTERM.
+PREEMPT_PRESET = """\
+train:
+  budgets: [3.0e+11]
+  log_every_steps: 1
+  checkpoint_every_steps: 1000000
+"""
+PREEMPT_CONFIG = [*PRESETS, "preempt.yaml"]
+PREEMPT_AFTER_STEP = 20
+STEP_LINE = re.compile(r"^step (\d+)/(\d+) ", re.M)
+
+
+def _wait_for(pred, timeout: float, what: str, proc: subprocess.Popen | None = None, out: Path | None = None):
+    """Poll ``pred`` every 0.1 s until it returns something truthy; fail if snakemake exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            tail = out.read_text(errors="replace")[-4000:] if out else ""
+            pytest.fail(f"snakemake exited (rc={proc.returncode}) while waiting for {what}:\n{tail}")
+        time.sleep(0.1)
+    tail = out.read_text(errors="replace")[-4000:] if out else ""
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{tail}")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _minutes(limit: str) -> int:
+    """SLURM's TimeLimit ([D-]HH:MM:SS) in minutes."""
+    days, _, hms = limit.rpartition("-")
+    h, m, _s = (int(x) for x in hms.split(":"))
+    return int(days or 0) * 1440 + h * 60 + m
+
+
+def _jobcomp_states(cluster: SlurmCluster, jid: int) -> list[str]:
+    """Every JobState the job-completion log recorded for ``jid`` (a requeued job has several)."""
+    return [rec.get("JobState", "") for line in _read(cluster.jobcomp_log).splitlines()
+            if (rec := dict(re.findall(r"(\w+)=(\S*)", line))).get("JobId") == str(jid)]
+
+
+@pytest.fixture(scope="module")
+def preempt_copy(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A repo copy with the test preset, everything upstream of its one training job built
+    locally (not through SLURM), and that job's run id."""
+    work = tmp_path_factory.mktemp("slurm_preempt") / "repo"
+    shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
+    (work / "preempt.yaml").write_text(PREEMPT_PRESET)
+    env = _env(slurm_cluster)
+    dry = subprocess.run(["snakemake", "-n", TARGETS[0], "--configfile", *PREEMPT_CONFIG], cwd=work,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-4000:]
+    runs = sorted(set(re.findall(r"wildcards: run=(\S+)", dry.stdout + dry.stderr)))
+    assert len(runs) == 1, f"expected one training run in presets/ci.yaml + the test preset: {runs}"
+    target = f"results/ci/runs/{runs[0]}/metrics.json"
+    up = subprocess.run(["snakemake", target, "--configfile", *PREEMPT_CONFIG, "--omit-from",
+                         "train_contrastive"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr[-4000:]
+    assert not (work / target).exists()
+    return {"work": work, "run_id": runs[0], "target": target, "env": env}
+
+
+def _reference_metrics(preempt_copy: dict, run: dict) -> dict:
+    """The same run trained uninterrupted, locally (`embtune train`, as the rule calls it)."""
+    if "reference" not in preempt_copy:
+        work, ref = preempt_copy["work"], preempt_copy["work"] / "reference"
+        shutil.rmtree(ref, ignore_errors=True)
+        proc = subprocess.run(["embtune", "train", "--run-config-json", json.dumps(run), "--out-dir",
+                               str(ref / "out"), "--checkpoint-dir", str(ref / "ckpt"), "--threads", "1"],
+                              cwd=work, env=preempt_copy["env"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        preempt_copy["reference"] = json.loads((ref / "out" / "metrics.json").read_text())
+    return preempt_copy["reference"]
+
+
+@pytest.mark.parametrize("how", ["retry", "requeue"])
+def test_preempted_training_resumes_through_slurm(slurm_cluster: SlurmCluster, preempt_copy: dict,
+                                                  how: str) -> None:
+    """One `train_contrastive` job of the ci preset through `snakemake --profile slurm`, pre-empted
+    mid-run the way SLURM does it, resumes from its checkpoint and ends where an uninterrupted run
+    ends.
+
+    retry:   `scancel --signal=TERM <job>` = what SLURM sends a job's steps at pre-emption
+             (GraceTime) and at its time limit: the run checkpoints and exits 75, the job FAILs and
+             the profile's `retries` re-submit it (a new job id, attempt 2).
+    requeue: `scontrol requeue <job>` = SLURM's own requeue (PreemptMode=REQUEUE): SIGTERM, then the
+             same job id goes back to PENDING and runs again; the executor plugin just waits.
+    """
+    work, run_id, env = preempt_copy["work"], preempt_copy["run_id"], preempt_copy["env"]
+    run_dir = work / "results/ci/runs" / run_id
+    ckpt = work / "results/ci/checkpoints" / run_id
+    rule_log = work / "results/ci/logs/train" / f"{run_id}.log"
+    slurm_logs = work / "logs/slurm/rule_train_contrastive" / run_id
+    shutil.rmtree(run_dir, ignore_errors=True)          # the other parametrisation's outputs
+    shutil.rmtree(ckpt, ignore_errors=True)
+    rule_log.unlink(missing_ok=True)
+
+    before = set(slurm_cluster.submitted_job_ids())
+
+    def new_jobs() -> list[int]:
+        return [j for j in slurm_cluster.submitted_job_ids() if j not in before]
+
+    out = work.parent / f"snakemake-{how}.out"
+    t0 = time.monotonic()
+    with open(out, "w") as fh:
+        proc = subprocess.Popen(["snakemake", "--profile", "slurm", preempt_copy["target"], "--configfile",
+                                 *PREEMPT_CONFIG], cwd=work, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        # 1. the job runs under SLURM and has done some steps
+        def steps_done():
+            steps = [(int(a), int(b)) for a, b in STEP_LINE.findall(_read(rule_log))]
+            return steps[-1] if steps and steps[-1][0] >= PREEMPT_AFTER_STEP else None
+        done, planned = _wait_for(steps_done, 180, f"step {PREEMPT_AFTER_STEP} in {rule_log}", proc, out)
+        assert planned > 4 * PREEMPT_AFTER_STEP, f"only {planned} planned steps: too short to interrupt"
+        jobs = new_jobs()
+        assert len(jobs) == 1, jobs
+        first = jobs[0]
+        assert slurm_cluster.show_job(first).get("JobState") == "RUNNING"
+
+        # 2. pre-empt it: the run finishes its step, checkpoints and exits 75 (EX_TEMPFAIL)
+        cmd = (["scancel", "--signal=TERM", str(first)] if how == "retry"
+               else ["scontrol", "requeue", str(first)])
+        sig = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert sig.returncode == 0, sig.stderr
+        m = _wait_for(lambda: re.search(r"train: pre-empted at step (\d+)", _read(rule_log)), 60,
+                      "'pre-empted at step k' in the rule log", proc, out)
+        k = int(m.group(1))
+        assert done <= k < planned, (done, k, planned)
+        assert (ckpt / "state.pt").exists(), "no checkpoint after the pre-emption"
+        # Snakemake inside the job reports the run's own exit status (the rule `exec`s it)
+        first_log = slurm_logs / f"{first}.log"
+        _wait_for(lambda: "returned non-zero exit status 75" in _read(first_log), 60,
+                  f"exit status 75 in {first_log}", proc, out)
+        if how == "requeue":
+            # SLURM holds a requeued job for AuthInfo cred_expire (120 s) before it may start
+            # again; release it now instead of waiting
+            _wait_for(lambda: slurm_cluster.show_job(first).get("JobState") == "PENDING", 60,
+                      f"job {first} PENDING after the requeue", proc, out)
+            rel = subprocess.run(["scontrol", "update", f"JobId={first}", "StartTime=now"],
+                                 capture_output=True, text=True, timeout=30)
+            assert rel.returncode == 0, rel.stderr
+
+        # 3. the retry / requeue runs to the end
+        rc = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            for jid in new_jobs():
+                subprocess.run(["scancel", str(jid)], capture_output=True, timeout=30)
+    elapsed = time.monotonic() - t0
+    if rc != 0:
+        pytest.fail(f"snakemake --profile slurm failed after {elapsed:.0f} s:\n{_read(out)[-5000:]}\n"
+                    f"{slurm_cluster.diagnostics()}")
+
+    # SLURM's records show the second attempt
+    jobs = new_jobs()
+    if how == "retry":
+        assert len(jobs) == 2, f"expected the pre-empted job + one retry, got sbatch ids {jobs}"
+        assert jobs[0] == first
+        last = jobs[1]
+        slurm_cluster.wait_for_records(jobs)
+        assert _jobcomp_states(slurm_cluster, first) == ["FAILED"]
+        assert _jobcomp_states(slurm_cluster, last) == ["COMPLETED"]
+        assert slurm_cluster.completed_job_ids().get(first) != 0
+        info1, info2 = slurm_cluster.show_job(first), slurm_cluster.show_job(last)
+        assert info1.get("Comment") == info2.get("Comment") and info2["Comment"].startswith(
+            "rule_train_contrastive"), (info1.get("Comment"), info2.get("Comment"))
+        assert "--attempt 2" in _read(slurm_logs / f"{last}.log")
+        # runtime (resources.smk) grows with the attempt
+        assert _minutes(info2["TimeLimit"]) == 2 * _minutes(info1["TimeLimit"]), (info1["TimeLimit"],
+                                                                                info2["TimeLimit"])
+    else:
+        assert jobs == [first], f"SLURM's requeue must not be followed by a Snakemake retry: {jobs}"
+        last = first
+        assert f"Requeuing JobId={first}" in _read(slurm_cluster.ctld_log)
+        info = slurm_cluster.show_job(first)
+        assert info.get("Restarts") == "1" and info.get("Requeue") == "1", info
+        _wait_for(lambda: _jobcomp_states(slurm_cluster, first)[-1:] == ["COMPLETED"], 30,
+                  f"job {first} COMPLETED in the job-completion log")
+        assert len(_jobcomp_states(slurm_cluster, first)) == 2, _jobcomp_states(slurm_cluster, first)
+    final = slurm_cluster.show_job(last)
+    assert final.get("JobState") == "COMPLETED" and final.get("ExitCode") == "0:0", final
+
+    # the second attempt resumed at step k+1 and finished; the checkpoint is gone
+    resumed = [int(a) for a, _ in STEP_LINE.findall(_read(rule_log))]
+    assert resumed and resumed[0] == k + 1 and resumed[-1] == planned, (k, resumed[:3], resumed[-1:])
+    assert f"train: {run_id} ok" in _read(rule_log)
+    assert not ckpt.exists(), f"{ckpt} left behind"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest.get("slurm_job_id") == str(last), manifest.get("slurm_job_id")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    curve = (run_dir / "curve.csv").read_text().splitlines()[1:]
+    assert [int(r.split(",")[0]) for r in curve] == list(range(1, planned + 1))
+
+    # ... and ends where the same run trained uninterrupted ends
+    ref = _reference_metrics(preempt_copy, manifest["run"])
+    assert metrics["status"] == ref["status"] == "ok"
+    for key in ("steps", "flops", "tokens"):
+        assert metrics[key] == ref[key], (key, metrics[key], ref[key])
+    for key in ("final_train_loss", "val_loss"):
+        assert metrics[key] == pytest.approx(ref[key], rel=1e-6, abs=0), (key, metrics[key], ref[key])
+    print(f"\n[timing] pre-emption via {how} through SLURM: {elapsed:.1f} s (jobs {jobs}, pre-empted "
+          f"at step {k}/{planned}; loss {metrics['final_train_loss']:.6f} = reference "
+          f"{ref['final_train_loss']:.6f})")
