@@ -43,8 +43,11 @@ rule train_contrastive:
         f"{LOGS}/train/{{run}}.log",
     benchmark:
         f"{RES}/benchmarks/train/{{run}}.tsv"
+    # `exec`: embtune replaces the job's bash, so on SLURM's SIGTERM (pre-emption, time limit)
+    # no shell dies first; Snakemake waits while it checkpoints and reports its exit status 75
+    # (EX_TEMPFAIL), then a retry / SLURM requeue resumes it (tests/test_slurm.py).
     shell:
-        "embtune train --run-config-json {params.run:q} --out-dir {params.out_dir} "
+        "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir} "
         "--checkpoint-dir {params.ckpt} --threads {threads} > {log} 2>&1"
 
 
