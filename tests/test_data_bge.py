@@ -124,18 +124,146 @@ def test_histogram_stats_match_numpy() -> None:
     assert (stats["min"], stats["max"]) == (int(lengths.min()), int(lengths.max()))
 
 
-def test_shuffle_order_independent_of_bucket_count(tmp_path: Path) -> None:
+def test_shuffle_order_independent_of_bucket_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bge, "SPILL_BUFFER_PAIRS", 7)  # many appended batches per bucket file
     pairs = [(f"query {i}", f"passage {i}") for i in range(200)] + [("query 3", "passage 3")]
     orders = []
     for n in (1, 3, 7):
         d = tmp_path / f"b{n}"
         d.mkdir()
         buckets = bge.spill(pairs, seed=5, n_buckets=n, tmpdir=d)
-        rows = [r for chunk, _ in bge.ordered_pairs(buckets, dedup=True, max_pairs=None) for r in chunk]
+        rows = [r for chunk, _ in bge.ordered_pairs([[b] for b in buckets], dedup=True, max_pairs=None)
+                for r in chunk]
         orders.append(rows)
     assert orders[0] == orders[1] == orders[2]
     assert sorted(orders[0]) == sorted(set(pairs))          # dedup removed exactly the one repeat
     assert orders[0] != sorted(orders[0], key=lambda r: int(r[0].split()[1]))  # actually shuffled
+    assert orders[0] == sorted(set(pairs), key=lambda r: (reference_pair_key(5, *r), r))
+
+
+def test_buckets_split_in_parts_give_the_same_order(tmp_path: Path) -> None:
+    """A bucket spilled as several part files (one per input file) reads back as one."""
+    pairs = [(f"q{i}", f"p{i % 50}") for i in range(300)] + [("q1", "p1"), ("q7", "p7")]
+    (tmp_path / "whole").mkdir()
+    whole = bge.spill(pairs, seed=2, n_buckets=4, tmpdir=tmp_path / "whole")
+    parts = []
+    for k in range(3):
+        (tmp_path / f"part{k}").mkdir()
+        parts.append(bge.spill(pairs[k::3], seed=2, n_buckets=4, tmpdir=tmp_path / f"part{k}"))
+    one = list(bge.ordered_pairs([[b] for b in whole], dedup=True, max_pairs=None))
+    split = list(bge.ordered_pairs([[p[b] for p in parts] for b in range(4)], dedup=True, max_pairs=None))
+    assert one == split and sum(d for _, d in split) == 2
+
+
+def reference_pair_key(seed: int, query: str, pos: str) -> int:
+    """The key as first specified: blake2b keyed by the seed over query, NUL, pos."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8, key=str(seed).encode())
+    h.update(query.encode("utf-8"))
+    h.update(b"\x00")
+    h.update(pos.encode("utf-8"))
+    return int.from_bytes(h.digest(), "big")
+
+
+def test_pair_key_matches_reference() -> None:
+    for seed in (0, 7, 123456):
+        for q, p in [("a", "b"), ("", "x"), ("naïve café", "日本語のテキスト"), ("tab\there", "line\nbreak")]:
+            assert bge.pair_key(seed, q, p) == reference_pair_key(seed, q, p)
+
+
+def reference_is_english(text: str) -> bool:
+    """The English test as first written (word by word), to check the faster one against."""
+    import re
+
+    letters = [c for c in text if c.isalpha()]
+    if not letters or sum(c.isascii() for c in letters) / len(letters) < bge.MIN_ASCII_LETTER_RATIO:
+        return False
+    words = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]
+    if len(words) < bge.MIN_WORDS_FOR_STOPWORD_TEST:
+        return True
+    return sum(w in bge.ENGLISH_STOPWORDS for w in words) / len(words) >= bge.MIN_STOPWORD_RATIO
+
+
+def test_is_english_matches_reference_on_random_texts() -> None:
+    rng = np.random.default_rng(3)
+    pieces = ["the", "The", "OF", "and", "is", "it", "cat", "Dog", "sat", "mat", "x1y", "foo_bar", "42",
+              "3rd", "__init__", "Der", "und", "die", "café", "naïve", "Straße", "İstanbul", "日本",
+              "мир", "!", ",", "-", "\n", "\t", "  ", "'s", "e.g.", "ÆON"]
+    for _ in range(3000):
+        n = int(rng.integers(0, 30))
+        text = "".join(pieces[i] + (" " if rng.random() < 0.7 else "") for i in rng.integers(0, len(pieces), n))
+        assert bge.is_english(text) is reference_is_english(text), repr(text)
+
+
+def reference_token_ids(tokenizer: object, texts: list[str], ctx: int) -> tuple[list[list[int]], int]:
+    """The wrapper call the stage used first: ``tokenizer(texts)`` one row at a time, then cut."""
+    rows = [tokenizer([t], truncation=True, max_length=ctx + 1, padding=False)["input_ids"][0] for t in texts]
+    return [r[:ctx] for r in rows], sum(len(r) > ctx for r in rows)
+
+
+@pytest.mark.parametrize("eos,side", [(False, "right"), (True, "right"), (True, "left")])
+def test_token_ids_match_the_wrapper(tokenizer_dir: Path, eos: bool, side: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenizers import processors
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    tok.truncation_side = side
+    if eos:  # an EOS appended by the post-processor: truncation must leave room for it
+        tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+            single="$A <|endoftext|>", special_tokens=[("<|endoftext|>", tok.eos_token_id)])
+    base = [text for text, _ in EN] + [passage for _, passage in EN]
+    texts = base + ["", " ", "a", "x" * 200, "<|endoftext|> inside the text", "naïve café 日本語",
+                    " ".join(base), "the " * 7, "the " * 8, "the " * 9]
+    for ctx in (1, 5, 8, 16):
+        expected, expected_cut = reference_token_ids(tok, texts, ctx)
+        ids, cut = bge.token_ids(tok, texts, ctx)
+        assert ids.to_pylist() == expected and cut == expected_cut
+        assert 0 < cut < len(texts) or ctx == 16
+    monkeypatch.setattr(bge, "TOKENIZE_BATCH", 3)  # several batches
+    ids, cut = bge.token_ids(tok, texts, 8)
+    assert (ids.to_pylist(), cut) == reference_token_ids(tok, texts, 8)
+    empty, cut = bge.token_ids(tok, [], 8)
+    assert empty.to_pylist() == [] and cut == 0
+
+
+def test_token_ids_keep_the_wrapper_for_a_customised_class(tokenizer_dir: Path) -> None:
+    """A tokenizer class that changes the text before encoding is called through the wrapper."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    base = type(tok)
+
+    class Shouting(base):  # type: ignore[misc, valid-type]
+        def _encode_plus(self, text, *args, **kwargs):  # type: ignore[no-untyped-def]
+            text = [t.upper() for t in text] if isinstance(text, list) else text.upper()
+            return super()._encode_plus(text, *args, **kwargs)
+
+    tok.__class__ = Shouting
+    texts = [q for q, _ in EN] + ["the quick brown fox " * 5]
+    shouted = bge.token_ids(tok, texts, 8)[0].to_pylist()
+    assert shouted == reference_token_ids(tok, texts, 8)[0]
+    assert shouted != bge.token_ids(base.from_pretrained(str(tokenizer_dir)), texts, 8)[0].to_pylist()
+
+
+def test_stats_merge_equals_one_pass(tmp_path: Path) -> None:
+    """Counts and the first drop examples from per-file passes merged == one pass over all."""
+    files = []
+    for k in range(3):
+        lines = english_pairs(5) + [json.dumps({"query": f"only {k} {i}"}) for i in range(9)]
+        lines += [json.dumps({"query": "", "pos": ["x"]})] * k
+        files.append(str(write_lines(tmp_path / f"f{k}.jsonl", lines[::-1] if k == 1 else lines)))
+    one = bge.Stats()
+    list(bge.iter_pairs(files, True, one))
+    merged = bge.Stats()
+    for f in files:
+        part = bge.Stats()
+        list(bge.iter_pairs([f], True, part))
+        merged.merge(part)
+    assert merged == one
+    assert list(merged.drop_examples) == list(one.drop_examples)  # same first-seen order
+    assert len(one.drop_examples["missing field 'pos'"]) == bge.MAX_DROP_EXAMPLES
 
 
 # --- the stage end to end -----------------------------------------------------------------------
@@ -206,6 +334,38 @@ def test_stage_is_deterministic_and_input_order_free(tmp_path: Path, tokenizer_d
     q0 = pl.read_parquet(outs[0] / "val.parquet")["query"].to_list()
     q1 = pl.read_parquet(outs[3] / "val.parquet")["query"].to_list()
     assert q0 != q1  # another seed, another shuffle
+
+
+def test_output_independent_of_thread_count(tmp_path: Path, tokenizer_dir: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """--threads 1 and --threads 3 (process pool over 4 files, parallel tokenizer) write the same
+    bytes, manifest included; so does leaving --threads out."""
+    pools = []
+
+    class CountedPool(bge.ProcessPoolExecutor):
+        def __init__(self, workers: int, **kwargs: object) -> None:
+            pools.append(workers)
+            super().__init__(workers, **kwargs)
+
+    monkeypatch.setattr(bge, "ProcessPoolExecutor", CountedPool)
+    lines = english_pairs(40)
+    lines += lines[:3] + [json.dumps({"query": "q only"}), json.dumps({"query": "", "pos": ["text"]}),
+                          json.dumps({"query": "Der Hund schläft in der Küche und die Katze sitzt auf dem Tisch.",
+                                      "pos": ["Die Katze sitzt auf dem Tisch neben dem Fenster und schläft."]})]
+    files = [write_lines(tmp_path / f"in{k}.jsonl", lines[k::4]) for k in range(4)]
+    outs = {}
+    for name, extra in (("t1", ["--threads", "1"]), ("t3", ["--threads", "3"]), ("default", [])):
+        outs[name] = tmp_path / name
+        assert run_stage(files, outs[name], tokenizer_dir, *extra, val=5, shard=9, ctx=8) == 0
+    m = json.loads((outs["t1"] / "manifest.json").read_text())
+    assert m["duplicates_removed"] == 3 and sum(m["drops"].values()) == 3 and len(m["train_shards"]) == 4
+    names = sorted(p.name for p in outs["t1"].iterdir())
+    for other in ("t3", "default"):
+        assert sorted(p.name for p in outs[other].iterdir()) == names
+        for name in names:
+            assert (outs["t1"] / name).read_bytes() == (outs[other] / name).read_bytes(), (other, name)
+    assert pools == [3]  # only --threads 3 used worker processes
+    assert os.environ.get("TOKENIZERS_PARALLELISM") == "false"  # restored after the stage
 
 
 def test_flags_max_pairs_no_dedup_no_filter(tmp_path: Path, tokenizer_dir: Path) -> None:

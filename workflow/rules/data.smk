@@ -50,12 +50,15 @@ rule prepare_bge:
         context=config["train"]["context_length"],
         seed=config["seed"],
         flags=bge_flags,
+    # Readers (one input file each) and tokenizer threads; the output does not depend on it.
+    # Snakemake scales it down to --cores.
+    threads: 4
     log:
         f"{LOGS}/prepare_bge.log",
     shell:
         "embtune prepare-bge --files {input.files:q} --tokenizer {input.tokenizer} "
         "--context-length {params.context} --seed {params.seed} {params.flags} "
-        "--out {output} > {log} 2>&1"
+        "--threads {threads} --out {output} > {log} 2>&1"
 
 
 rule pack_pairs:

@@ -8,24 +8,36 @@ buckets on disk. The "shuffle" is a seeded keyed hash of the pair text, so the g
 "sort by key"; range-partitioning by key means buckets, each sorted in memory, concatenate to that
 global order. Exact duplicates share a key, so they land in the same bucket and are removed there.
 The result depends only on the set of input pairs and the seed (not on file order or bucket count).
+
+Speed (``--threads N``): input files are filtered and spilled by up to N worker processes (one file
+per task, each into its own bucket part files; a bucket is sorted as a whole, so the parts' order
+does not matter), and the Rust tokenizer encodes each batch on N threads. Neither changes a byte
+of the output: the outputs for 1 and N threads are identical (tested).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
-import json
 import math
+import multiprocessing
 import os
+import pickle
 import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from embtune.data.jsonl import DataError, iter_jsonl, run_stage
 from embtune.data.sources import expand_files
@@ -34,6 +46,7 @@ from embtune.io import atomic_path, provenance, sha256_file, write_json, write_p
 MAX_DROP_EXAMPLES = 20
 BUCKET_TARGET_BYTES = 256 << 20   # input bytes per spill bucket (each bucket is sorted in memory)
 TOKENIZE_BATCH = 4096
+SPILL_BUFFER_PAIRS = 100_000  # pairs held in memory (all buckets together) before appending to disk
 
 # Why this heuristic: the BGE dump mixes English with Chinese and other languages; a dependency-free
 # check of (a) letters being mostly ASCII and (b) enough common English function words is cheap and
@@ -49,7 +62,7 @@ MIN_ASCII_LETTER_RATIO = 0.9
 MIN_STOPWORD_RATIO = 0.15
 MIN_WORDS_FOR_STOPWORD_TEST = 8
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_ASCII_WORD = re.compile(r"[a-z]+")
 
 
 def is_english(text: str) -> bool:
@@ -57,16 +70,19 @@ def is_english(text: str) -> bool:
     >=15% of words English stop words (English prose has ~40%, docstrings ~25%, German, Spanish
     or French ~5%; short texts cannot be judged by stop words, so only the letter test applies)."""
     if text.isascii():  # fast path (most of the corpus): every letter is ASCII
-        if _ASCII_LETTER.search(text) is None:
+        # For ASCII text, lowering first and matching [a-z]+ finds exactly the lowered words of
+        # _WORD (its letters are [A-Za-z] there), without a Python-level lower() per word.
+        words = _ASCII_WORD.findall(text.lower())
+        if not words:
             return False
     else:
         letters = [c for c in text if c.isalpha()]
         if not letters or sum(c.isascii() for c in letters) / len(letters) < MIN_ASCII_LETTER_RATIO:
             return False
-    words = [w.lower() for w in _WORD.findall(text)]
+        words = [w.lower() for w in _WORD.findall(text)]
     if len(words) < MIN_WORDS_FOR_STOPWORD_TEST:
         return True
-    return sum(w in ENGLISH_STOPWORDS for w in words) / len(words) >= MIN_STOPWORD_RATIO
+    return sum(map(ENGLISH_STOPWORDS.__contains__, words)) / len(words) >= MIN_STOPWORD_RATIO
 
 
 def extract_pair(obj: Any) -> tuple[str, str] | str:
@@ -94,12 +110,18 @@ def extract_pair(obj: Any) -> tuple[str, str] | str:
 
 
 def pair_key(seed: int, query: str, pos: str) -> int:
-    """Seeded 64-bit key of a pair: the shuffle order and the dedup bucket in one number."""
-    h = hashlib.blake2b(digest_size=8, key=str(seed).encode())
-    h.update(query.encode("utf-8"))
-    h.update(b"\x00")
-    h.update(pos.encode("utf-8"))
+    """Seeded 64-bit key of a pair: the shuffle order and the dedup bucket in one number.
+
+    The keyed blake2b of ``utf8(query) + b"\\x00" + utf8(pos)``; the keyed state is built once per
+    seed and copied (cheaper than re-keying for every pair)."""
+    h = _keyed_blake2b(seed).copy()
+    h.update(f"{query}\x00{pos}".encode())
     return int.from_bytes(h.digest(), "big")
+
+
+@functools.lru_cache(maxsize=8)
+def _keyed_blake2b(seed: int) -> Any:
+    return hashlib.blake2b(digest_size=8, key=str(seed).encode())
 
 
 def bucket_of(key: int, n_buckets: int) -> int:
@@ -126,6 +148,15 @@ class Stats:
         if len(examples) < MAX_DROP_EXAMPLES:
             examples.append(where)
 
+    def merge(self, other: Stats) -> None:
+        """Add the counts of a later part of the input (the examples stay the first ones seen)."""
+        self.rows_in += other.rows_in
+        self.pairs_kept += other.pairs_kept
+        self.drops.update(other.drops)
+        for reason, where in other.drop_examples.items():
+            examples = self.drop_examples.setdefault(reason, [])
+            examples.extend(where[:MAX_DROP_EXAMPLES - len(examples)])
+
 
 def iter_pairs(files: Sequence[str], english_filter: bool, stats: Stats) -> Iterator[tuple[str, str]]:
     """Stream (query, pos) over all files, counting every dropped record with its reason.
@@ -147,23 +178,88 @@ def iter_pairs(files: Sequence[str], english_filter: bool, stats: Stats) -> Iter
 
 
 def spill(pairs: Iterable[tuple[str, str]], seed: int, n_buckets: int, tmpdir: Path) -> list[Path]:
-    """Write each pair as a JSON line ``[key, query, pos]`` to its key-range bucket file."""
-    paths = [tmpdir / f"bucket-{i:05d}.jsonl" for i in range(n_buckets)]
-    handles = [open(p, "w", encoding="utf-8") for p in paths]
-    try:
-        for query, pos in pairs:
-            key = pair_key(seed, query, pos)
-            handles[bucket_of(key, n_buckets)].write(json.dumps([key, query, pos]) + "\n")
-    finally:
-        for fh in handles:
-            fh.close()
+    """Append each pair as ``(key, query, pos)`` to its key-range bucket file.
+
+    Why pickled batches rather than a JSON line per pair: (de)serialising whole lists of tuples
+    runs in C, several times faster than ``json.dumps``/``loads`` per pair; the files are our own
+    short-lived temp files, so pickle's trust issue does not arise. Pairs are buffered in memory
+    (at most ``SPILL_BUFFER_PAIRS``) and a bucket file is only opened to append a batch, so even
+    thousands of buckets never hit the open-file limit. A bucket that got no pair has no file."""
+    paths = [tmpdir / f"bucket-{i:05d}.pkl" for i in range(n_buckets)]
+    buffers: list[list[tuple[int, str, str]]] = [[] for _ in range(n_buckets)]
+    buffered = 0
+    for query, pos in pairs:
+        key = pair_key(seed, query, pos)
+        buffers[bucket_of(key, n_buckets)].append((key, query, pos))
+        buffered += 1
+        if buffered >= SPILL_BUFFER_PAIRS:
+            _flush(paths, buffers)
+            buffered = 0
+    _flush(paths, buffers)
     return paths
 
 
-def read_bucket(path: Path, dedup: bool) -> tuple[list[tuple[str, str]], int]:
-    """Sort one bucket by (key, query, pos); drop exact duplicate pairs if asked."""
-    with open(path, encoding="utf-8") as fh:
-        rows = sorted(tuple(json.loads(line)) for line in fh)
+def _flush(paths: list[Path], buffers: list[list[tuple[int, str, str]]]) -> None:
+    for path, buf in zip(paths, buffers):
+        if buf:
+            with open(path, "ab") as fh:
+                pickle.dump(buf, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            buf.clear()
+
+
+@dataclass(frozen=True)
+class SpillJob:
+    """One input file to filter and spill into its own bucket part files under ``tmpdir``."""
+
+    path: str
+    english_filter: bool
+    seed: int
+    n_buckets: int
+    tmpdir: Path
+
+
+def spill_file(job: SpillJob) -> tuple[list[Path], Stats]:
+    """Filter and spill one file (a worker process task); return its bucket paths and counts."""
+    job.tmpdir.mkdir()
+    stats = Stats()
+    paths = spill(iter_pairs([job.path], job.english_filter, stats), job.seed, job.n_buckets, job.tmpdir)
+    return paths, stats
+
+
+def spill_all(files: Sequence[str], english_filter: bool, seed: int, n_buckets: int, tmpdir: Path,
+              threads: int) -> tuple[list[list[Path]], Stats]:
+    """Filter and spill every file; return each bucket's part files and the counts of all files.
+
+    With ``threads > 1`` files are spread over that many worker processes (JSON parsing and the
+    English test are pure Python, so threads would not run in parallel). Why ``spawn``: forking a
+    process that has started polars' thread pool can deadlock the child. Results are merged in
+    file order, so counts and drop examples are the same as for one process."""
+    jobs = [SpillJob(f, english_filter, seed, n_buckets, tmpdir / f"part-{i:05d}") for i, f in enumerate(files)]
+    if threads > 1 and len(jobs) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(threads, len(jobs)), mp_context=ctx) as pool:
+            results = list(pool.map(spill_file, jobs))
+    else:
+        results = [spill_file(job) for job in jobs]
+    stats = Stats()
+    for _, part in results:
+        stats.merge(part)
+    return [[paths[b] for paths, _ in results] for b in range(n_buckets)], stats
+
+
+def read_bucket(paths: Sequence[Path], dedup: bool) -> tuple[list[tuple[str, str]], int]:
+    """Sort one bucket (all its part files) by (key, query, pos); drop exact duplicates if asked."""
+    rows: list[tuple[int, str, str]] = []
+    for path in paths:
+        if not path.exists():
+            continue
+        with open(path, "rb") as fh:
+            while True:
+                try:
+                    rows.extend(pickle.load(fh))
+                except EOFError:
+                    break
+    rows.sort()
     if not dedup:
         return [(q, p) for _, q, p in rows], 0
     out: list[tuple[str, str]] = []
@@ -175,42 +271,88 @@ def read_bucket(path: Path, dedup: bool) -> tuple[list[tuple[str, str]], int]:
     return out, len(rows) - len(out)
 
 
-def tokenize(tokenizer: Any, texts: list[str], context_length: int) -> tuple[list[list[int]], int]:
-    """Token ids truncated to ``context_length`` (no padding) and how many texts were cut.
+def token_ids(tokenizer: Any, texts: Sequence[str], context_length: int) -> tuple[pa.LargeListArray, int]:
+    """Token ids truncated to ``context_length`` (no padding) as an Arrow ``large_list<int32>``
+    column, and how many texts were cut.
 
-    Why ``max_length=context_length + 1``: it tells truncated from exactly-fitting texts without
-    tokenising whole (possibly very long) passages."""
-    ids: list[list[int]] = []
-    cut = 0
+    Why not ``tokenizer(texts, ...)["input_ids"]`` and a list per row: the wrapper turns every
+    encoding into Python dicts, the rows were copied again (``list(row[:n])``) and polars then read
+    the nested lists element by element: together about a fifth of the stage's single-thread time
+    (benchmarks/bench_prepare_bge.py), on top of the Rust encoding. Here one wrapper call on a
+    single text configures the backend exactly as the wrapper would (truncation, padding,
+    special-token splitting), the Rust backend encodes each batch (on several threads under
+    ``TOKENIZERS_PARALLELISM``, see :func:`tokenizer_threads`) and the ids go straight into one
+    flat numpy array plus offsets. The ids are the wrapper's, unchanged (tested against it). A
+    tokenizer class that overrides the wrapper's encoding methods (it may change the text first)
+    keeps the wrapper call.
+
+    Why ``max_length=context_length + 1``: a text of ``context_length + 1`` tokens after truncation
+    was cut, one of ``<= context_length`` was not; the extra last id is then dropped (as
+    ``row[:context_length]``)."""
+    wrapper = functools.partial(tokenizer, truncation=True, max_length=context_length + 1, padding=False,
+                                return_attention_mask=False, return_token_type_ids=False)
+    if _encodes_like_generic_fast(tokenizer):
+        wrapper(list(texts[:1]) or [""])  # sets the backend's truncation/padding as for any batch
+        backend = tokenizer.backend_tokenizer
+
+        def encode(batch: list[str]) -> list[list[int]]:
+            return [enc.ids for enc in backend.encode_batch(batch, add_special_tokens=True)]
+    else:
+        def encode(batch: list[str]) -> list[list[int]]:
+            return wrapper(batch)["input_ids"]
+
+    chunks: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
     for start in range(0, len(texts), TOKENIZE_BATCH):
-        batch = tokenizer(texts[start:start + TOKENIZE_BATCH], truncation=True,
-                          max_length=context_length + 1, padding=False,
-                          return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-        for row in batch:
-            cut += len(row) > context_length
-            ids.append(list(row[:context_length]))
-    return ids, cut
+        rows = encode(list(texts[start:start + TOKENIZE_BATCH]))
+        n = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        lengths.append(n)
+        chunks.append(np.fromiter(chain.from_iterable(rows), dtype=np.int32, count=int(n.sum())))
+    values = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+    full = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    cut_rows = full > context_length
+    ends = np.cumsum(full)
+    if cut_rows.any():
+        keep = np.ones(values.size, dtype=bool)
+        keep[ends[cut_rows] - 1] = False
+        values = values[keep]
+    offsets = np.zeros(full.size + 1, dtype=np.int64)
+    np.cumsum(np.minimum(full, context_length), out=offsets[1:])
+    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)), int(cut_rows.sum())
 
 
-def pairs_frame(tokenizer: Any, rows: list[tuple[str, str]], context_length: int) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Build the output table of one shard (schema of docs/architecture.md)."""
+def _encodes_like_generic_fast(tokenizer: Any) -> bool:
+    """True when no method between ``tokenizer(...)`` and the Rust backend is overridden."""
+    from transformers import PreTrainedTokenizerFast
+
+    cls = type(tokenizer)
+    return all(getattr(cls, name, None) is getattr(PreTrainedTokenizerFast, name, None)
+               for name in ("__call__", "_call_one", "_encode_plus", "_batch_encode_plus",
+                            "encode_plus", "batch_encode_plus"))
+
+
+def pairs_frame(tokenizer: Any, rows: Sequence[tuple[str, str]], context_length: int) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Build the output table of one shard (schema of docs/architecture.md).
+
+    The id columns are built from Arrow arrays (no Python list per row); the parquet bytes are the
+    same as for the frame built from Python lists (checked by benchmarks/bench_prepare_bge.py)."""
     queries = [q for q, _ in rows]
     positives = [p for _, p in rows]
-    q_ids, q_cut = tokenize(tokenizer, queries, context_length)
-    p_ids, p_cut = tokenize(tokenizer, positives, context_length)
-    frame = pl.DataFrame(
-        {
-            "query": queries,
-            "pos": positives,
-            "query_ids": q_ids,
-            "pos_ids": p_ids,
-            "query_tokens": [len(x) for x in q_ids],
-            "pos_tokens": [len(x) for x in p_ids],
-        },
-        schema={"query": pl.String, "pos": pl.String, "query_ids": pl.List(pl.Int32),
-                "pos_ids": pl.List(pl.Int32), "query_tokens": pl.Int32, "pos_tokens": pl.Int32},
-    )
+    q_ids, q_cut = token_ids(tokenizer, queries, context_length)
+    p_ids, p_cut = token_ids(tokenizer, positives, context_length)
+    frame = pl.DataFrame([
+        pl.Series("query", queries, dtype=pl.String),
+        pl.Series("pos", positives, dtype=pl.String),
+        pl.Series("query_ids", q_ids, dtype=pl.List(pl.Int32)),
+        pl.Series("pos_ids", p_ids, dtype=pl.List(pl.Int32)),
+        pl.Series("query_tokens", _list_lengths(q_ids), dtype=pl.Int32),
+        pl.Series("pos_tokens", _list_lengths(p_ids), dtype=pl.Int32),
+    ])
     return frame, {"query_truncated": q_cut, "pos_truncated": p_cut}
+
+
+def _list_lengths(ids: pa.LargeListArray) -> np.ndarray:
+    return np.diff(ids.offsets.to_numpy()).astype(np.int32)
 
 
 def histogram_stats(hist: Counter, truncated: int) -> dict[str, Any]:
@@ -232,12 +374,15 @@ def histogram_stats(hist: Counter, truncated: int) -> dict[str, Any]:
     return out
 
 
-def ordered_pairs(buckets: list[Path], dedup: bool, max_pairs: int | None) -> Iterator[tuple[list[tuple[str, str]], int]]:
-    """Yield (rows, duplicates removed) per bucket in global shuffled order, up to max_pairs."""
+def ordered_pairs(buckets: Sequence[Sequence[Path]], dedup: bool,
+                  max_pairs: int | None) -> Iterator[tuple[list[tuple[str, str]], int]]:
+    """Yield (rows, duplicates removed) per bucket (a list of part files) in global shuffled
+    order, up to max_pairs."""
     remaining = max_pairs
-    for path in buckets:
-        rows, dups = read_bucket(path, dedup)
-        path.unlink()
+    for paths in buckets:
+        rows, dups = read_bucket(paths, dedup)
+        for path in paths:
+            path.unlink(missing_ok=True)
         if remaining is not None:
             rows = rows[:remaining]
             remaining -= len(rows)
@@ -289,6 +434,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-english-filter", action="store_true")
     ap.add_argument("--no-dedup", action="store_true")
     ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="processes reading/filtering the input files and threads of the tokenizer "
+                         "(the output does not depend on it; default: one reader, tokenizer "
+                         "threads as TOKENIZERS_PARALLELISM says)")
     return ap
 
 
@@ -299,6 +448,37 @@ def _check_args(args: argparse.Namespace) -> None:
         raise DataError("--val-pairs must be >= 0 and --shard-rows >= 1")
     if args.max_pairs is not None and args.max_pairs < 1:
         raise DataError("--max-pairs must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        raise DataError("--threads must be >= 1")
+
+
+@contextlib.contextmanager
+def tokenizer_threads(threads: int | None) -> Iterator[None]:
+    """Within the block, let the Rust tokenizer encode a batch on ``threads`` threads (1:
+    sequentially; None: leave the environment as it is). The environment is restored after.
+
+    Why environment variables: ``tokenizers`` (0.23) reads ``TOKENIZERS_PARALLELISM`` at every
+    batch call (the Makefile sets it to false for every job, which would keep this stage on one
+    core) and sizes its rayon pool from ``RAYON_NUM_THREADS`` when the pool starts, i.e. at the
+    first parallel encode of the process: in ``embtune prepare-bge``, inside this block. (Newer
+    ``tokenizers`` read ``TOKENIZERS_PARALLELISM`` once, at the first encode, and size their
+    encode pool from ``TOKENIZERS_NUM_THREADS``; also set, hence the block is entered before the
+    tokenizer is loaded.)"""
+    if threads is None:
+        yield
+        return
+    names = ("TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS", "TOKENIZERS_NUM_THREADS")
+    saved = {var: os.environ.get(var) for var in names}
+    os.environ["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
+    os.environ["RAYON_NUM_THREADS"] = os.environ["TOKENIZERS_NUM_THREADS"] = str(threads)
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
 
 
 @dataclass
@@ -343,17 +523,23 @@ def write_shards(out: Path, tokenizer: Any, rows: Iterable[list[tuple[str, str]]
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole stage inside one atomically renamed output directory; return the manifest."""
     _check_args(args)
+    with tokenizer_threads(args.threads):  # before the tokenizer is loaded or used
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
     files = expand_files(args.files)
     tokenizer = load_tokenizer(args.tokenizer)
     english, dedup = not args.no_english_filter, not args.no_dedup
-    stats, duplicates = Stats(), Counter()
+    duplicates: Counter = Counter()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".bge-spill.", dir=out.parent) as tmp, \
             atomic_path(out) as final:
         final.mkdir()
         n_buckets = n_buckets_for(sum(os.path.getsize(f) for f in files))
-        buckets = spill(iter_pairs(files, english, stats), args.seed, n_buckets, Path(tmp))
+        buckets, stats = spill_all(files, english, args.seed, n_buckets, Path(tmp),
+                                   args.threads or 1)
 
         def ordered() -> Iterator[list[tuple[str, str]]]:
             for rows, dups in ordered_pairs(buckets, dedup, args.max_pairs):
