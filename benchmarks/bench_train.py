@@ -257,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--chunk", type=int, default=16)
     ap.add_argument("--ctx", type=int, default=32)
-    ap.add_argument("--large-batch", type=int, default=512)
+    ap.add_argument("--large-batch", type=int, default=1024, help="memory: GradCache batch")
+    ap.add_argument("--memory-chunk", type=int, default=64,
+                    help="memory: the chunk size, and the batch of the plain (no GradCache) reference")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
     if args.worker:
@@ -272,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         for mode, chunk in modes.items():
             runs[mode].append(_spawn({**common, "mode": mode, "batch": args.batch, "chunk": chunk,
                                       "steps": args.steps}))
-    memory = [_spawn({**common, "mode": "plain", "batch": args.chunk, "chunk": args.chunk, "steps": 2}),
-              _spawn({**common, "mode": "ours", "batch": args.large_batch, "chunk": args.chunk, "steps": 2}),
+    small = args.memory_chunk
+    memory = [_spawn({**common, "mode": "plain", "batch": small, "chunk": small, "steps": 2}),
+              _spawn({**common, "mode": "ours", "batch": args.large_batch, "chunk": small, "steps": 2}),
               _spawn({**common, "mode": "plain", "batch": args.large_batch, "chunk": args.large_batch, "steps": 2})]
     first = runs["plain"][0]
     print(f"device {first.get('device_name', first['device'])}, threads {args.threads}, context {args.ctx}, "
