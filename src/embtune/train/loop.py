@@ -92,11 +92,16 @@ def plan_steps(lengths: np.ndarray, batch_size: int, seed: int, counts: ParamCou
 Chunk = tuple[torch.Tensor, torch.Tensor]
 
 
+def _pad_sides(pairs: Pairs, rows: Sequence[np.ndarray], chunk: int, pad_id: int) -> list[Chunk]:
+    """Chunks of ``rows[0]`` of the queries, then of ``rows[1]`` of the positives."""
+    return [pairs.side(side).pad(r[s:s + chunk], pairs.context_length, pad_id)
+            for side, r in zip(SIDES, rows) for s in range(0, len(r), chunk)]
+
+
 def make_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int) -> list[Chunk]:
     """Query chunks then positive chunks of the pairs ``idx`` in order (the loss splits them in half)."""
     idx = np.asarray(idx, dtype=np.int64)
-    return [pairs.side(side).pad(idx[s:s + chunk], pairs.context_length, pad_id)
-            for side in SIDES for s in range(0, len(idx), chunk)]
+    return _pad_sides(pairs, (idx, idx), chunk, pad_id)
 
 
 def length_sorted_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int
@@ -108,14 +113,9 @@ def length_sorted_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: i
     Why this is exact: GradCache computes the loss over the whole batch, so which rows share a
     chunk changes no gradient; only the padding, i.e. wasted FLOPs, depends on it."""
     idx = np.asarray(idx, dtype=np.int64)
-    chunks, order = [], []
-    for k, side in enumerate(SIDES):
-        col = pairs.side(side)
-        by_length = np.argsort(col.lengths(pairs.context_length)[idx], kind="stable")
-        chunks += [col.pad(idx[by_length[s:s + chunk]], pairs.context_length, pad_id)
-                   for s in range(0, len(idx), chunk)]
-        order.append(by_length + k * len(idx))
-    restore = np.argsort(np.concatenate(order), kind="stable")
+    orders = [np.argsort(pairs.side(side).lengths(pairs.context_length, idx), kind="stable") for side in SIDES]
+    chunks = _pad_sides(pairs, [idx[o] for o in orders], chunk, pad_id)
+    restore = np.argsort(np.concatenate([o + k * len(idx) for k, o in enumerate(orders)]), kind="stable")
     return chunks, torch.from_numpy(restore)
 
 

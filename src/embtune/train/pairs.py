@@ -47,8 +47,11 @@ class TokenColumn:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def lengths(self, context_length: int) -> np.ndarray:
-        return np.minimum(np.diff(self.offsets), context_length)
+    def lengths(self, context_length: int, idx: np.ndarray | None = None) -> np.ndarray:
+        """Truncated lengths of all rows, or of rows ``idx`` only (per step: O(batch), not O(n))."""
+        if idx is None:
+            return np.minimum(np.diff(self.offsets), context_length)
+        return np.minimum(self.offsets[idx + 1] - self.offsets[idx], context_length)
 
     def row(self, i: int, context_length: int) -> list[int]:
         start = int(self.offsets[i])
@@ -59,7 +62,7 @@ class TokenColumn:
         (dynamic padding), gathered in one vectorised read; returns (ids, attention mask)."""
         idx = np.asarray(idx, dtype=np.int64)
         starts = self.offsets[idx]
-        lengths = np.minimum(self.offsets[idx + 1] - starts, context_length)
+        lengths = self.lengths(context_length, idx)
         width = max(1, int(lengths.max(initial=0)))
         cols = np.arange(width)
         mask = cols[None, :] < lengths[:, None]
