@@ -1,10 +1,29 @@
-"""FLOP accounting for contrastive fine-tuning (paper 1, section 3).
+"""FLOP accounting for contrastive fine-tuning (paper 1, section 3.5).
 
-C = 2·N_F·D + 2·N_B·D + 2·N_U·D, where D is the number of real (non-padding) tokens processed and
-N_F, N_B, N_U are the non-token-embedding parameters that are run forward, back-propagated
-through, and updated. Full fine-tuning gives 6·N·D; freezing the first k blocks gives
-2·N·D + 4·N_B·D; bias-only and LoRA give 4·N·D + 2·N_U·D (the paper's convention: the small
-adapter matmuls are not counted in N_F/N_B).
+C = 2·N_F·D + 2·N_B·D + 2·N_U·D, where D is the number of real (non-padding) tokens processed
+(query + positive, after truncation; the authors' code logs the same ``attention_mask.sum()`` as
+"forward tokens") and N_F, N_B, N_U are the non-token-embedding parameters run forward,
+back-propagated through, and updated (the paper's words: "used in the forward pass to process
+each token"). Per method, with N the base model's non-token-embedding parameters:
+
+- full: N_F = N_B = N_U = N, so C = 6·N·D;
+- freeze (first k blocks and the token embeddings frozen): N_F = N, N_B = N_U = the active
+  blocks + the final LayerNorm, so C = 2·N·D + 4·N_U·D;
+- bias: N_F = N_B = N, N_U = the bias vectors, so C = 4·N·D + 2·N_U·D;
+- lora (unmerged adapters): every token runs through the base weights *and* the adapters, and
+  back-propagation goes through both, so N_F = N_B = N + N_adapter and N_U = N_adapter:
+  C = 4·(N + N_adapter)·D + 2·N_adapter·D. The authors' code counts the same: its
+  ``all_param`` is summed after ``get_peft_model``, skipping only names containing "emb".
+
+A LoRA on the token embeddings (option ``train.lora.embed_in``) adds a vocab×r table A, indexed
+like the embedding itself (a lookup: no FLOPs, excluded like every token embedding), and a d×r
+matrix B applied to every looked-up row (2·r·d FLOP forward, back-propagated through to reach A's
+rows, and updated): it adds r·d to each of N_F, N_B and N_U.
+
+The trainable fraction S of the modified law is N_U / N_F: the share of the parameters the model
+runs per token that are trained (App. E: "the fraction of the model's parameters that are
+trainable"; for LoRA the model's parameters include the adapters). It lies in [0, 1] by
+construction, at any rank, where N_U / N could exceed 1 for a high-rank adapter on a small model.
 
 The analytic counts here let the sweep plan the grid offline from architecture numbers alone;
 training re-counts from the instantiated model (``embtune.models.methods``) and the two must agree.
@@ -19,10 +38,17 @@ from dataclasses import dataclass
 class ParamCounts:
     """Non-token-embedding parameter counts that enter the FLOP formula."""
 
-    n_total: int        # N: all non-token-embedding parameters of the base model
-    n_forward: int      # N_F
-    n_backward: int     # N_B
-    n_update: int       # N_U
+    n_total: int        # N: non-token-embedding parameters of the base model (adapters excluded)
+    n_forward: int      # N_F: run per token (base + adapters)
+    n_backward: int     # N_B: back-propagated through
+    n_update: int       # N_U: updated
+
+    def __post_init__(self) -> None:
+        # Every updated parameter is back-propagated through and every one of those runs forward;
+        # the order is what keeps S = N_U / N_F a fraction.
+        if not 0 <= self.n_update <= self.n_backward <= self.n_forward or self.n_forward <= 0:
+            raise ValueError(f"parameter counts must satisfy 0 <= N_U <= N_B <= N_F, N_F > 0; got "
+                             f"N_U={self.n_update}, N_B={self.n_backward}, N_F={self.n_forward}")
 
     @property
     def per_token(self) -> int:
@@ -31,8 +57,8 @@ class ParamCounts:
 
     @property
     def trainable_fraction(self) -> float:
-        """S in the paper's modified law: updated / total."""
-        return self.n_update / self.n_total
+        """S in the paper's modified law: N_U / N_F, in [0, 1] (see the module docstring)."""
+        return self.n_update / self.n_forward
 
 
 def training_flops(counts: ParamCounts, tokens: int | float) -> float:
@@ -63,13 +89,21 @@ def gpt_neox_block_biases(hidden: int, intermediate: int | None = None) -> int:
 
 
 def gpt_neox_lora_params(hidden: int, rank: int, intermediate: int | None = None) -> int:
-    """LoRA parameters per block on all four dense layers: r·(in + out) each."""
+    """LoRA parameters per block on all four dense layers: r·(in + out) each (A is r×in,
+    B is out×r; both run per token, unmerged)."""
     d, i = hidden, intermediate or 4 * hidden
     return rank * ((d + 3 * d) + (d + d) + (d + i) + (i + d))
 
 
+def gpt_neox_lora_embedding_params(hidden: int, rank: int) -> int:
+    """Non-token-embedding parameters of a LoRA on the token embeddings: only B (d×r). A
+    (vocab×r) is indexed by token id like the embedding table, a lookup that costs no FLOPs."""
+    return rank * hidden
+
+
 def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,
-                    frozen_blocks: int = 0, lora_rank: int | None = None) -> ParamCounts:
+                    frozen_blocks: int = 0, lora_rank: int | None = None,
+                    lora_embed_in: bool = False) -> ParamCounts:
     """Counts for a GPT-NeoX model from architecture numbers (planning time, offline)."""
     block = gpt_neox_block_params(hidden, intermediate)
     final_ln = 2 * hidden
@@ -85,11 +119,13 @@ def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: 
         biases = num_layers * gpt_neox_block_biases(hidden, intermediate) + hidden
         return ParamCounts(n, n, n, biases)
     if method == "lora":
-        if not lora_rank:
-            raise ValueError("lora needs lora_rank")
-        return ParamCounts(n, n, n, num_layers * gpt_neox_lora_params(hidden, lora_rank, intermediate))
+        if not lora_rank or lora_rank < 1:
+            raise ValueError(f"lora needs a positive lora_rank, got {lora_rank!r}")
+        adapter = num_layers * gpt_neox_lora_params(hidden, lora_rank, intermediate)
+        if lora_embed_in:
+            adapter += gpt_neox_lora_embedding_params(hidden, lora_rank)
+        return ParamCounts(n, n + adapter, n + adapter, adapter)
     raise ValueError(f"unknown method {method!r} (expected full, freeze, bias or lora)")
-
 
 # Dense (no sparsity) bf16 tensor-core peaks from NVIDIA's data sheets, matched against
 # ``torch.cuda.get_device_name()``; the more specific names come first (H100 PCIe before H100).

@@ -2,9 +2,10 @@
 
 Methods: ``full`` (everything), ``freeze`` (first k blocks and the token embeddings frozen),
 ``bias`` (only bias vectors, LayerNorm biases included), ``lora`` (peft adapters on the four dense
-layers of every block). Why count from the real model: the FLOP budget C = 2·D·(N_F+N_B+N_U) is
-spent with these numbers, so they must describe what actually runs; tests assert they equal the
-planning-time ``flops.analytic_counts``.
+layers of every block, "all the dense layers" in section 4.2; ``lora_embed_in`` also adapts the
+token embeddings, as the authors' released config does). Why count from the real model: the FLOP
+budget C = 2·D·(N_F+N_B+N_U) is spent with these numbers, so they must describe what actually
+runs; tests assert they equal the planning-time ``flops.analytic_counts`` and hand counts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from embtune.models.flops import ParamCounts
 
 METHODS = ("full", "freeze", "bias", "lora")
 LORA_TARGETS = ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"]
+LORA_EMBED_TARGET = "embed_in"          # GPT-NeoX's token embeddings (the authors' config adds it)
 
 
 def base_of(model: torch.nn.Module) -> torch.nn.Module:
@@ -46,33 +48,43 @@ def apply_method(model: torch.nn.Module, run: dict[str, Any]) -> torch.nn.Module
     if method == "lora":
         from peft import LoraConfig, get_peft_model
 
+        targets = LORA_TARGETS + ([LORA_EMBED_TARGET] if run.get("lora_embed_in") else [])
         cfg = LoraConfig(r=int(run["lora_rank"]), lora_alpha=float(run["lora_alpha"]),
                          lora_dropout=float(run.get("lora_dropout", 0.0)),
-                         target_modules=list(LORA_TARGETS), bias="none")
+                         target_modules=targets, bias="none")
         return get_peft_model(model, cfg)
     raise ValueError(f"unknown method {method!r} (expected one of {METHODS})")
 
 
-def _numel(module: torch.nn.Module) -> int:
-    """Base-model parameters of ``module`` (LoRA adapter weights excluded)."""
-    return sum(p.numel() for n, p in module.named_parameters() if "lora_" not in n)
+def _lookup_tables(base: torch.nn.Module) -> set[int]:
+    """ids of the token-embedding tables: the embedding weight and, with an embedding LoRA, its A
+    (vocab×r, indexed by token id). Lookups cost no FLOPs; the paper counts neither."""
+    emb = base.get_input_embeddings()
+    emb = getattr(emb, "base_layer", emb)           # peft wraps an adapted embedding
+    return {id(emb.weight)} | {id(p) for n, p in base.named_parameters() if "lora_embedding_A" in n}
 
 
 def count_params(model: torch.nn.Module, method: str) -> ParamCounts:
-    """N, N_F, N_B, N_U from the actual parameters (token embeddings excluded, as in the paper).
+    """N, N_F, N_B, N_U from the actual parameters (token-embedding tables excluded, as in the paper).
 
-    N_F: every non-embedding parameter runs forward. N_B: the parameters from the first block
-    that holds a trainable tensor onwards (autograd stops below it). N_U: trainable
-    non-embedding parameters; for LoRA, the adapter matrices (the paper's convention)."""
+    N: the base model's parameters. N_F: everything that runs per token, LoRA adapters included
+    (unmerged, they run beside the base weights). N_B: N_F less the modules below the first one
+    (token embeddings, then the blocks in order) that holds a trainable tensor: autograd stops
+    there. N_U: the trainable parameters."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (expected one of {METHODS})")
     base = base_of(model)
-    emb = base.get_input_embeddings().weight
-    non_emb = [(n, p) for n, p in base.named_parameters() if p is not emb]
-    n_total = sum(p.numel() for n, p in non_emb if "lora_" not in n)
-    n_update = sum(p.numel() for n, p in non_emb if p.requires_grad)
-    layers = list(base.layers)
-    trainable = [any(p.requires_grad for p in blk.parameters()) for blk in layers]
-    first = trainable.index(True) if any(trainable) else len(layers)
-    n_backward = n_total - sum(_numel(blk) for blk in layers[:first])
-    return ParamCounts(n_total=n_total, n_forward=n_total, n_backward=n_backward, n_update=n_update)
+    tables = _lookup_tables(base)
+
+    def numel(module: torch.nn.Module, *, adapters: bool = True, trainable: bool = False) -> int:
+        return sum(p.numel() for n, p in module.named_parameters()
+                   if id(p) not in tables and (adapters or "lora_" not in n)
+                   and (p.requires_grad or not trainable))
+
+    stack = [base.get_input_embeddings(), *base.layers]
+    has_trainable = [any(p.requires_grad for p in m.parameters()) for m in stack]
+    first = has_trainable.index(True) if any(has_trainable) else len(stack)
+    n_forward = numel(base)
+    return ParamCounts(n_total=numel(base, adapters=False), n_forward=n_forward,
+                       n_backward=n_forward - sum(numel(m) for m in stack[:first]),
+                       n_update=numel(base, trainable=True))
