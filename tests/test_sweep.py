@@ -61,6 +61,32 @@ def test_run_config_carries_method_and_lr(paper: dict) -> None:
     assert 2 * (p["n_forward"] + p["n_backward"] + p["n_update"]) * p["tokens"] == pytest.approx(9.6e16)
 
 
+def test_lora_runs_follow_the_authors_alpha_and_plan_with_adapter_flops(paper: dict) -> None:
+    runs = [r for r in training_runs(paper)[0] if r["method"] == "lora"]
+    # peft's default lora_alpha (the authors' config sets only r and targets), no embedding adapter
+    assert runs and all(r["lora_alpha"] == 8.0 and r["lora_embed_in"] is False for r in runs)
+    lora = {r["run_id"]: r for r in runs}["pythia-160m__lora-r128__c9.6e16__s0"]
+    # hand count, d=768, L=12: N = 85,056,000 (Pythia's card); adapters 12·128·(4d + 2d + 5d + 5d)
+    n, adapter = 85_056_000, 12 * 128 * 16 * 768
+    p = lora["planned"]
+    assert (p["n_total"], p["n_forward"], p["n_backward"], p["n_update"]) == (n, n + adapter, n + adapter, adapter)
+    assert p["tokens"] == pytest.approx(9.6e16 / (4 * (n + adapter) + 2 * adapter), rel=1e-12)
+
+    params = copy.deepcopy(paper)
+    params["train"]["lora"].update(alpha="rank", embed_in=True)
+    runs = [r for r in training_runs(params)[0] if r["method"] == "lora"]
+    assert all(r["lora_alpha"] == float(r["lora_rank"]) and r["lora_embed_in"] for r in runs)
+    p = {r["run_id"]: r for r in runs}["pythia-160m__lora-r128__c9.6e16__s0"]["planned"]
+    assert p["n_update"] == adapter + 128 * 768           # + B (d×r) of the embedding adapter
+
+
+def test_lora_alpha_must_be_positive_or_rank(paper: dict) -> None:
+    params = copy.deepcopy(paper)
+    params["train"]["lora"]["alpha"] = "auto"
+    with pytest.raises(ValueError, match="train.lora.alpha"):
+        training_runs(params)
+
+
 def test_explicit_fraction_not_whole_blocks_is_skipped(paper: dict) -> None:
     params = copy.deepcopy(paper)
     params["models"] = [dict(params["models"][0], num_layers=6)]

@@ -43,6 +43,17 @@ def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
     return [(f.numerator, f.denominator) for f in fracs]
 
 
+def lora_alpha(rank: int, spec: float | str) -> float:
+    """peft's ``lora_alpha`` (adapter output scaled by alpha/r). A number is used at every rank:
+    the authors' released config leaves peft's default 8, so the scale is 8/r. ``rank`` gives
+    alpha = r, scale 1 at every rank (the other common convention)."""
+    if spec == "rank":
+        return float(rank)
+    if isinstance(spec, bool) or not isinstance(spec, (int, float)) or spec <= 0:
+        raise ValueError(f"train.lora.alpha: expected a positive number or 'rank', got {spec!r}")
+    return float(spec)
+
+
 def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple[str, dict[str, Any], str | None]]:
     """(method tag, method settings, skip reason) for every method variant of one model."""
     out: list[tuple[str, dict[str, Any], str | None]] = []
@@ -63,10 +74,12 @@ def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple
                 out.append((tag, {"method": "freeze", "freeze_fraction": float(frac),
                                   "frozen_blocks": int(k) if reason is None else None}, reason))
         elif method == "lora":
-            for rank in train["lora"]["ranks"]:
+            lora = train["lora"]
+            for rank in lora["ranks"]:
                 out.append((f"lora-r{rank}", {"method": "lora", "lora_rank": rank,
-                                             "lora_alpha": rank * train["lora"]["alpha_per_rank"],
-                                             "lora_dropout": train["lora"]["dropout"]}, None))
+                                             "lora_alpha": lora_alpha(rank, lora["alpha"]),
+                                             "lora_embed_in": bool(lora["embed_in"]),
+                                             "lora_dropout": lora["dropout"]}, None))
     return out
 
 
@@ -95,7 +108,8 @@ def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Sk
                         model["hidden_size"], model["num_layers"], method_cfg["method"],
                         intermediate=model.get("intermediate_size"),
                         frozen_blocks=method_cfg.get("frozen_blocks") or 0,
-                        lora_rank=method_cfg.get("lora_rank"))
+                        lora_rank=method_cfg.get("lora_rank"),
+                        lora_embed_in=bool(method_cfg.get("lora_embed_in")))
                     tokens = tokens_for_budget(counts, budget)
                     est_steps = tokens / train["tokens_per_pair_estimate"] / train["batch_size"]
                     if est_steps < train["min_steps"]:
