@@ -86,6 +86,20 @@ def test_recipe_model_tokens_steps_and_rank(runs):
     assert rec["steps"] == pytest.approx(rec["tokens"] / 100.0 / 512, rel=1e-12)
 
 
+def test_recipe_prices_the_lora_setting_it_recommends(runs):
+    import polars as pl
+
+    with_emb = runs.with_columns(lora_alpha=pl.lit(8.0), lora_embed_in=pl.lit(True))
+    rec = make_recipe(CROSS * 3, known_fits(), with_emb)
+    assert rec["hyperparameters"]["lora_embed_in"] is True and rec["hyperparameters"]["lora_alpha"] == 8.0
+    d, layers = {name: (h, l) for name, h, l in PYTHIA}[rec["model"]]
+    r = rec["hyperparameters"]["lora_rank"]
+    # hand count (MLP 4d): N = L·(12d² + 13d) + 2d; adapters r·16d per block + r·d on the embeddings
+    n, adapter = layers * (12 * d * d + 13 * d) + 2 * d, layers * r * 16 * d + r * d
+    assert rec["tokens"] == pytest.approx(CROSS * 3 / (2 * (2 * (n + adapter) + adapter)), rel=1e-12)
+    assert rec["trainable_fraction"] == pytest.approx(adapter / (n + adapter), rel=1e-12)
+
+
 def test_recipe_flags_extrapolation(runs):
     rec = make_recipe(1e21, known_fits(), runs)
     assert rec["extrapolated"] is True

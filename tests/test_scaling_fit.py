@@ -118,11 +118,11 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     model = {"name": "tiny-d128-l2", "hidden_size": 128, "num_layers": 2}
     _write_run(runs, "tiny-d128-l2__lora-r8__c2e11__s0",
                {"status": "ok", "skip_reason": None, "final_train_loss": 1.5, "val_loss": 1.6,
-                "flops": 2e11, "tokens": 84000, "steps": 10, "n_total": 396800, "n_forward": 396800,
-                "n_backward": 396800, "n_update": 16384, "trainable_fraction": 16384 / 396800,
+                "flops": 2e11, "tokens": 84000, "steps": 10, "n_total": 396800, "n_forward": 413184,
+                "n_backward": 413184, "n_update": 16384,          # no trainable_fraction: S from N_U/N_F
                 "method": "lora", "model": "tiny-d128-l2", "budget": 2e11, "peak_lr": 1e-3},
-               {"run_config": {"method": "lora", "lora_rank": 8, "model": model, "budget": 2e11,
-                               "seed": 0, "train": {"batch_size": 32}}},
+               {"run_config": {"method": "lora", "lora_rank": 8, "lora_alpha": 8.0, "lora_embed_in": False,
+                               "model": model, "budget": 2e11, "seed": 0, "train": {"batch_size": 32}}},
                {"status": "ok", "tasks": {"STS15": 0.5, "SciFact": 0.25}, "average": 0.375})
     _write_run(runs, "tiny-d128-l2__freeze-1of2__c2e11__s0",
                {"status": "skipped", "skip_reason": "too few steps", "method": "freeze"},
@@ -136,7 +136,8 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     assert t.height == 3
     ok = t.filter(pl.col("status") == "ok").row(0, named=True)
     assert ok["N"] == 396800 and ok["lora_rank"] == 8 and ok["hidden_size"] == 128
-    assert ok["S"] == pytest.approx(16384 / 396800) and ok["C"] == 2e11 and ok["D"] == 84000
+    assert ok["S"] == pytest.approx(16384 / (396800 + 16384)) and ok["C"] == 2e11 and ok["D"] == 84000
+    assert ok["lora_alpha"] == 8.0 and ok["lora_embed_in"] is False
     assert ok["mteb_average"] == 0.375 and ok["mteb_STS15"] == 0.5
     assert ok["tokens_per_pair"] == pytest.approx(84000 / (10 * 32))
     plan = t.filter(pl.col("run_id").str.contains("auto")).row(0, named=True)

@@ -74,6 +74,9 @@ def best_hyper(runs: pl.DataFrame, method: str, model: str, budget: float,
                            "observed_model": best["model"]}
     if method == "lora":
         out["lora_rank"] = best["lora_rank"]
+        for key in ("lora_alpha", "lora_embed_in"):     # the adapter setting the loss was measured with
+            if best.get(key) is not None:
+                out[key] = best[key]
     if method == "freeze":
         out["freeze_fraction"] = best["freeze_fraction"]
     return out
@@ -92,7 +95,8 @@ def plan_tokens(model: dict[str, Any], method: str, hyper: dict[str, Any], budge
         hyper["frozen_blocks"] = frozen
     counts = analytic_counts(model["hidden_size"], model["num_layers"], method,
                              intermediate=model.get("intermediate_size"), frozen_blocks=frozen,
-                             lora_rank=hyper.get("lora_rank"))
+                             lora_rank=hyper.get("lora_rank"),
+                             lora_embed_in=bool(hyper.get("lora_embed_in")))
     return {"tokens": budget / counts.per_token, "flop_per_token": counts.per_token,
             "n_total": counts.n_total, "n_update": counts.n_update,
             "trainable_fraction": counts.trainable_fraction}
@@ -126,7 +130,8 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
     recipe = {
         "budget": budget, "method": method, "model": model["name"], "model_N": model["N"],
         "optimal_N": n_star, "optimal_N_source": n_source,
-        "hyperparameters": {k: hyper[k] for k in ("lora_rank", "freeze_fraction", "frozen_blocks") if k in hyper},
+        "hyperparameters": {k: hyper[k] for k in ("lora_rank", "lora_alpha", "lora_embed_in", "freeze_fraction",
+                                                  "frozen_blocks") if k in hyper},
         "hyperparameter_source": {k: hyper[k] for k in ("observed_budget", "observed_run", "observed_model") if k in hyper},
         **plan,
         "tokens_per_pair": tpp, "pairs": pairs, "batch_size": batch_size,

@@ -5,7 +5,8 @@ Reads ``<runs-dir>/<run_id>/{metrics.json, manifest.json, mteb.json}`` and the p
 ``skip_reason`` so the analysis can say what is missing instead of silently dropping it.
 
 Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F, N_B, N_U,
-S (trainable fraction), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank, peak_lr,
+S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank,
+lora_alpha, lora_embed_in, peak_lr,
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
 status, skip_reason, seed.
 """
@@ -24,10 +25,11 @@ import polars as pl
 
 from embtune.io import provenance, write_json, write_parquet
 
-FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "peak_lr",
-              "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average")
+FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
+              "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
 STR_COLS = ("run_id", "method", "model", "status", "skip_reason")
+BOOL_COLS = ("lora_embed_in",)
 
 
 def run_config(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -73,11 +75,11 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
     cfg = run_config(manifest)
     model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
     parsed = parse_run_id(run_id)
-    n_total = _num(metrics.get("n_total"))
+    n_total, n_forward = _num(metrics.get("n_total")), _num(metrics.get("n_forward"))
     n_update = _num(metrics.get("n_update"))
     s = _num(metrics.get("trainable_fraction"))
-    if s is None and n_total and n_update is not None:
-        s = n_update / n_total
+    if s is None and n_forward and n_update is not None:
+        s = n_update / n_forward            # S = N_U / N_F (embtune.models.flops)
     tokens, steps = _num(metrics.get("tokens")), _num(metrics.get("steps"))
     batch = (cfg.get("train") or {}).get("batch_size") or metrics.get("batch_size")
     row: dict[str, Any] = {
@@ -86,11 +88,13 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         "model": (metrics.get("model") if isinstance(metrics.get("model"), str) else None)
                  or model.get("name") or parsed.get("model"),
         "hidden_size": model.get("hidden_size"), "num_layers": model.get("num_layers"),
-        "N": n_total, "N_F": _num(metrics.get("n_forward")), "N_B": _num(metrics.get("n_backward")),
+        "N": n_total, "N_F": n_forward, "N_B": _num(metrics.get("n_backward")),
         "N_U": n_update, "S": s, "D": tokens, "C": _num(metrics.get("flops")),
         "budget": _num(metrics.get("budget")) or _num(cfg.get("budget")) or parsed.get("budget"),
         "freeze_fraction": _num(cfg.get("freeze_fraction", parsed.get("freeze_fraction"))),
         "lora_rank": cfg.get("lora_rank", parsed.get("lora_rank")),
+        "lora_alpha": _num(cfg.get("lora_alpha")),
+        "lora_embed_in": cfg.get("lora_embed_in") if isinstance(cfg.get("lora_embed_in"), bool) else None,
         "peak_lr": _num(metrics.get("peak_lr")) or _num(cfg.get("peak_lr")),
         "batch_size": batch, "steps": steps,
         "tokens_per_pair": tokens / (steps * batch) if tokens and steps and batch else None,
@@ -118,6 +122,7 @@ def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema: dict[str, Any] = {c: pl.Utf8 for c in STR_COLS}
     schema.update({c: pl.Float64 for c in FLOAT_COLS})
     schema.update({c: pl.Int64 for c in INT_COLS})
+    schema.update({c: pl.Boolean for c in BOOL_COLS})
     schema.update({t: pl.Float64 for t in tasks})
     data = {c: [r.get(c) for r in rows] for c in schema}
     return pl.DataFrame(data, schema=schema).sort("run_id")
