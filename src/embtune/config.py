@@ -8,6 +8,14 @@ Why a strict loader: PyYAML keeps the *last* of two equal keys silently (a secon
 block drops the first), and Snakemake reads config files through YTE, which evaluates Python
 when the file says ``__use_yte__: true``. A params file is data: both are refused here, with
 the file and line.
+
+Where Snakemake reads configs (9.x): ``snakemake.common.configfile._load_configfile`` calls
+``yte.process_yaml(f, require_use_yte=True)``; the Snakefile's ``configfile:`` directive reaches it
+from ``Workflow.configfile`` (the Snakefile reads params.yaml with :func:`read_yaml` *before* the
+directive, so YTE never sees a refused file), while ``--configfile`` files reach it from
+``ConfigSettings`` while the command line is parsed, before any Snakefile code runs: for those,
+``common.smk`` can only refuse to go on. Check a preset from elsewhere with
+``embtune validate-params params.yaml PRESET`` before handing it to Snakemake.
 """
 
 from __future__ import annotations
