@@ -5,6 +5,15 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+from embtune.config import ParamsError, read_yaml
+
+# Snakemake reads config files through YTE (Python runs if a file says `__use_yte__: true`) and
+# keeps the last of two equal keys silently: read params.yaml with the strict loader first.
+try:
+    read_yaml("params.yaml")
+except ParamsError as err:
+    raise WorkflowError(str(err)) from None
+
 
 configfile: "params.yaml"
 

@@ -1,14 +1,30 @@
 """Load, layer and validate experiment parameters.
 
 Why: params.yaml is the single source of experiment truth. Snakemake (``common.smk``) and the
-CLI both go through :func:`load_params` so a broken file fails the same way everywhere, before
-any job runs, with a message that names the key and what was expected.
+CLI both go through :func:`validate` so a broken file fails the same way everywhere, before
+any job runs, with a message that names the file, the key and what was expected.
+
+Why a strict loader: PyYAML keeps the *last* of two equal keys silently (a second ``train:``
+block drops the first), and Snakemake reads config files through YTE, which evaluates Python
+when the file says ``__use_yte__: true``. A params file is data: both are refused here, with
+the file and line.
+
+Where Snakemake reads configs (9.x): ``snakemake.common.configfile._load_configfile`` calls
+``yte.process_yaml(f, require_use_yte=True)``; the Snakefile's ``configfile:`` directive reaches it
+from ``Workflow.configfile`` (the Snakefile reads params.yaml with :func:`read_yaml` *before* the
+directive, so YTE never sees a refused file), while ``--configfile`` files reach it from
+``ConfigSettings`` while the command line is parsed, before any Snakefile code runs: for those,
+``common.smk`` can only refuse to go on. Check a preset from elsewhere with
+``embtune validate-params params.yaml PRESET`` before handing it to Snakemake.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+import math
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +33,72 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
 
+#: YTE's switch (``yte.process_yaml(require_use_yte=True)``, used by Snakemake's config loader):
+#: with it, ``?expr`` values are evaluated as Python.
+YTE_KEY = "__use_yte__"
+
+#: Forms of ``id`` per model source (the schema's ``path`` pattern already bans metacharacters).
+HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+PACKAGE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+# What YAML 1.1 (PyYAML) reads as a *string* although it looks like a number: an exponent
+# without a dot in the mantissa or without a sign (``1e11``, ``1.0e11``).
+_NUMBER_LIKE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))[eE]([+-]?\d+)$")
+
 
 class ParamsError(ValueError):
-    """Invalid experiment parameters; the message names the key."""
+    """Invalid experiment parameters; the message names the file and the key."""
+
+
+class ParamsWarning(UserWarning):
+    """A parameter that is valid but probably not what was meant (names the key)."""
+
+
+class StrictYAMLError(yaml.YAMLError):
+    """A construct the strict loader refuses; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and YTE's ``__use_yte__`` switch.
+
+    The check runs on the key nodes before PyYAML builds the dict (where the first of two equal
+    keys would be lost); merge keys (``<<``) may still be overridden, as YAML intends."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key == YTE_KEY:
+                raise StrictYAMLError(f"{YTE_KEY}: executable YAML templates (YTE) are refused in "
+                                      f"params files; write plain values", line)
+            try:
+                first = seen.get(key)
+            except TypeError:  # unhashable key: let PyYAML report it
+                continue
+            if first is not None:
+                raise StrictYAMLError(f"duplicate key {key!r} (first defined at line {first}); "
+                                      f"YAML would silently keep only the last one", line)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read one params file with :class:`StrictLoader`; errors name the file (and line)."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        with p.open(encoding="utf-8") as fh:
+            data = yaml.load(fh, Loader=StrictLoader)  # noqa: S506 (StrictLoader is a SafeLoader)
     except FileNotFoundError:
         raise ParamsError(f"{p}: file not found") from None
+    except StrictYAMLError as err:
+        raise ParamsError(f"{p}:{err.line}: {err.message}") from None
     except yaml.YAMLError as err:
         raise ParamsError(f"{p}: not valid YAML: {err}") from None
     if data is None:
@@ -35,6 +106,11 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ParamsError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
     return data
+
+
+def read_layers(paths: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]]:
+    """``(file name, contents)`` per file, strictly read, in layering order."""
+    return [(str(p), read_yaml(p)) for p in paths]
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,71 +163,192 @@ def _key_path(parts: Iterable[Any]) -> str:
     return out or "<top level>"
 
 
+_MISSING = object()
+
+
+def key_owner(parts: Sequence[Any], layers: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """The layer (file) whose value sits at key path ``parts`` after :func:`deep_merge`.
+
+    Mappings merge key by key and anything else replaces wholesale, so the owner is the last
+    layer that has the path down to the first non-mapping (a list owns all of its items)."""
+    for name, data in reversed(layers):
+        node: Any = data
+        for part in parts:
+            if not isinstance(node, Mapping):
+                break
+            node = node.get(part, _MISSING)
+            if node is _MISSING:
+                break
+        if node is not _MISSING:
+            return name
+    return None
+
+
 def validate(params: dict[str, Any], schema: Mapping[str, Any] | None = None,
-             source: str = "params") -> dict[str, Any]:
+             source: str = "params",
+             layers: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> dict[str, Any]:
     """Validate against the JSON schema, fill defaults, run cross-key checks; return params.
 
-    Raises :class:`ParamsError` listing every problem as ``<source>: <key>: <what>``."""
+    Raises :class:`ParamsError` listing every problem as ``<file>: <key>: <what>``, where
+    ``<file>`` is the layer of ``layers`` that set the key (``source`` when none did)."""
     import jsonschema
 
     schema = schema or load_schema()
+    problems: list[tuple[tuple[Any, ...], str]] = list(_non_finite(params))
+    bad_numbers = {parts for parts, _ in problems}
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [f"{source}: {_key_path(e.absolute_path)}: {_describe(e)}" for e in errors]
+    problems += [(tuple(e.absolute_path), _describe(e)) for e in errors
+                 if tuple(e.absolute_path) not in bad_numbers]
     if not problems:
         fill_defaults(params, schema, schema)
-        problems = [f"{source}: {msg}" for msg in _cross_checks(params)]
+        problems = _cross_checks(params)
+    if not problems:
+        problems = _grid_checks(params)
     if problems:
-        raise ParamsError("invalid parameters:\n  " + "\n  ".join(problems))
+        lines = [f"{key_owner(parts, layers) or source}: {_key_path(parts)}: {what}"
+                 for parts, what in problems]
+        raise ParamsError("invalid parameters:\n  " + "\n  ".join(lines))
     return params
+
+
+def _non_finite(node: Any, parts: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
+    """NaN / inf anywhere (YAML's ``.nan``, ``.inf``): JSON schema's number bounds let ``inf``
+    through (``inf > 0``) and every budget, rate or temperature must be finite."""
+    if isinstance(node, float) and not math.isfinite(node):
+        yield parts, f"must be a finite number, got {node!r}"
+    elif isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _non_finite(value, (*parts, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _non_finite(value, (*parts, i))
+
+
+def number_hint(value: Any) -> str:
+    """For ``'1e11'`` (a string to YAML 1.1): how to write it so YAML reads a number."""
+    m = _NUMBER_LIKE.match(value) if isinstance(value, str) else None
+    if not m:
+        return ""
+    mant, exp = m.groups()
+    mant = mant if "." in mant else f"{mant}.0"
+    exp = exp if exp[0] in "+-" else f"+{exp}"
+    return (f"; YAML 1.1 reads {value!r} as a string (it needs a dot and a signed exponent): "
+            f"write {mant}e{exp}")
 
 
 def _describe(err: Any) -> str:
     sub = err.schema if isinstance(err.schema, Mapping) else {}
     expected = sub.get("description")
+    hint = number_hint(err.instance)
     if err.validator == "additionalProperties":
         allowed = ", ".join(sorted(sub.get("properties", {})))
         return f"{err.message} (allowed keys: {allowed})"
     if err.validator == "oneOf" and expected:
-        return f"{err.instance!r} is not valid; expected {expected}"
-    return err.message + (f" (expected: {expected})" if expected and err.validator != "required" else "")
+        return f"{err.instance!r} is not valid; expected {expected}{hint}"
+    return (err.message + (f" (expected: {expected})" if expected and err.validator != "required" else "")
+            + hint)
 
 
-def _cross_checks(params: Mapping[str, Any]) -> list[str]:
-    """Constraints a JSON schema cannot express."""
-    problems: list[str] = []
+def _cross_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """Constraints a JSON schema cannot express, as ``(key path, what)``."""
+    from embtune.train.freeze_specs import FreezeSpecError, check_spec
+
+    problems: list[tuple[tuple[Any, ...], str]] = []
     names = [m["name"] for m in params["models"]]
     for dup in sorted({n for n in names if names.count(n) > 1}):
-        problems.append(f"models: duplicate model name {dup!r}")
+        problems.append((("models",), f"duplicate model name {dup!r}"))
     for i, model in enumerate(params["models"]):
         if model["source"] in ("hub", "local") and not model.get("id"):
-            problems.append(f"models[{i}].id: required when source is {model['source']!r}")
+            problems.append((("models", i, "id"), f"required when source is {model['source']!r}"))
         if model["source"] == "tiny" and model["hidden_size"] % model.get("num_attention_heads", max(1, model["hidden_size"] // 32)):
-            problems.append(f"models[{i}].hidden_size: must be divisible by num_attention_heads")
+            problems.append((("models", i, "hidden_size"), "must be divisible by num_attention_heads"))
+        problems += _id_form(("models", i, "id"), model)
     tok = params["tokenizer"]
     if tok["source"] in ("hub", "local") and not tok.get("id"):
-        problems.append(f"tokenizer.id: required when source is {tok['source']!r}")
+        problems.append((("tokenizer", "id"), f"required when source is {tok['source']!r}"))
     if tok["source"] == "train" and not tok.get("train_corpus"):
-        problems.append("tokenizer.train_corpus: required when source is 'train'")
-    for i, model in enumerate(params["query_tuning"]["models"]):
+        problems.append((("tokenizer", "train_corpus"), "required when source is 'train'"))
+    problems += _id_form(("tokenizer", "id"), tok)
+    qt = params["query_tuning"]
+    qnames = [m["name"] for m in qt["models"]]
+    for dup in sorted({n for n in qnames if qnames.count(n) > 1}):
+        problems.append((("query_tuning", "models"), f"duplicate model name {dup!r}"))
+    for i, model in enumerate(qt["models"]):
         if not model.get("id"):
-            problems.append(f"query_tuning.models[{i}].id: required")
+            problems.append((("query_tuning", "models", i, "id"), "required"))
+        problems += _id_form(("query_tuning", "models", i, "id"), model)
+    specs = [(("query_tuning", "defaults", "freeze"), qt["defaults"]["freeze"])]
+    specs += [(("query_tuning", "sweeps", "freeze", i), s) for i, s in enumerate(qt["sweeps"].get("freeze", []))]
+    for parts, spec in specs:
+        try:
+            check_spec(spec)
+        except FreezeSpecError as err:
+            problems.append((parts, str(err)))
     if params["data"]["mteb"]["source"] == "local" and not params["data"]["mteb"].get("local_dir"):
-        problems.append("data.mteb.local_dir: required when data.mteb.source is 'local'")
+        problems.append((("data", "mteb", "local_dir"), "required when data.mteb.source is 'local'"))
     if params["data"]["arxiv"]["source"] == "published" and not params["data"]["arxiv"].get("published"):
-        problems.append("data.arxiv.published: required when data.arxiv.source is 'published'")
+        problems.append((("data", "arxiv", "published"), "required when data.arxiv.source is 'published'"))
     unknown_excl = set(params["evaluate"]["mteb"].get("exclude_from_average", [])) - set(params["evaluate"]["mteb"]["tasks"])
     if unknown_excl:
-        problems.append(f"evaluate.mteb.exclude_from_average: {sorted(unknown_excl)} not in evaluate.mteb.tasks")
+        problems.append((("evaluate", "mteb", "exclude_from_average"),
+                         f"{sorted(unknown_excl)} not in evaluate.mteb.tasks"))
     return problems
 
 
+def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """A hub id is ``[org/]name`` (a model's *name* is the path component, never its id);
+    a package id is an importable module name."""
+    ident, source = spec.get("id"), spec.get("source")
+    if not ident:
+        return []
+    if source == "hub" and not HUB_ID.match(ident):
+        return [(parts, f"{ident!r} is not a hub id ([org/]name: letters, digits, _ . -, no '..')")]
+    if source == "package" and not PACKAGE_ID.match(ident):
+        return [(parts, f"{ident!r} is not an importable package name")]
+    return []
+
+
+def _grid_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """Grid-level checks: explicit freeze fractions must be whole blocks, the grid non-empty."""
+    from embtune.sweep import training_runs
+
+    train = params["train"]
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    fractions = train["freeze"]["fractions"]
+    if "freeze" in train["methods"] and fractions != "auto":
+        layers = sorted({m["num_layers"] for m in params["models"]})
+        for i, frac in enumerate(fractions):
+            fits = [n for n in layers if _whole(frac * n)]
+            parts = ("train", "freeze", "fractions", i)
+            if not fits:
+                problems.append((parts, f"{frac!r} is not k/L for any model's block count L "
+                                        f"{layers}: every freeze run of it would be skipped"))
+            elif len(fits) < len(layers):
+                warnings.warn(ParamsWarning(
+                    f"{_key_path(parts)}: {frac!r} is k/L only for L in {fits}; the models with "
+                    f"{sorted(set(layers) - set(fits))} blocks skip it (see skipped.csv)"), stacklevel=3)
+    if not problems:
+        runs, skipped = training_runs(params)  # type: ignore[arg-type]
+        if not runs:
+            why = "; ".join(sorted({s.reason for s in skipped})[:3])
+            problems.append((("train",), f"the grid has no feasible run: all {len(skipped)} "
+                                         f"configurations are skipped ({why})"))
+    return problems
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))
+
+
 def load_params(paths: Iterable[str | Path] = ("params.yaml",), overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Read and layer YAML files (later wins), apply ``overrides``, validate, fill defaults."""
-    paths = [Path(p) for p in paths]
+    """Read (strictly) and layer YAML files (later wins), apply ``overrides``, validate, fill
+    defaults. Errors name the file that set the offending key."""
+    layers: list[tuple[str, dict[str, Any]]] = read_layers(paths)
     merged: dict[str, Any] = {}
-    for p in paths:
-        merged = deep_merge(merged, read_yaml(p))
+    for _, data in layers:
+        merged = deep_merge(merged, data)
     if overrides:
+        layers.append(("overrides", dict(overrides)))
         merged = deep_merge(merged, overrides)
-    return validate(merged, source=" + ".join(map(str, paths)) or "params")
+    return validate(merged, source=" + ".join(name for name, _ in layers) or "params", layers=layers)

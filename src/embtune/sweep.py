@@ -39,7 +39,9 @@ def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
             if num_layers % denom == 0:
                 return [(k, denom) for k in range(denom)]
         return []
-    fracs = [Fraction(x).limit_denominator(64) for x in spec]
+    # Nearest fraction with a denominator a block count can have (config.validate refuses a
+    # fraction that is k/L for no model, so this never turns 0.33 into 21/64 unnoticed).
+    fracs = [Fraction(x).limit_denominator(max(64, num_layers)) for x in spec]
     return [(f.numerator, f.denominator) for f in fracs]
 
 

@@ -29,8 +29,8 @@ rule plan:
     log:
         f"{LOGS}/plan.log",
     shell:
-        "embtune plan --params-json {params.grid:q} --out-runs {output.runs} "
-        "--out-skipped {output.skipped} > {log} 2>&1"
+        "embtune plan --params-json {params.grid:q} --out-runs {output.runs:q} "
+        "--out-skipped {output.skipped:q} > {log:q} 2>&1"
 
 
 rule collect_runs:
@@ -45,8 +45,8 @@ rule collect_runs:
     log:
         f"{LOGS}/collect_runs.log",
     shell:
-        "embtune collect-runs --metrics {input.metrics} --skipped-csv {input.skipped} "
-        "--out {output} > {log} 2>&1"
+        "embtune collect-runs --metrics {input.metrics:q} --skipped-csv {input.skipped:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule fit_scaling:
@@ -61,9 +61,9 @@ rule fit_scaling:
     log:
         f"{LOGS}/fit_scaling.log",
     shell:
-        "embtune fit-scaling --runs {input} --huber-delta {params.cfg[huber_delta]} "
-        "--bootstrap {params.cfg[bootstrap]} --holdout {params.cfg[holdout]} --seed {params.seed} "
-        "--out {output} > {log} 2>&1"
+        "embtune fit-scaling --runs {input:q} --huber-delta {params.cfg[huber_delta]:q} "
+        "--bootstrap {params.cfg[bootstrap]:q} --holdout {params.cfg[holdout]:q} --seed {params.seed:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule recipe:
@@ -79,8 +79,8 @@ rule recipe:
     log:
         f"{LOGS}/recipe/c{{budget}}.log",
     shell:
-        "embtune recipe --budget {wildcards.budget} --fits {input.fits} --runs {input.runs} "
-        "--suite-json {params.suite:q} --batch-size {params.batch} --out {output} > {log} 2>&1"
+        "embtune recipe --budget {wildcards.budget:q} --fits {input.fits:q} --runs {input.runs:q} "
+        "--suite-json {params.suite:q} --batch-size {params.batch:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule query_table:
@@ -92,12 +92,12 @@ rule query_table:
         code=code_version('evaluate/query_table.py', 'evaluate/stats.py'),
         z=config["evaluate"]["pnd"]["z_critical"],
         runs_dir=f"{RES}/query_runs",
-        runs=" ".join(f"{m}/{q}" for m, q in sorted(QRUNS)),
+        runs=[f"{m}/{q}" for m, q in sorted(QRUNS)],
     log:
         f"{LOGS}/query_table.log",
     shell:
-        "embtune query-table --query-runs-dir {params.runs_dir} --runs {params.runs} --z-critical {params.z} "
-        "--out {output} > {log} 2>&1"
+        "embtune query-table --query-runs-dir {params.runs_dir:q} --runs {params.runs:q} --z-critical {params.z:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -114,8 +114,8 @@ rule figures:
     log:
         f"{LOGS}/figures.log",
     shell:
-        "embtune figures --runs {input.runs} --fits {input.fits} --query-table-dir {input.query} "
-        "--recipe {input.recipes[0]} --out {output.figures} --report {output.report} > {log} 2>&1"
+        "embtune figures --runs {input.runs:q} --fits {input.fits:q} --query-table-dir {input.query:q} "
+        "--recipe {input.recipes[0]:q} --out {output.figures:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule summary:
@@ -132,5 +132,5 @@ rule summary:
     log:
         f"{LOGS}/summary.log",
     shell:
-        "embtune summary --runs {input.runs} --fits {input.fits} --recipes {input.recipes} "
-        "--query-table-dir {input.query} --out {output} > {log} 2>&1"
+        "embtune summary --runs {input.runs:q} --fits {input.fits:q} --recipes {input.recipes:q} "
+        "--query-table-dir {input.query:q} --out {output:q} > {log:q} 2>&1"

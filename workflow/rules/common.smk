@@ -1,16 +1,40 @@
 # Validation, the run tables and the input/path helpers. Everything the rules need is computed
 # here once, from the validated config, through embtune.sweep (the one place grids expand).
+#
+# Shell safety: every placeholder in a rule's shell command is quoted by Snakemake (`{x:q}`, one
+# shlex.quote per list item); helpers below return argv *lists* for that, never hand-quoted
+# strings. Run configs travel as JSON arguments (quoted the same way).
 import glob
 import hashlib
 import json
 import re
 from pathlib import Path
 
-from embtune.config import ParamsError, validate
+from embtune.config import ParamsError, read_layers, validate
 from embtune.sweep import query_runs, training_runs
 
+
+def _display(path):
+    p = Path(path).absolute()
+    return str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
+
+
+def config_layers():
+    """The config files in Snakemake's layering order (the Snakefile's `configfile:`, then
+    --configfile, then --config), re-read with the strict loader: a duplicate key or YTE's
+    `__use_yte__` fails here with the file and line. Snakemake has already read --configfile
+    files itself (through YTE) before this runs; params.yaml is checked in the Snakefile first."""
+    cli = [Path(p).absolute() for p in workflow.config_settings.configfiles]
+    base = [p for p in workflow.configfiles if Path(p).absolute() not in cli]
+    layers = read_layers([_display(p) for p in [*base, *cli]])
+    if workflow.config_settings.config:
+        layers.append(("--config", dict(workflow.config_settings.config)))
+    return layers
+
+
 try:
-    validate(config, source=" + ".join(map(str, workflow.configfiles)) or "config")
+    _LAYERS = config_layers()
+    validate(config, source=" + ".join(name for name, _ in _LAYERS) or "config", layers=_LAYERS)
 except ParamsError as err:
     raise WorkflowError(str(err)) from None
 
@@ -110,7 +134,7 @@ def model_json(wildcards):
 
 
 def corpus_args(wildcards, input):
-    return " ".join(f"--corpus '{f}'" for f in input.corpus)
+    return [arg for f in input.corpus for arg in ("--corpus", f)]
 
 
 def run_json(wildcards):
@@ -148,7 +172,7 @@ def pnd_data_inputs(wildcards):
 def pnd_exclusion(wildcards):
     """App. K: a narrow-domain tuned model is evaluated on arxiv without its own domain."""
     source = qrun_config(wildcards)["train_data"]
-    return f"--exclude-category-prefix {source.split('-', 1)[1]}." if source.startswith("arxiv-") else ""
+    return ["--exclude-category-prefix", f"{source.split('-', 1)[1]}."] if source.startswith("arxiv-") else []
 
 
 # ---------------------------------------------------------------- targets
@@ -186,24 +210,25 @@ from embtune.sweep import format_budget  # noqa: E402  (used in targets above)
 
 
 # ---------------------------------------------------------------- CLI argument builders
+# Each returns an argv list; the rule writes `{params.args:q}` so Snakemake quotes every item.
 def tokenizer_args(wildcards):
     tok = config["tokenizer"]
     if tok["source"] == "train":
-        corpus = " ".join(f"'{f}'" for f in expand_sources(tok["train_corpus"]))
-        return f"--source train --corpus {corpus} --vocab-size {tok['vocab_size']}"
-    return f"--source {tok['source']} --id '{tok['id']}'"
+        return ["--source", "train", "--corpus", *expand_sources(tok["train_corpus"]),
+                "--vocab-size", str(tok["vocab_size"])]
+    return ["--source", tok["source"], "--id", tok["id"]]
 
 
 def bge_flags(wildcards):
     cfg = config["data"]["bge"]
-    flags = [f"--val-pairs {cfg['val_pairs']}", f"--shard-rows {cfg['shard_rows']}"]
+    flags = ["--val-pairs", str(cfg["val_pairs"]), "--shard-rows", str(cfg["shard_rows"])]
     if cfg.get("max_pairs"):
-        flags.append(f"--max-pairs {cfg['max_pairs']}")
+        flags += ["--max-pairs", str(cfg["max_pairs"])]
     if not cfg["english_only"]:
         flags.append("--no-english-filter")
     if not cfg["dedup"]:
         flags.append("--no-dedup")
-    return " ".join(flags)
+    return flags
 
 
 def arxiv_source_input(wildcards):
@@ -213,13 +238,13 @@ def arxiv_source_input(wildcards):
 
 def arxiv_args(wildcards):
     cfg = config["data"]["arxiv"]
-    source = (f"--snapshot '{local_file(cfg['snapshot'])}'" if cfg["source"] == "build"
-              else f"--source published --published '{local_file(cfg['published'])}'")
-    return (f"{source} --max-category-size {cfg['max_category_size']} "
-            f"--n-negatives {cfg['n_negatives']} --levels {' '.join(map(str, cfg['levels']))} "
-            f"--flavours {' '.join(cfg['flavours'])} --narrow-domains {' '.join(cfg['narrow_domains'])}")
+    source = (["--snapshot", local_file(cfg["snapshot"])] if cfg["source"] == "build"
+              else ["--source", "published", "--published", local_file(cfg["published"])])
+    return [*source, "--max-category-size", str(cfg["max_category_size"]),
+            "--n-negatives", str(cfg["n_negatives"]), "--levels", *map(str, cfg["levels"]),
+            "--flavours", *cfg["flavours"], "--narrow-domains", *cfg["narrow_domains"]]
 
 
 def mteb_source_args(wildcards):
     cfg = config["data"]["mteb"]
-    return f"--source local --local-dir '{cfg['local_dir']}'" if cfg["source"] == "local" else "--source mteb"
+    return ["--source", "local", "--local-dir", cfg["local_dir"]] if cfg["source"] == "local" else ["--source", "mteb"]

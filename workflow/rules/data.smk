@@ -8,7 +8,7 @@ rule fetch_hf:
     log:
         f"{LOGS}/fetch_hf/{{path}}.log",
     shell:
-        "embtune fetch --uri hf://datasets/{wildcards.path} --out {output} > {log} 2>&1"
+        "embtune fetch --uri hf://datasets/{wildcards.path:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule require_raw:
@@ -20,7 +20,7 @@ rule require_raw:
     wildcard_constraints:
         path=r"(?!hf/).+",
     shell:
-        "echo 'missing raw source {output}: place it there by hand (see README: Data sources)' >&2; exit 1"
+        "echo 'missing raw source '{output:q}': place it there by hand (see README: Data sources)' >&2; exit 1"
 
 
 rule build_tokenizer:
@@ -35,7 +35,7 @@ rule build_tokenizer:
     log:
         f"{LOGS}/build_tokenizer.log",
     shell:
-        "embtune build-tokenizer {params.args} --out {output} > {log} 2>&1"
+        "embtune build-tokenizer {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_bge:
@@ -56,9 +56,9 @@ rule prepare_bge:
     log:
         f"{LOGS}/prepare_bge.log",
     shell:
-        "embtune prepare-bge --files {input.files:q} --tokenizer {input.tokenizer} "
-        "--context-length {params.context} --seed {params.seed} {params.flags} "
-        "--threads {threads} --out {output} > {log} 2>&1"
+        "embtune prepare-bge --files {input.files:q} --tokenizer {input.tokenizer:q} "
+        "--context-length {params.context:q} --seed {params.seed:q} {params.flags:q} "
+        "--threads {threads:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule pack_pairs:
@@ -73,7 +73,7 @@ rule pack_pairs:
     log:
         f"{LOGS}/pack_pairs.log",
     shell:
-        "embtune pack-pairs --bge-dir {input} --out {output} > {log} 2>&1"
+        "embtune pack-pairs --bge-dir {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule split_msmarco:
@@ -87,9 +87,9 @@ rule split_msmarco:
     log:
         f"{LOGS}/split_msmarco.log",
     shell:
-        "embtune split-msmarco --file {input:q} --train-size {params.cfg[train_size]} "
-        "--val-size {params.cfg[val_size]} --eval-size {params.cfg[eval_size]} "
-        "--hard-negatives {params.cfg[hard_negatives]} --out {output} > {log} 2>&1"
+        "embtune split-msmarco --file {input:q} --train-size {params.cfg[train_size]:q} "
+        "--val-size {params.cfg[val_size]:q} --eval-size {params.cfg[eval_size]:q} "
+        "--hard-negatives {params.cfg[hard_negatives]:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule build_arxiv_negatives:
@@ -105,7 +105,7 @@ rule build_arxiv_negatives:
     log:
         f"{LOGS}/build_arxiv_negatives.log",
     shell:
-        "embtune build-arxiv-negatives {params.args} --seed {params.seed} --out {output} > {log} 2>&1"
+        "embtune build-arxiv-negatives {params.args:q} --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_xnli:
@@ -116,12 +116,12 @@ rule prepare_xnli:
     params:
         code=code_version('data/xnli.py', 'data/sources.py'),
         cfg=config["data"]["xnli"],
-        languages=" ".join(config["data"]["xnli"]["languages"]),
+        languages=config["data"]["xnli"]["languages"],
     log:
         f"{LOGS}/prepare_xnli.log",
     shell:
-        "embtune prepare-xnli --source {params.cfg[source]:q} --split {params.cfg[split]} "
-        "--languages {params.languages} --out {output} > {log} 2>&1"
+        "embtune prepare-xnli --source {params.cfg[source]:q} --split {params.cfg[split]:q} "
+        "--languages {params.languages:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule materialise_mteb:
@@ -131,9 +131,9 @@ rule materialise_mteb:
         directory(f"{PROC}/mteb"),
     params:
         code=code_version('data/mteb_data.py'),
-        tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
+        tasks=config["evaluate"]["mteb"]["tasks"],
         source=mteb_source_args,
     log:
         f"{LOGS}/materialise_mteb.log",
     shell:
-        "embtune materialise-mteb --tasks {params.tasks} {params.source} --out {output} > {log} 2>&1"
+        "embtune materialise-mteb --tasks {params.tasks:q} {params.source:q} --out {output:q} > {log:q} 2>&1"

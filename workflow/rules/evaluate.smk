@@ -14,8 +14,8 @@ rule evaluate_mteb:
         table=f"{RES}/runs/{{run}}/mteb.parquet",
     params:
         code=code_version('evaluate/mteb_eval.py', 'models/embedder.py', 'models/pooling.py'),
-        tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
-        exclude=" ".join(config["evaluate"]["mteb"]["exclude_from_average"]),
+        tasks=config["evaluate"]["mteb"]["tasks"],
+        exclude=config["evaluate"]["mteb"]["exclude_from_average"],
         batch=config["evaluate"]["mteb"]["batch_size"],
     threads: 1
     resources:
@@ -25,9 +25,9 @@ rule evaluate_mteb:
     benchmark:
         f"{RES}/benchmarks/evaluate_mteb/{{run}}.tsv"
     shell:
-        "embtune evaluate-mteb --model-dir {input.model} --run-metrics {input.metrics} "
-        "--tasks {params.tasks} --exclude-from-average {params.exclude} --data-dir {input.data} "
-        "--batch-size {params.batch} --out {output.scores} > {log} 2>&1"
+        "embtune evaluate-mteb --model-dir {input.model:q} --run-metrics {input.metrics:q} "
+        "--tasks {params.tasks:q} --exclude-from-average {params.exclude:q} --data-dir {input.data:q} "
+        "--batch-size {params.batch:q} --out {output.scores:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_base:
@@ -40,8 +40,8 @@ rule evaluate_pnd_base:
         code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
         data_dir=PROC,
         model=qmodel_json,
-        datasets=" ".join(PND_DATASETS),
-        measures=" ".join(config["evaluate"]["pnd"]["measures"]),
+        datasets=PND_DATASETS,
+        measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
@@ -53,9 +53,9 @@ rule evaluate_pnd_base:
     benchmark:
         f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/base.tsv"
     shell:
-        "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets} "
-        "--data-dir {params.data_dir} --cache-dir {params.cache} --measures {params.measures} "
-        "--batch-size {params.batch} --out {params.out_dir} > {log} 2>&1"
+        "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
+        "--data-dir {params.data_dir:q} --cache-dir {params.cache:q} --measures {params.measures:q} "
+        "--batch-size {params.batch:q} --out {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_query:
@@ -70,8 +70,8 @@ rule evaluate_pnd_query:
         code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
         data_dir=PROC,
         model=qmodel_json,
-        datasets=" ".join(PND_DATASETS),
-        measures=" ".join(config["evaluate"]["pnd"]["measures"]),
+        datasets=PND_DATASETS,
+        measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
@@ -84,7 +84,7 @@ rule evaluate_pnd_query:
     benchmark:
         f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/{{qrun}}.tsv"
     shell:
-        "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model} "
-        "--datasets {params.datasets} --data-dir {params.data_dir} --cache-dir {params.cache} "
-        "--measures {params.measures} --batch-size {params.batch} {params.exclusion} "
-        "--out {params.out_dir} > {log} 2>&1"
+        "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model:q} "
+        "--datasets {params.datasets:q} --data-dir {params.data_dir:q} --cache-dir {params.cache:q} "
+        "--measures {params.measures:q} --batch-size {params.batch:q} {params.exclusion:q} "
+        "--out {params.out_dir:q} > {log:q} 2>&1"

@@ -18,8 +18,8 @@ rule build_model:
     benchmark:
         f"{RES}/benchmarks/build_model/{{model}}.tsv"
     shell:
-        "embtune build-model --model-json {params.model:q} --tokenizer {input.tokenizer} "
-        "{params.corpus} --threads {threads} --out {output} > {log} 2>&1"
+        "embtune build-model --model-json {params.model:q} --tokenizer {input.tokenizer:q} "
+        "{params.corpus:q} --threads {threads:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule train_contrastive:
@@ -47,8 +47,8 @@ rule train_contrastive:
     # no shell dies first; Snakemake waits while it checkpoints and reports its exit status 75
     # (EX_TEMPFAIL), then a retry / SLURM requeue resumes it (tests/test_slurm.py).
     shell:
-        "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir} "
-        "--checkpoint-dir {params.ckpt} --threads {threads} > {log} 2>&1"
+        "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir:q} "
+        "--checkpoint-dir {params.ckpt:q} --threads {threads:q} > {log:q} 2>&1"
 
 
 rule tune_query:
@@ -71,5 +71,5 @@ rule tune_query:
     benchmark:
         f"{RES}/benchmarks/tune_query/{{qmodel}}/{{qrun}}.tsv"
     shell:
-        "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir} "
-        "--cache-dir {params.cache} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
+        "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
+        "--cache-dir {params.cache:q} --out-dir {params.out_dir:q} --threads {threads:q} > {log:q} 2>&1"
