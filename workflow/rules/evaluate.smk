@@ -32,7 +32,8 @@ rule evaluate_mteb:
 
 rule evaluate_pnd_base:
     input:
-        pnd_data_inputs,
+        data=pnd_data_inputs,
+        encoder=encoder_inputs,
     output:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",

