@@ -2,7 +2,8 @@
 
 Each stage lives in its own module and exposes ``main(argv) -> int``; this dispatcher imports
 only the stage asked for, so ``embtune --help`` stays fast and a missing optional dependency of
-one stage never breaks another.
+one stage never breaks another. A :class:`~embtune.errors.DataError` escaping a stage is bad
+input: it is printed as ``embtune <stage>: error: <message>`` (one line) and the exit status is 2.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+
+from embtune.errors import EXIT_DATA_ERROR, DataError, one_line
 
 # stage name -> (module, one-line help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -55,7 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"embtune: unknown stage {stage!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     module = importlib.import_module(STAGES[stage][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except DataError as err:  # bad input: the message says where and what; no traceback
+        print(f"embtune {stage}: error: {one_line(err)}", file=sys.stderr)
+        return EXIT_DATA_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -88,6 +88,24 @@ def write_parquet(path: str | os.PathLike[str], frame: Any) -> None:
         frame.write_parquet(tmp, compression="zstd", statistics=False)
 
 
+def read_parquet(path: str | os.PathLike[str], expected: str, columns: list[str] | None = None) -> Any:
+    """A parquet file as a polars DataFrame; a corrupt or truncated file raises ``DataError``
+    ``"<path>: not a readable parquet file (<reason>); expected <expected>"``.
+
+    Why: polars' and pyarrow's messages name neither the file nor what it should have held."""
+    import polars as pl
+
+    from embtune.errors import DataError, one_line
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: file not found; expected {expected}")
+    try:
+        return pl.read_parquet(p, columns=columns)
+    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
+        raise DataError(f"{p}: not a readable parquet file ({one_line(err)}); expected {expected}") from None
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     p = Path(path)
     try:
@@ -95,7 +113,9 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     except FileNotFoundError:
         raise FileNotFoundError(f"{p}: file not found") from None
     except json.JSONDecodeError as err:
-        raise ValueError(f"{p}: line {err.lineno}: invalid JSON ({err.msg})") from None
+        from embtune.errors import DataError
+
+        raise DataError(f"{p}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from None
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

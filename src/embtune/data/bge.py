@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from embtune.data.jsonl import DataError, iter_jsonl, run_stage
+from embtune.data.jsonl import DataError, drop_summary, iter_jsonl, run_stage
 from embtune.data.sources import expand_files
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 
@@ -520,6 +520,17 @@ def write_shards(out: Path, tokenizer: Any, rows: Iterable[list[tuple[str, str]]
     return done
 
 
+def no_pairs_message(files: Sequence[str], stats: Stats) -> str:
+    """Why nothing is left: every drop reason with its count and a few ``file:line`` examples."""
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    if stats.rows_in == 0:
+        return f"{shown}: no records (every line blank); expected JSONL records {{query, pos: [...]}}"
+    return (f"{shown}: all {stats.rows_in} records dropped, no pair left; expected JSON objects "
+            "{query: non-empty string, pos: [non-empty string, ...]}"
+            + (" in English (--no-english-filter turns that test off)" if "not English" in stats.drops else "")
+            + f"; dropped: {drop_summary(stats.drops, stats.drop_examples)}")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole stage inside one atomically renamed output directory; return the manifest."""
     _check_args(args)
@@ -540,13 +551,20 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         n_buckets = n_buckets_for(sum(os.path.getsize(f) for f in files))
         buckets, stats = spill_all(files, english, args.seed, n_buckets, Path(tmp),
                                    args.threads or 1)
+        if stats.pairs_kept == 0:
+            raise DataError(no_pairs_message(files, stats))
 
         def ordered() -> Iterator[list[tuple[str, str]]]:
             for rows, dups in ordered_pairs(buckets, dedup, args.max_pairs):
                 duplicates["removed"] += dups
                 yield rows
 
-        done = write_shards(final, tokenizer, ordered(), args.val_pairs, args.shard_rows, args.context_length)
+        try:
+            done = write_shards(final, tokenizer, ordered(), args.val_pairs, args.shard_rows,
+                                args.context_length)
+        except DataError as err:  # too few pairs: say what the filters dropped
+            raise DataError(f"{err}; {len(files)} input file(s), {stats.rows_in} records, dropped: "
+                            f"{drop_summary(stats.drops, stats.drop_examples)}") from None
         manifest = provenance(
             stable=True, stage="prepare-bge",
             inputs=[{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in files],

@@ -18,7 +18,7 @@ import polars as pl
 
 from embtune.data.jsonl import DataError, run_stage
 from embtune.data.sources import is_hf_uri, parse_hf_uri
-from embtune.io import provenance, sha256_file, write_json, write_parquet
+from embtune.io import provenance, read_parquet, sha256_file, write_json, write_parquet
 
 LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TEXT_COLUMNS = ("premise", "hypothesis")
@@ -54,7 +54,7 @@ def hub_resolver(uri: str) -> Callable[[str], Path]:
 
 def read_language(path: Path, lang: str) -> pl.DataFrame:
     """Read one language file and validate columns, types, labels and texts (errors name the row)."""
-    frame = pl.read_parquet(path)
+    frame = read_parquet(path, f"the XNLI {lang} table (columns premise, hypothesis, label)")
     missing = [c for c in (*TEXT_COLUMNS, "label") if c not in frame.columns]
     if missing:
         raise DataError(f"{path} ({lang}): missing column(s) {missing}")

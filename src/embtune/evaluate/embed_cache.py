@@ -46,6 +46,9 @@ class SentenceTransformerEncoder:
         import torch
         from sentence_transformers import SentenceTransformer
 
+        from embtune.models.embedder import check_weight_files
+
+        check_weight_files(path)  # a damaged file is named, not a bare SafetensorError
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = SentenceTransformer(path, device=self.device)
 

@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from embtune.data.mteb_data import RETRIEVAL_TYPES, TaskFrames, read_task_dir
+from embtune.errors import DataError
 from embtune.io import read_json, write_json, write_parquet
 
 TIDY_SCHEMA = {"task": pl.String, "type": pl.String, "split": pl.String, "subset": pl.String,
@@ -209,6 +210,22 @@ def loss_mteb_spearman(runs: pl.DataFrame, loss: str = "final_train_loss",
     return float(rho)
 
 
+def check_finite(model: Any, model_dir: Path) -> None:
+    """Refuse to evaluate weights holding NaN/inf: every embedding would be NaN and mteb would
+    report a meaningless score (or fail deep inside a classifier) instead of naming the run."""
+    from embtune.models.embedder import nonfinite_parameters
+
+    bad = nonfinite_parameters(model)
+    if not bad:
+        return
+    run_dir = model_dir.parent if model_dir.name == "model" else model_dir
+    name, count, size = bad[0]
+    raise DataError(f"run {run_dir}: {len(bad)} parameter tensor(s) of {model_dir} hold NaN/inf "
+                    f"(e.g. {name}: {count} of {size} values); expected finite weights. Training "
+                    f"diverged or the checkpoint is damaged: see {run_dir / 'curve.csv'}, lower "
+                    "peak_lr (or check the data) and re-run training")
+
+
 # ---------------------------------------------------------------- CLI
 
 
@@ -238,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from embtune.models.embedder import load_embedder
 
     embedder = load_embedder(args.model_dir, device=args.device)
+    check_finite(embedder.model, args.model_dir)
     record, tidy = evaluate_embedder(embedder, args.tasks, args.data_dir, args.batch_size,
                                      args.exclude_from_average)
     write_parquet(tidy_path, tidy)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from embtune.errors import DataError, one_line
 from embtune.models.pooling import Pooling, pool
 
 EMBEDDING_CONFIG = "embedding_config.json"
@@ -105,6 +106,43 @@ class Embedder:
         return out
 
 
+def check_weight_files(model_dir: str | Path) -> None:
+    """Raise :class:`DataError` naming the file when a ``*.safetensors`` in ``model_dir`` is
+    truncated or corrupt, or when the folder has a ``config.json`` but no weights at all.
+
+    Why before loading: transformers reports a bad file as a bare ``SafetensorError`` (or as a
+    missing file) without saying which one; reading each header is cheap (it checks that the
+    header parses and that its tensors cover the file exactly, so a truncated copy fails)."""
+    from safetensors import SafetensorError, safe_open
+
+    folder = Path(model_dir)
+    if not folder.is_dir():
+        return  # a hub id: resolved and checked by the hub client
+    files = sorted(folder.rglob("*.safetensors"))  # sentence-transformers keep modules in subfolders
+    for path in files:
+        try:
+            with safe_open(str(path), framework="pt") as fh:
+                fh.keys()
+        except (SafetensorError, OSError) as err:
+            raise DataError(f"{path}: corrupt or truncated safetensors file ({one_line(err)}); "
+                            "expected the complete weights a finished training run saves "
+                            "(re-run that run's training)") from None
+    has_weights = files or any(folder.glob("*.bin")) or any(folder.glob("*.safetensors.index.json"))
+    if (folder / "config.json").is_file() and not has_weights:
+        raise DataError(f"{folder}: config.json but no weights file; expected model.safetensors "
+                        "(an interrupted save? re-run training)")
+
+
+def nonfinite_parameters(model: torch.nn.Module) -> list[tuple[str, int, int]]:
+    """``(name, non-finite count, size)`` of every parameter holding NaN or inf (buffers are left
+    out: some models keep ``-inf`` attention masks there on purpose)."""
+    bad = []
+    for name, tensor in model.named_parameters():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad.append((name, int((~torch.isfinite(tensor)).sum()), tensor.numel()))
+    return bad
+
+
 def _resolve_base(model_dir: Path, base: str) -> str:
     """An adapter's base path may be relative to the adapter dir, to the cwd, or a hub id."""
     candidate = model_dir / base
@@ -129,6 +167,7 @@ def _load_merged_adapter(model_dir: Path) -> tuple[Any, str]:
 
     raw = json.loads((model_dir / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     base = _resolve_base(model_dir, raw["base_model_name_or_path"])
+    check_weight_files(base)
     causal = _adapter_wraps_causal_lm(model_dir)
     base_model = (AutoModelForCausalLM if causal else AutoModel).from_pretrained(base)
     merged = PeftModel.from_pretrained(base_model, str(model_dir)).merge_and_unload()
@@ -152,6 +191,7 @@ def load_embedder(model_dir: str | Path, device: str | None = None) -> Embedder:
 
     model_dir = Path(model_dir)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    check_weight_files(model_dir)
     base: str | None = None
     if (model_dir / ADAPTER_CONFIG).is_file():
         model, base = _load_merged_adapter(model_dir)

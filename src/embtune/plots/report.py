@@ -307,6 +307,10 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
         for reason, n in skipped.group_by("skip_reason").len().sort("len", descending=True).rows():
             lines.append(f"- {n} × {reason}")
         lines.append("")
+    dropped = fits.get("dropped_nonfinite") or {}
+    if dropped.get("count"):
+        lines += [f"Finished runs left out of the fits because their loss is NaN/inf: {dropped['count']} "
+                  f"({', '.join(r['run_id'] for r in dropped['runs'])})", ""]
     lines += fits_markdown(fits)
     if recipe:
         lines += ["## Recipe", "", "```json"]

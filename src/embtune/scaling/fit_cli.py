@@ -13,6 +13,8 @@ fits.json keys:
                     crossovers: [{methods, budget, ln_budget, better_below, better_above}],
                     budget_range: [min, max]}
   mteb             {spearman_rho, p_value, n} | {skipped}
+  dropped_nonfinite {count, runs: [{run_id, metrics}]}: finished runs left out because the loss
+                   column is NaN/inf (embtune.scaling.runs_table.nonfinite_runs)
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from embtune.scaling.fit import fit_law
 from embtune.scaling.frontier import crossovers, fit_line
 from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
 from embtune.scaling.laws import LAWS
+from embtune.scaling.runs_table import nonfinite_runs
 
 METHOD_ORDER = ("full", "freeze", "bias", "lora")
 
@@ -141,12 +144,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1, help="processes for the per-method fits")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    fits = fit_all(pl.read_parquet(args.runs), metric=args.loss_column, delta=args.huber_delta,
+    runs = pl.read_parquet(args.runs)
+    fits = fit_all(runs, metric=args.loss_column, delta=args.huber_delta,
                    n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
                    workers=args.workers)
     fits["provenance"] = provenance(stable=True, runs=str(args.runs))
+    fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)  # finished, NaN/inf loss
     write_json(args.out, finite_json(fits))
     for c in fits["frontier"]["crossovers"]:
         print(f"crossover {c['methods']}: {c.get('budget')}")
     print(f"fit-scaling: methods {fits['methods']} -> {args.out}")
+    if fits["dropped_nonfinite"]["count"]:
+        print(f"fit-scaling: left out {fits['dropped_nonfinite']['count']} finished run(s) whose "
+              f"{args.loss_column} is NaN/inf: {[r['run_id'] for r in fits['dropped_nonfinite']['runs']]}")
     return 0

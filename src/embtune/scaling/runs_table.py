@@ -8,28 +8,35 @@ Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F,
 S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank,
 lora_alpha, lora_embed_in, peak_lr,
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
-status, skip_reason, seed.
+status, skip_reason, seed, nonfinite.
+
+``nonfinite`` lists (comma-separated) the metrics a run recorded as NaN or inf; they read as
+missing (null) in their columns, so the fits leave such a run out, and this column, the
+manifest and the fits' ``dropped_nonfinite`` say which runs and why instead of dropping them
+silently.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from embtune.io import provenance, write_json, write_parquet
+from embtune.io import provenance, read_json, write_json, write_parquet
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
-STR_COLS = ("run_id", "method", "model", "status", "skip_reason")
+STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite")
 BOOL_COLS = ("lora_embed_in",)
+# metrics.json / mteb.json numbers that become columns: a NaN/inf one is reported in ``nonfinite``
+CHECKED_METRICS = ("final_train_loss", "val_loss", "flops", "tokens", "steps")
 
 
 def run_config(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -104,11 +111,33 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         "seed": cfg.get("seed", parsed.get("seed")),
         "mteb_average": None,
     }
+    nonfinite = [k for k in CHECKED_METRICS if _is_nonfinite(metrics.get(k))]
     if mteb and mteb.get("status", "ok") == "ok":
         row["mteb_average"] = _num(mteb.get("average"))
+        nonfinite += ["mteb_average"] if _is_nonfinite(mteb.get("average")) else []
         for task, score in sorted((mteb.get("tasks") or {}).items()):
             row[f"mteb_{task}"] = _num(score)
+            nonfinite += [f"mteb_{task}"] if _is_nonfinite(score) else []
+    row["nonfinite"] = ",".join(nonfinite) or None
     return row
+
+
+def _is_nonfinite(value: Any) -> bool:
+    """A number that is NaN or inf (JSON ``NaN``/``Infinity`` parse to these); not a missing one."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isfinite(value)
+
+
+def nonfinite_runs(table: pl.DataFrame, metric: str | None = None) -> dict[str, Any]:
+    """Finished runs (status ok) that recorded a NaN/inf metric (``metric`` only, when given):
+    ``{"count", "runs": [{"run_id", "metrics"}]}``. A fit of ``metric`` leaves them out."""
+    if "nonfinite" not in table.columns:
+        return {"count": 0, "runs": []}
+    rows = table.filter((pl.col("status") == "ok") & pl.col("nonfinite").is_not_null())
+    runs = [{"run_id": r["run_id"], "metrics": r["nonfinite"].split(",")}
+            for r in rows.select("run_id", "nonfinite").iter_rows(named=True)]
+    if metric is not None:
+        runs = [r for r in runs if metric in r["metrics"]]
+    return {"count": len(runs), "runs": runs}
 
 
 def skipped_row(run_id: str, reason: str) -> dict[str, Any]:
@@ -134,7 +163,7 @@ def read_skipped_csv(path: Path) -> list[tuple[str, str]]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return read_json(path) if path.exists() else {}
 
 
 def collect(runs_dir: Path | None, skipped: list[tuple[str, str]],
@@ -168,8 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = build_table(collect(args.runs_dir, skipped, args.metrics))
     write_parquet(args.out, table)
     counts = table.group_by("status").len().sort("status").to_dicts()
+    nonfinite = nonfinite_runs(table)
     write_json(args.out.with_name(args.out.stem + ".manifest.json"),
                provenance(rows=table.height, status_counts=counts, runs_dir=str(args.runs_dir),
-                          n_metrics_files=len(args.metrics)))
+                          n_metrics_files=len(args.metrics), nonfinite_runs=nonfinite))
     print(f"collect-runs: {table.height} rows -> {args.out} ({counts})")
+    if nonfinite["count"]:
+        shown = ", ".join(f"{r['run_id']} ({'/'.join(r['metrics'])})" for r in nonfinite["runs"][:5])
+        print(f"collect-runs: warning: {nonfinite['count']} finished run(s) recorded NaN/inf metrics, "
+              f"read as missing (the fits leave them out): {shown}"
+              + (" ..." if nonfinite["count"] > 5 else ""), file=sys.stderr)
     return 0

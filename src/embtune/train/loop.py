@@ -365,8 +365,9 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
                                   grad_scale=float(world), single_pass=2 * len(local) <= chunk)
         value = loss.item()
         if not math.isfinite(value):
-            raise FloatingPointError(f"run {run['run_id']}: loss is {value} at step {prog.step + 1} "
-                                     f"(lr {sched.get_last_lr()[0]:.3g}); lower peak_lr or check the data")
+            raise FloatingPointError(nonfinite_loss_message(
+                run, value, prog.step + 1, sched.get_last_lr()[0], str(acc.mixed_precision),
+                empty_texts(train_pairs, local)))
         lr = sched.get_last_lr()[0]
         opt.step()
         sched.step()
@@ -400,6 +401,33 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
     if peak and prog.wall:
         metrics["mfu"] = model_flops_utilisation(counts, prog.tokens / prog.wall, peak, world)
     return Result("ok", metrics, prog.curve, model)
+
+
+def empty_texts(pairs: Pairs, idx: np.ndarray) -> dict[str, int]:
+    """How many queries / positives of the pairs ``idx`` have no tokens at all."""
+    return {side: int((pairs.side(side).lengths(pairs.context_length, idx) == 0).sum()) for side in SIDES}
+
+
+def nonfinite_loss_message(run: dict[str, Any], loss: float, step: int, lr: float, precision: str,
+                           empty: dict[str, int]) -> str:
+    """Why a loss can be NaN/inf, each cause with this run's value, so the fix can be chosen
+    without re-running under a debugger."""
+    t = run["train"]
+    temperature = float(t["temperature"])
+    causes = [
+        f"learning rate too high (lr {lr:.3g} at this step, peak_lr {float(run['peak_lr']):.3g}: "
+        "try a smaller peak_lr)",
+        ("fp16/bf16 overflow (unlikely: this run has no mixed precision)" if precision in ("no", "fp32")
+         else f"fp16/bf16 overflow (this run computes in {precision}: try a lower peak_lr, or fp32 "
+              "to confirm)"),
+        f"bad data (this batch has {empty['query']} empty queries and {empty['pos']} empty "
+        f"positives; check {run['data']['train_dir']})",
+        f"temperature too small (train.temperature {temperature:g}; logits are cosine / "
+        f"temperature, so |logit| <= {1 / temperature if temperature > 0 else math.inf:g})",
+    ]
+    return (f"run {run['run_id']}: loss is {loss} at step {step} "
+            f"(batch_size {int(t['batch_size'])}, method {run['method']}); possible causes: "
+            + "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1)))
 
 
 # --------------------------------------------------------------------------- outputs

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from embtune.errors import DataError, one_line
+
 PACK_FORMAT = "embtune-pairs-v1"
 SIDES = ("query", "pos")
 
@@ -118,9 +120,11 @@ def _read_column(path: Path, name: str) -> Any:
     try:
         col = pq.read_table(path, columns=[name]).column(name).combine_chunks()
     except (OSError, KeyError, pa.ArrowException) as exc:
-        raise ValueError(f"{path}: cannot read column {name!r} ({exc}); expected a prepare-bge shard") from exc
+        raise DataError(f"{path}: cannot read column {name!r} ({one_line(exc)}); expected a "
+                        "prepare-bge shard (parquet with query_ids, pos_ids, query_tokens, "
+                        "pos_tokens)") from None
     if col.null_count:
-        raise ValueError(f"{path}: column {name!r} has {col.null_count} null rows")
+        raise DataError(f"{path}: column {name!r} has {col.null_count} null rows; expected none")
     return col
 
 
@@ -147,14 +151,30 @@ def read_pairs(files: Sequence[Path], context_length: int) -> Pairs:
 def train_shards(train_dir: str | Path) -> list[Path]:
     shards = sorted(Path(train_dir).glob("train-*.parquet"))
     if not shards:
-        raise FileNotFoundError(f"{train_dir}: no train-*.parquet shards (run prepare-bge first)")
+        raise DataError(f"{train_dir}: no train-*.parquet shards (run prepare-bge first)")
     return shards
+
+
+def val_shard(bge_dir: str | Path) -> Path:
+    """prepare-bge's ``val.parquet``. It always writes one (empty when ``val_pairs`` is 0), so a
+    missing file means an incomplete or wrong directory, not "no validation pairs"."""
+    path = Path(bge_dir) / "val.parquet"
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; expected the validation pairs prepare-bge writes "
+                        "beside the train-*.parquet shards (run prepare-bge again)")
+    return path
 
 
 # --------------------------------------------------------------------------- packed store
 def is_packed(path: str | Path) -> bool:
     meta = Path(path) / "meta.json"
-    return meta.exists() and json.loads(meta.read_text()).get("format") == PACK_FORMAT
+    if not meta.exists():
+        return False
+    try:
+        return json.loads(meta.read_text(encoding="utf-8")).get("format") == PACK_FORMAT
+    except (ValueError, AttributeError) as err:
+        raise DataError(f"{meta}: unreadable ({one_line(err)}); expected the JSON object "
+                        "pack-pairs writes (run pack-pairs again)") from None
 
 
 def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
@@ -165,7 +185,7 @@ def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     from embtune.io import atomic_path, provenance, write_json
 
     bge_dir = Path(bge_dir)
-    splits = {"train": train_shards(bge_dir), "val": [p for p in [bge_dir / "val.parquet"] if p.exists()]}
+    splits = {"train": train_shards(bge_dir), "val": [val_shard(bge_dir)]}
     meta: dict[str, Any] = {"format": PACK_FORMAT, "source": str(bge_dir), "splits": {},
                             "provenance": provenance(stage="pack-pairs", stable=True)}
     with atomic_path(Path(out_dir)) as tmp:
@@ -182,11 +202,11 @@ def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
                 for f in files:
                     col = _arrow_column([f], f"{side}_ids")
                     if len(col.tokens) and at + len(col.tokens) > len(out):
-                        raise ValueError(f"{f}: {side}_ids holds more tokens than its {side}_tokens column says")
+                        raise DataError(f"{f}: {side}_ids holds more tokens than its {side}_tokens column says")
                     out[at:at + len(col.tokens)] = col.tokens
                     at += len(col.tokens)
                 if at != len(out):
-                    raise ValueError(f"{bge_dir}/{split}: {side}_ids hold {at} tokens, "
+                    raise DataError(f"{bge_dir}/{split}: {side}_ids hold {at} tokens, "
                                      f"{side}_tokens columns say {len(out)}")
                 out.flush()
                 del out
@@ -200,16 +220,21 @@ def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
 
 def open_pairs(path: str | Path, split: str, context_length: int) -> Pairs:
     """``split`` ("train" or "val") of a packed directory (memory-mapped, read-only) or of a
-    prepare-bge directory (parquet, read into memory). A missing val split gives no pairs."""
+    prepare-bge directory (parquet, read into memory)."""
     path = Path(path)
     if is_packed(path):
-        cols = [TokenColumn(np.load(path / split / f"{side}_tokens.npy", mmap_mode="r"),
-                            np.load(path / split / f"{side}_offsets.npy")) for side in SIDES]
-        return Pairs(*cols, context_length)
-    if split == "train":
-        return read_pairs(train_shards(path), context_length)
-    val = path / "val.parquet"
-    return read_pairs([val], context_length) if val.exists() else Pairs.from_lists([], [], context_length)
+        return Pairs(*(_packed_column(path / split, side) for side in SIDES), context_length)
+    return read_pairs(train_shards(path) if split == "train" else [val_shard(path)], context_length)
+
+
+def _packed_column(split_dir: Path, side: str) -> TokenColumn:
+    """One side of a packed split; a missing, truncated or inconsistent array names its file."""
+    tokens, offsets = split_dir / f"{side}_tokens.npy", split_dir / f"{side}_offsets.npy"
+    try:
+        return TokenColumn(np.load(tokens, mmap_mode="r"), np.load(offsets))
+    except (OSError, ValueError, EOFError) as err:
+        raise DataError(f"{split_dir}: cannot read {tokens.name}/{offsets.name} ({one_line(err)}); "
+                        "expected the arrays pack-pairs writes (run pack-pairs again)") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -220,8 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     try:
         meta = pack_pairs(args.bge_dir, args.out)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"embtune pack-pairs: {err}", file=sys.stderr)
+    except DataError as err:
+        print(f"embtune pack-pairs: error: {one_line(err)}", file=sys.stderr)
         return 2
     for split, info in meta["splits"].items():
         print(f"pack-pairs: {split}: {info['pairs']} pairs, "
