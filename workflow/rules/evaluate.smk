@@ -43,6 +43,7 @@ rule evaluate_pnd_base:
         datasets=" ".join(PND_DATASETS),
         measures=" ".join(config["evaluate"]["pnd"]["measures"]),
         batch=config["evaluate"]["pnd"]["batch_size"],
+        precision=config["evaluate"]["pnd"]["precision"],
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
     threads: 1
@@ -55,7 +56,7 @@ rule evaluate_pnd_base:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets} "
         "--data-dir {params.data_dir} --cache-dir {params.cache} --measures {params.measures} "
-        "--batch-size {params.batch} --out {params.out_dir} > {log} 2>&1"
+        "--batch-size {params.batch} --precision {params.precision:q} --out {params.out_dir} > {log} 2>&1"
 
 
 rule evaluate_pnd_query:
@@ -73,6 +74,7 @@ rule evaluate_pnd_query:
         datasets=" ".join(PND_DATASETS),
         measures=" ".join(config["evaluate"]["pnd"]["measures"]),
         batch=config["evaluate"]["pnd"]["batch_size"],
+        precision=config["evaluate"]["pnd"]["precision"],
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         exclusion=pnd_exclusion,
@@ -86,5 +88,6 @@ rule evaluate_pnd_query:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model} "
         "--datasets {params.datasets} --data-dir {params.data_dir} --cache-dir {params.cache} "
-        "--measures {params.measures} --batch-size {params.batch} {params.exclusion} "
+        "--measures {params.measures} --batch-size {params.batch} --precision {params.precision:q} "
+        "{params.exclusion} "
         "--out {params.out_dir} > {log} 2>&1"
