@@ -63,6 +63,7 @@ rule tune_query:
         run=qrun_json,
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         cache=f"{RES}/embed_cache/{{qmodel}}",
+        precision=config["evaluate"]["pnd"]["precision"],
     threads: 1
     resources:
         **QUERY_RESOURCES,
@@ -72,4 +73,5 @@ rule tune_query:
         f"{RES}/benchmarks/tune_query/{{qmodel}}/{{qrun}}.tsv"
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir} "
-        "--cache-dir {params.cache} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
+        "--cache-dir {params.cache} --precision {params.precision:q} --out-dir {params.out_dir} "
+        "--threads {threads} > {log} 2>&1"
