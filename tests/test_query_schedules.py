@@ -99,7 +99,8 @@ def test_sweep_lr_effective_uses_the_same_rule():
 
     params = {"query_tuning": {
         "models": [{"name": "m", "source": "local", "id": "x"}],
-        "defaults": {"lr": 5e-8, "batch_size": 14, "margin": 0.1, "lr_scaling": "sqrt"},
+        "defaults": {"lr": 5e-8, "batch_size": 14, "margin": 0.1, "lr_scaling": "sqrt",
+                     "batches_per_epoch": 1000},
         "sweeps": {"batch_size": [7, 56]}}}
     runs = {r["batch_size"]: r for r in query_runs(params)}
     for b, r in runs.items():
