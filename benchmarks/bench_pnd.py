@@ -108,6 +108,8 @@ def bench_counting_only() -> None:
 class CountingEncoder:
     """Fake encoder: deterministic vectors, counts calls (= forward passes)."""
 
+    precision = "fp32"
+
     def __init__(self) -> None:
         self.passes = 0
 

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                    "batch_size": args.batch_size, "margin": 0.1, "distance": "cos",
                    "batches_per_epoch": args.batches_per_epoch, "patience": args.patience,
                    "max_epochs": args.max_epochs, "weight_decay": 0.0, "scheduler": "none",
-                   "optimizer": "adamw", "freeze": "emb", "train_data": "msmarco", "seed": 0}
+                   "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb", "train_data": "msmarco", "seed": 0}
             m = qt.tune(run, train, val, docs, log=lambda _: None).metrics
             rows.append({"lr": lr, "epochs": m["epochs"], "best_epoch": m["best_epoch"],
                          "stopped": m["stopped_reason"], "doc_forward_passes": m["doc_forward_passes"],

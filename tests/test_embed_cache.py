@@ -16,6 +16,8 @@ from embtune.evaluate.embed_cache import EmbedCache, model_fingerprint, store_ke
 class CountingEncoder:
     """Deterministic fake encoder (text hash -> vector) that records every call."""
 
+    precision = "fp32"
+
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
 
@@ -52,7 +54,50 @@ def test_cache_encodes_unique_texts_once_and_persists(tmp_path: Path) -> None:
     again.embed(enc2, "fp2", "doc", "passage: ", ["a"], 2)
     again.embed(enc2, "fp", "doc", "", ["a"], 2)
     assert len(enc2.calls) == 3
-    assert (tmp_path / store_key("fp", "doc", "passage: ") / "meta.json").exists()
+    assert (tmp_path / store_key("fp", "doc", "passage: ", "fp32") / "meta.json").exists()
+
+
+class ScaledEncoder(CountingEncoder):
+    """Same vectors as CountingEncoder, perturbed in the 3rd significant digit, tagged bf16."""
+
+    precision = "bf16"
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return super().encode(texts, batch_size) * np.float32(1.001)
+
+
+def test_precision_is_part_of_the_cache_key(tmp_path: Path) -> None:
+    """fp32 and bf16 embeddings of the same (model, tower, prefix, text) live in separate stores:
+    neither precision is ever served the other's vectors, also after a reload."""
+    texts = ["a", "bb"]
+    fp32, bf16 = CountingEncoder(), ScaledEncoder()
+    cache = EmbedCache(tmp_path, progress=False)
+    e32 = cache.embed(fp32, "fp", "doc", "", texts, 2)
+    e16 = cache.embed(bf16, "fp", "doc", "", texts, 2)
+    assert len(bf16.calls) == 1 and not np.array_equal(e16, e32)   # bf16 encoded afresh
+    reloaded = EmbedCache(tmp_path, progress=False)
+    np.testing.assert_array_equal(reloaded.embed(ScaledEncoder(), "fp", "doc", "", texts, 2), e16)
+    np.testing.assert_array_equal(reloaded.embed(CountingEncoder(), "fp", "doc", "", texts, 2), e32)
+    assert reloaded.stats.texts_encoded == 0
+    keys = {p: store_key("fp", "doc", "", p) for p in ("fp32", "bf16")}
+    assert keys["fp32"] != keys["bf16"]
+    for p, key in keys.items():
+        assert json.loads((tmp_path / key / "meta.json").read_text())["precision"] == p
+
+
+def test_cache_refuses_unknown_or_missing_precision(tmp_path: Path) -> None:
+    class NoPrecision:
+        def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+            return np.zeros((len(texts), 2), np.float32)
+
+    class Fp16(CountingEncoder):
+        precision = "fp16"
+
+    cache = EmbedCache(tmp_path, progress=False)
+    with pytest.raises(TypeError, match="NoPrecision has no .precision"):
+        cache.embed(NoPrecision(), "fp", "doc", "", ["a"], 2)
+    with pytest.raises(ValueError, match="unknown embedding precision 'fp16'"):
+        cache.embed(Fp16(), "fp", "doc", "", ["a"], 2)
 
 
 def test_model_fingerprint_follows_weights(tmp_path: Path) -> None:

@@ -1,4 +1,7 @@
-"""Per-epoch LR schedules (paper 2, Table 19) and batch-size LR scaling (Tables 6-7)."""
+"""LR schedules (paper 2, Table 19) per optimizer step and batch-size LR scaling (Tables 6-7).
+
+Each schedule is checked against Table 19's closed form written out here, at every step of a
+multi-epoch run, so a schedule that restarts at each epoch (or counts epochs) would fail."""
 
 from __future__ import annotations
 
@@ -6,32 +9,81 @@ import math
 
 import pytest
 
-from embtune.train.query_schedules import SCHEDULERS, scaled_lr, scheduled_lr
+from embtune.train.query_schedules import (SCHEDULERS, epoch_lrs, lr_factor, scaled_lr,
+                                           scheduled_lr)
 
-A0, T = 5e-8, 10
+A0 = 5e-8
+B, E = 7, 5            # batches per epoch, max epochs
+T = B * E              # Table 19's T on the step clock: the planned number of steps
 
-
-@pytest.mark.parametrize("t", [0, 1, 4, 9, 10])
-def test_each_scheduler_matches_its_formula(t):
-    assert scheduled_lr(A0, "none", t, T) == A0
-    assert scheduled_lr(A0, "L", t, T) == pytest.approx(A0 * (1 - t / T), rel=1e-12, abs=0)
-    assert scheduled_lr(A0, "Q", t, T) == pytest.approx(A0 * (1 - (t / T) ** 2), rel=1e-12, abs=0)
-    assert scheduled_lr(A0, "E0.95", t, T) == pytest.approx(A0 * 0.95**t, rel=1e-12)
-    assert scheduled_lr(A0, "E0.98", t, T) == pytest.approx(A0 * 0.98**t, rel=1e-12)
-
-
-def test_first_epoch_runs_at_initial_rate_and_orderings():
-    assert {s: scheduled_lr(A0, s, 0, T) for s in SCHEDULERS} == {s: A0 for s in SCHEDULERS}
-    # Q decays slower than L early on; E0.95 faster than E0.98
-    assert scheduled_lr(A0, "Q", 3, T) > scheduled_lr(A0, "L", 3, T)
-    assert scheduled_lr(A0, "E0.95", 3, T) < scheduled_lr(A0, "E0.98", 3, T)
+TABLE_19 = {           # alpha(t) with t the current step, T the total number of steps
+    "none": lambda t, total: A0,
+    "L": lambda t, total: A0 * (1 - t / total),
+    "Q": lambda t, total: A0 * (1 - (t / total) ** 2),
+    "E0.95": lambda t, total: 0.95**t * A0,
+    "E0.98": lambda t, total: 0.98**t * A0,
+}
 
 
-def test_bad_scheduler_and_args():
-    with pytest.raises(ValueError, match="unknown scheduler"):
+def _run_lrs(scheduler: str, unit: str) -> list[float]:
+    """Every step's rate of a full E-epoch run, epoch lists concatenated in order."""
+    return [lr for epoch in range(E) for lr in epoch_lrs(A0, scheduler, unit, epoch, B, E)]
+
+
+def test_table_19_lists_every_scheduler_we_offer():
+    assert set(SCHEDULERS) == set(TABLE_19)
+
+
+@pytest.mark.parametrize("scheduler", sorted(TABLE_19))
+def test_step_clock_matches_table_19_at_every_step(scheduler):
+    got = _run_lrs(scheduler, "step")
+    assert len(got) == T
+    for t, lr in enumerate(got):
+        assert lr == pytest.approx(TABLE_19[scheduler](t, T), rel=1e-12, abs=0), (scheduler, t)
+
+
+def test_step_clock_runs_on_across_epoch_boundaries():
+    """The step count does not restart with an epoch: hand values at the 0->1 boundary (t = 6, 7)
+    and the last step (t = 34) of a 5 x 7-step run."""
+    lrs = {s: _run_lrs(s, "step") for s in SCHEDULERS}
+    assert lrs["L"][B - 1] / A0 == pytest.approx(29 / 35, rel=1e-12)
+    assert lrs["L"][B] / A0 == pytest.approx(0.8, rel=1e-12)
+    assert lrs["Q"][B] / A0 == pytest.approx(0.96, rel=1e-12)
+    # 0.95**7 = 0.95**4 * 0.95**3 = 0.81450625 * 0.857375; 0.98**7 = 0.92236816 * 0.941192
+    assert lrs["E0.95"][B] / A0 == pytest.approx(0.6983372960937497, rel=1e-12)
+    assert lrs["E0.98"][B] / A0 == pytest.approx(0.8681255332467, rel=1e-12)
+    assert lrs["L"][T - 1] / A0 == pytest.approx(1 / 35, rel=1e-12)  # never reaches 0 in the run
+    for s in ("L", "Q", "E0.95", "E0.98"):                          # strictly decreasing
+        assert all(a > b for a, b in zip(lrs[s], lrs[s][1:])), s
+    assert all(lr == A0 for lr in lrs["none"])
+
+
+@pytest.mark.parametrize("scheduler", sorted(TABLE_19))
+def test_epoch_clock_is_constant_within_an_epoch(scheduler):
+    got = _run_lrs(scheduler, "epoch")
+    for step, lr in enumerate(got):
+        assert lr == pytest.approx(TABLE_19[scheduler](step // B, E), rel=1e-12, abs=0)
+
+
+def test_first_step_runs_at_the_initial_rate():
+    for s in SCHEDULERS:
+        for unit in ("step", "epoch"):
+            assert epoch_lrs(A0, s, unit, 0, B, E)[0] == A0
+
+
+def test_factor_is_capped_past_T():
+    assert lr_factor("L", 2 * T, T) == 0.0 and lr_factor("Q", T + 1, T) == 0.0
+
+
+def test_bad_scheduler_unit_and_args():
+    with pytest.raises(ValueError, match="unknown scheduler 'cosine'"):
         scheduled_lr(A0, "cosine", 0, T)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown scheduler_unit 'batch'"):
+        epoch_lrs(A0, "L", "batch", 0, B, E)
+    with pytest.raises(ValueError, match="t must be >= 0"):
         scheduled_lr(A0, "L", -1, T)
+    with pytest.raises(ValueError, match="T >= 1"):
+        scheduled_lr(A0, "L", 0, 0)
 
 
 @pytest.mark.parametrize("batch, linear, sqrt", [
@@ -47,7 +99,8 @@ def test_sweep_lr_effective_uses_the_same_rule():
 
     params = {"query_tuning": {
         "models": [{"name": "m", "source": "local", "id": "x"}],
-        "defaults": {"lr": 5e-8, "batch_size": 14, "margin": 0.1, "lr_scaling": "sqrt"},
+        "defaults": {"lr": 5e-8, "batch_size": 14, "margin": 0.1, "lr_scaling": "sqrt",
+                     "batches_per_epoch": 1000},
         "sweeps": {"batch_size": [7, 56]}}}
     runs = {r["batch_size"]: r for r in query_runs(params)}
     for b, r in runs.items():

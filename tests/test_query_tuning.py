@@ -41,7 +41,8 @@ def _run(**over) -> dict:
                      "query_prefix": "", "doc_prefix": ""},
            "lr": 1e-4, "lr_effective": 1e-4, "batch_size": 4, "margin": 0.1, "distance": "cos",
            "batches_per_epoch": 2, "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
-           "scheduler": "none", "optimizer": "adamw", "freeze": "emb", "lr_scaling": "none",
+           "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
+           "lr_scaling": "none",
            "train_data": "msmarco", "seed": 0}
     return {**run, **over}
 
@@ -88,15 +89,83 @@ def test_triplet_files_for_arxiv_domains(tmp_path):
         qt.triplet_files(tmp_path, "squad")
 
 
-@pytest.mark.parametrize("name", ["adamw", "adamax", "adamax_nomomentum", "sgd"])
-def test_optimizers(name):
+# ------------------------------------------------------------------ optimizers (Table 20)
+P0 = [1.0, -2.0, 0.5, 3.0]
+G1 = [0.3, -4.0, 0.0, 5e-9]    # |g| << eps in the last coordinate
+G2 = [0.1, 1.0, -0.2, 0.0]     # |g2| < 0.999 |g1| in the second coordinate: memory would show
+EPS = 1e-8                     # torch's default eps for Adam-family optimizers
+
+
+def _steps(name: str, lr: float, wd: float, grads: list[list[float]]) -> list[list[float]]:
+    """Parameters after each optimizer step with the given gradients (float64)."""
+    p = torch.nn.Parameter(torch.tensor(P0, dtype=torch.float64))
+    opt = qt.make_optimizer([p], name, lr, wd)
+    out = []
+    for g in grads:
+        p.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+        out.append(p.detach().tolist())
+    return out
+
+
+def _close(got: list[float], want: list[float]) -> None:
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_adamax_without_momentum_is_memoryless_sign_sgd():
+    """Table 20: beta1 = beta2 = 0, so m = g and u = |g| + eps: p <- p - lr * g / (|g| + eps) at
+    every step, whatever the earlier gradients were."""
+    lr = 0.01
+    p1, p2 = _steps("adamax_nomomentum", lr, 0.0, [G1, G2])
+    want1 = [p - lr * g / (abs(g) + EPS) for p, g in zip(P0, G1)]
+    _close(p1, want1)
+    _close(p2, [p - lr * g / (abs(g) + EPS) for p, g in zip(want1, G2)])
+    # numerically sane: a full lr step for |g| >> eps, lr/3 for g = eps/2, nothing for g = 0
+    assert p1[0] == pytest.approx(P0[0] - lr, rel=1e-9) and p1[1] == pytest.approx(P0[1] + lr, rel=1e-9)
+    assert p1[3] == pytest.approx(P0[3] - lr / 3, rel=1e-12) and p1[2] == P0[2]
+    # the old (0, 0.999) setting keeps u = 0.999 * 4 in coordinate 2 and would step lr/3.996
+    assert p2[1] - p1[1] == pytest.approx(-lr, rel=1e-7)
+
+
+def test_adamax_with_momentum_uses_torch_defaults():
+    """Table 20 "Adamax, momentum: Yes" = betas (0.9, 0.999), by the Adamax update written out."""
+    lr, b1, b2 = 0.01, 0.9, 0.999
+    p1, p2 = _steps("adamax", lr, 0.0, [G1, G2])
+    m1 = [(1 - b1) * g for g in G1]
+    u1 = [abs(g) + EPS for g in G1]
+    want1 = [p - lr / (1 - b1) * m / u for p, m, u in zip(P0, m1, u1)]
+    m2 = [b1 * m + (1 - b1) * g for m, g in zip(m1, G2)]
+    u2 = [max(b2 * u, abs(g) + EPS) for u, g in zip(u1, G2)]
+    want2 = [p - lr / (1 - b1**2) * m / u for p, m, u in zip(want1, m2, u2)]
+    _close(p1, want1)
+    _close(p2, want2)
+
+
+def test_adamw_weight_decay_is_decoupled():
+    """AdamW (App. E(5)): p <- p (1 - lr wd) - lr * m_hat / (sqrt(v_hat) + eps); on the first
+    step m_hat = g and sqrt(v_hat) = |g|. L2 decay (g + wd p inside the ratio) would differ."""
+    lr, wd = 0.01, 5.0
+    (p1,) = _steps("adamw", lr, wd, [G1])
+    _close(p1, [p * (1 - lr * wd) - lr * g / (abs(g) + EPS) for p, g in zip(P0, G1)])
+    coupled = [p - lr * (g + wd * p) / (abs(g + wd * p) + EPS) for p, g in zip(P0, G1)]
+    assert p1[0] != pytest.approx(coupled[0], rel=1e-3)
+
+
+def test_sgd_and_adadelta_by_hand():
+    lr, wd, rho, eps = 0.1, 0.5, 0.9, 1e-6
+    (p1,) = _steps("sgd", lr, wd, [G1])
+    _close(p1, [p - lr * (g + wd * p) for p, g in zip(P0, G1)])         # no momentum (Fig. 14)
+    (p1,) = _steps("adadelta", lr, 0.0, [G1])
+    sq = [(1 - rho) * g * g for g in G1]                                 # torch defaults rho, eps
+    _close(p1, [p - lr * math.sqrt(eps) / math.sqrt(s + eps) * g for p, g, s in zip(P0, G1, sq)])
+
+
+def test_unknown_optimizer_and_nothing_to_train():
     p = torch.nn.Parameter(torch.ones(2))
-    opt = qt.make_optimizer([p], name, 0.1, 0.0)
-    if name == "adamax_nomomentum":
-        assert opt.param_groups[0]["betas"] == (0.0, 0.999)
-    (p ** 2).sum().backward()
-    opt.step()
-    assert not torch.equal(p.detach(), torch.ones(2))
+    with pytest.raises(ValueError, match="unknown optimizer 'lion'.*adamax_nomomentum"):
+        qt.make_optimizer([p], "lion", 0.1, 0.0)
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        qt.make_optimizer([], "adamw", 0.1, 0.0)
 
 
 # ------------------------------------------------------------------ with MiniLM
@@ -153,6 +222,32 @@ def test_document_tower_and_cached_embeddings_are_bit_identical_after_tuning(enc
     # each unique document was encoded exactly once (all before tuning: tuning itself added none)
     assert docs.cache.stats.texts_encoded == len(set(all_docs))
     assert result.metrics["doc_forward_passes"] == 0
+
+
+@pytest.mark.parametrize("scheduler, unit, closed_form", [
+    ("L", "step", lambda a0, t: a0 * (1 - t / 6)),       # T = 3 epochs x 2 batches
+    ("E0.95", "epoch", lambda a0, t: a0 * 0.95 ** (t // 2)),
+])
+def test_tune_sets_the_scheduled_rate_before_every_step(encoder_path, tmp_path, scheduler, unit,
+                                                        closed_form):
+    """Table 19 inside the real loop: the rate each optimizer step actually used, read by a global
+    step hook, across the two epoch boundaries of a 3-epoch run."""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    seen: list[float] = []
+    handle = register_optimizer_step_pre_hook(
+        lambda opt, args, kwargs: seen.append(opt.param_groups[0]["lr"]))
+    try:
+        run = _run(scheduler=scheduler, scheduler_unit=unit, max_epochs=3, patience=3)
+        result = qt.tune(run, _triplets(8), _triplets(4, offset=50),
+                         _doc_side(encoder_path, tmp_path / "cache"), log=lambda _: None)
+    finally:
+        handle.remove()
+    a0 = run["lr_effective"]
+    assert seen == pytest.approx([closed_form(a0, t) for t in range(6)], rel=1e-12, abs=0)
+    rows = result.curve[1:]
+    assert [r[k] for r in rows for k in ("lr", "lr_last")] == pytest.approx(
+        [closed_form(a0, t) for t in range(6)], rel=1e-12)  # first and last step of each epoch
 
 
 @pytest.fixture(scope="module")

@@ -120,3 +120,20 @@ def test_query_lr_scaling_with_batch(paper: dict) -> None:
     params["query_tuning"]["defaults"]["lr_scaling"] = "linear"
     runs = {r["qrun_id"]: r for r in query_runs(params) if r["model"]["name"] == "e5-small-v2"}
     assert runs["batch_size-56"]["lr_effective"] == pytest.approx(5e-8 * 4)
+
+
+def test_query_batch_sweep_keeps_14000_samples_per_epoch(paper: dict) -> None:
+    """Paper 2, Tables 6-8: "14000 samples per epoch" whatever the batch size; Table 9 keeps
+    1000 batches instead (``epoch_size: batches``). Hand values: 14000 / B."""
+    params = copy.deepcopy(paper)
+    params["query_tuning"]["sweeps"] = {"batch_size": [7, 28, 56, 112, 100]}
+    runs = {r["batch_size"]: r for r in query_runs(params) if r["model"]["name"] == "e5-small-v2"}
+    assert {b: r["batches_per_epoch"] for b, r in runs.items()} == {
+        14: 1000, 7: 2000, 28: 500, 56: 250, 112: 125, 100: 140}
+    assert runs[56]["qrun_id"] == "batch_size-56"
+    params["query_tuning"]["defaults"]["epoch_size"] = "batches"
+    runs = query_runs(params)
+    assert {r["batches_per_epoch"] for r in runs} == {1000}
+    params["query_tuning"]["defaults"]["epoch_size"] = "steps"
+    with pytest.raises(ValueError, match="epoch_size: 'steps'"):
+        query_runs(params)

@@ -148,11 +148,27 @@ def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def epoch_batches_for(cfg: dict[str, Any], defaults: dict[str, Any]) -> int:
+    """Batches per epoch of a run whose batch size may differ from the defaults' (paper 2, M.1).
+
+    ``epoch_size: samples`` keeps the defaults' samples per epoch (1000 x 14 = 14000: Tables 6-8,
+    10, 12); ``batches`` keeps ``batches_per_epoch`` (Tables 9, 11), so validation comes less often
+    in samples seen when the batch grows."""
+    mode = cfg.get("epoch_size", "samples")
+    if mode == "batches":
+        return int(cfg["batches_per_epoch"])
+    if mode == "samples":
+        samples = defaults["batches_per_epoch"] * defaults["batch_size"]
+        return max(1, round(samples / cfg["batch_size"]))
+    raise ValueError(f"query_tuning.defaults.epoch_size: {mode!r} (expected samples or batches)")
+
+
 def query_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
     """One-factor-at-a-time query-tuning runs per model: the default regime plus each sweep value.
 
     The id names what differs from the defaults (``default`` for the default regime), so a value
-    equal to the default collapses onto the default run instead of training it twice."""
+    equal to the default collapses onto the default run instead of training it twice. The
+    batches per epoch follow the batch size (:func:`epoch_batches_for`)."""
     qt = params["query_tuning"]
     defaults = dict(qt["defaults"])
     runs: list[dict[str, Any]] = []
@@ -168,6 +184,7 @@ def query_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             seen.add(qrun)
             lr = scaled_lr(cfg["lr"], cfg["batch_size"], cfg["lr_scaling"], defaults["batch_size"])
+            cfg["batches_per_epoch"] = epoch_batches_for(cfg, defaults)
             runs.append({"qrun_id": qrun, "model": dict(model), "sweep": key,
                          **cfg, "lr_effective": lr})
     return runs

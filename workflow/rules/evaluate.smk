@@ -44,6 +44,7 @@ rule evaluate_pnd_base:
         datasets=PND_DATASETS,
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
+        precision=config["evaluate"]["pnd"]["precision"],
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
     threads: 1
@@ -56,7 +57,7 @@ rule evaluate_pnd_base:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
         "--data-dir {params.data_dir:q} --cache-dir {params.cache:q} --measures {params.measures:q} "
-        "--batch-size {params.batch:q} --out {params.out_dir:q} > {log:q} 2>&1"
+        "--batch-size {params.batch:q} --precision {params.precision:q} --out {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_query:
@@ -74,6 +75,7 @@ rule evaluate_pnd_query:
         datasets=PND_DATASETS,
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
+        precision=config["evaluate"]["pnd"]["precision"],
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         exclusion=pnd_exclusion,
@@ -87,5 +89,5 @@ rule evaluate_pnd_query:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model:q} "
         "--datasets {params.datasets:q} --data-dir {params.data_dir:q} --cache-dir {params.cache:q} "
-        "--measures {params.measures:q} --batch-size {params.batch:q} {params.exclusion:q} "
-        "--out {params.out_dir:q} > {log:q} 2>&1"
+        "--measures {params.measures:q} --batch-size {params.batch:q} --precision {params.precision:q} "
+        "{params.exclusion:q} --out {params.out_dir:q} > {log:q} 2>&1"

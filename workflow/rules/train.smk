@@ -78,6 +78,7 @@ rule tune_query:
         run=qrun_json,
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         cache=f"{RES}/embed_cache/{{qmodel}}",
+        precision=config["evaluate"]["pnd"]["precision"],
     threads: 1
     resources:
         **QUERY_RESOURCES,
@@ -87,4 +88,5 @@ rule tune_query:
         f"{RES}/benchmarks/tune_query/{{qmodel}}/{{qrun}}.tsv"
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
-        "--cache-dir {params.cache:q} --out-dir {params.out_dir:q} --threads {threads:q} > {log:q} 2>&1"
+        "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
+        "--threads {threads:q} > {log:q} 2>&1"

@@ -1,11 +1,18 @@
-"""Persistent embedding cache: each unique text is embedded once per (model, tower, prefix).
+"""Persistent embedding cache: each unique text is embedded once per (model, tower, prefix,
+precision).
 
 Why: PND evaluation re-embeds the same texts many times — XNLI sentences appear in 225 language
 pairs, MSMARCO passages repeat across samples, and every tuned query tower is evaluated against
-the *same* frozen document tower. Keying embeddings by (model fingerprint, tower, prefix, text)
-makes the document side a one-off cost per base model and makes re-runs free. It also makes a
-text's embedding unique (padding in different batches can otherwise change the last bits), which
-PND's exact tie counting relies on.
+the *same* frozen document tower. Keying embeddings by (model fingerprint, tower, prefix,
+precision, text) makes the document side a one-off cost per base model and makes re-runs free;
+with the compute precision in the key, fp32 and bf16 embeddings of a text never mix. It also
+makes a text's embedding unique (padding in different batches can otherwise change the last
+bits), which PND's exact tie counting relies on.
+
+Precision: PND counts decisions whose margins can be far below bf16's resolution (8 significant
+bits, relative rounding 2^-9), and paper 2's effects are a few percent of a few-percent error
+rate, so embeddings are computed in float32 by default (TF32 matmuls off); ``bf16`` (autocast,
+on CPU or CUDA) is the named fast option.
 
 Layout: ``<cache_dir>/<key>/meta.json`` plus append-only shards ``part-<digest>.npz`` holding
 ``hashes`` (sha256 of the prefixed text, 32-byte rows) and ``emb`` (float32). A shard is written
@@ -15,10 +22,11 @@ leaves a half-written shard and concurrent writers never clobber each other.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -31,38 +39,69 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".mod
 SKIP_DIRS = frozenset({"onnx", "openvino", ".git", "checkpoints"})
 
 
+PRECISIONS = ("fp32", "bf16")
+
+
 class Encoder(Protocol):
-    """What the cache needs from a model: float32 embeddings of a list of (prefixed) texts."""
+    """What the cache needs from a model: float32 arrays of embeddings of (prefixed) texts, and
+    the precision they were computed in (part of the cache key)."""
+
+    precision: str
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown embedding precision {precision!r} (expected one of "
+                         f"{', '.join(PRECISIONS)})")
+    return precision
 
 
 class SentenceTransformerEncoder:
     """A sentence-transformers folder (base model or a query tower saved with ``.save``).
 
-    bf16 autocast on CUDA only (CPU bf16 is slow and changes results for no gain)."""
+    ``precision="fp32"`` (default): plain float32 with TF32 matmuls disabled for the call;
+    ``"bf16"``: bfloat16 autocast on the model's device (CPU or CUDA)."""
 
-    def __init__(self, path: str, device: str | None = None) -> None:
+    def __init__(self, path: str, device: str | None = None, precision: str = "fp32") -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
         from embtune.models.embedder import check_weight_files
 
         check_weight_files(path)  # a damaged file is named, not a bare SafetensorError
+        self.precision = check_precision(precision)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = SentenceTransformer(path, device=self.device)
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        import contextlib
-
         import torch
 
-        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.device.startswith("cuda")
-                    else contextlib.nullcontext())
-        with torch.inference_mode(), autocast:
+        with torch.inference_mode(), compute_precision(self.precision, self.device):
             out = self.model.encode(texts, batch_size=batch_size, convert_to_numpy=False,
                                     convert_to_tensor=True, show_progress_bar=False)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
+
+
+@contextlib.contextmanager
+def compute_precision(precision: str, device: str) -> Iterator[None]:
+    """bf16: autocast on ``device``'s type. fp32: autocast off and float32 matmuls at "highest"
+    (no TF32 on Ampere+ GPUs, which keeps only 10 mantissa bits), restored afterwards."""
+    import torch
+
+    device_type = torch.device(device).type
+    if check_precision(precision) == "bf16":
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        with torch.autocast(device_type, enabled=False):
+            yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def model_fingerprint(path_or_id: str) -> str:
@@ -128,9 +167,14 @@ class EmbedCache:
 
     def embed(self, encoder: Encoder, fingerprint: str, tower: str, prefix: str,
               texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """float32 embeddings of ``prefix + text`` for each text, encoding only unseen texts."""
-        key = store_key(fingerprint, tower, prefix)
-        store = self._store(key, fingerprint, tower, prefix)
+        """float32 embeddings of ``prefix + text`` for each text, encoding only unseen texts.
+        The store is chosen by (fingerprint, tower, prefix, ``encoder.precision``)."""
+        precision = getattr(encoder, "precision", None)
+        if precision is None:
+            raise TypeError(f"{type(encoder).__name__} has no .precision: the cache key needs the "
+                            f"precision the embeddings are computed in ({', '.join(PRECISIONS)})")
+        key = store_key(fingerprint, tower, prefix, precision)
+        store = self._store(key, fingerprint, tower, prefix, precision)
         full = [prefix + t for t in texts]
         hashes = [text_hash(t) for t in full]
         missing = _unique_missing(full, hashes, store)
@@ -142,12 +186,13 @@ class EmbedCache:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([store[h] for h in hashes]).astype(np.float32, copy=False)
 
-    def _store(self, key: str, fingerprint: str, tower: str, prefix: str) -> dict[bytes, np.ndarray]:
+    def _store(self, key: str, fingerprint: str, tower: str, prefix: str,
+               precision: str) -> dict[bytes, np.ndarray]:
         if key not in self._loaded:
             folder = self.root / key
             if not (folder / "meta.json").exists():
                 write_json(folder / "meta.json", {"fingerprint": fingerprint, "tower": tower,
-                                                  "prefix": prefix})
+                                                  "prefix": prefix, "precision": precision})
             self._loaded[key] = _read_shards(folder)
         return self._loaded[key]
 
@@ -188,9 +233,9 @@ class EmbedCache:
         entry["forward_passes"] += passes
 
 
-def store_key(fingerprint: str, tower: str, prefix: str) -> str:
-    """Directory name of one (model, tower, prefix) store."""
-    payload = json.dumps([fingerprint, tower, prefix]).encode()
+def store_key(fingerprint: str, tower: str, prefix: str, precision: str) -> str:
+    """Directory name of one (model, tower, prefix, precision) store."""
+    payload = json.dumps([fingerprint, tower, prefix, check_precision(precision)]).encode()
     return hashlib.sha256(payload).hexdigest()[:24]
 
 

@@ -3,7 +3,9 @@
 Queries (MSMARCO queries, arxiv anchors, XNLI premises) go through the query tower with
 ``query_prefix``; documents (positives, negatives, XNLI hypotheses) through the frozen document
 tower (the base model) with ``doc_prefix``. All embeddings go through :class:`EmbedCache`, so the
-document side is embedded once per base model however many query towers are evaluated.
+document side is embedded once per base model however many query towers are evaluated. Both
+towers embed in ``--precision`` (``evaluate.pnd.precision``): float32 by default, because bf16
+rounding flips near-tied PND decisions (see :mod:`embtune.evaluate.embed_cache`).
 
 Outputs (``--out DIR``): ``pnd.json`` — per triplet dataset and measure the integer ``errors`` and
 ``total`` plus ``rate``, ``per_query_rate``, ``n_queries`` and ranking metrics (``mrr``, ``map``,
@@ -27,7 +29,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from embtune.evaluate.embed_cache import EmbedCache, Encoder, model_fingerprint
+from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check_precision,
+                                          model_fingerprint)
 from embtune.evaluate.pnd import MEASURES, Measure, closeness, triplet_set_pnd, xnli_pnd
 from embtune.evaluate.ranking import ranking_metrics
 from embtune.io import provenance, write_json, write_parquet
@@ -184,25 +187,27 @@ def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]
 class LazyEncoder:
     """Loads the sentence-transformers model only if some text is not cached yet."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, precision: str = "fp32") -> None:
         self.path = path
+        self.precision = check_precision(precision)
         self._enc: Encoder | None = None
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._enc is None:
             from embtune.evaluate.embed_cache import SentenceTransformerEncoder
 
-            self._enc = SentenceTransformerEncoder(self.path)
+            self._enc = SentenceTransformerEncoder(self.path, precision=self.precision)
         return self._enc.encode(texts, batch_size)
 
 
-def build_towers(spec: dict[str, Any], query_model_dir: str | None) -> Towers:
+def build_towers(spec: dict[str, Any], query_model_dir: str | None,
+                 precision: str = "fp32") -> Towers:
     from embtune.models.encoders import resolve_encoder_path
 
     base_path = resolve_encoder_path(spec)
-    doc = LazyEncoder(base_path)
+    doc = LazyEncoder(base_path, precision)
     doc_fp = model_fingerprint(base_path)
-    query, query_fp = (LazyEncoder(query_model_dir), model_fingerprint(query_model_dir)) \
+    query, query_fp = (LazyEncoder(query_model_dir, precision), model_fingerprint(query_model_dir)) \
         if query_model_dir else (doc, doc_fp)
     return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
                   spec.get("doc_prefix", "") or "")
@@ -223,6 +228,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: a temporary one)")
     ap.add_argument("--measures", nargs="+", default=list(MEASURES), choices=MEASURES)
     ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                    help="embedding compute precision (part of the cache key); default fp32")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--out", required=True, help="output directory")
     return ap.parse_args(argv)
@@ -232,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
     spec = json.loads(args.model_json)
-    towers = build_towers(spec, args.query_model_dir)
+    towers = build_towers(spec, args.query_model_dir, args.precision)
     data_dir, out_dir = Path(args.data_dir), Path(args.out)
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
@@ -251,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"evaluate-pnd: {name}: {_brief(result[name], args.measures)}")
         result["encoder_calls"] = cache.stats.as_dict()
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
+                       "precision": args.precision,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
     write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
     write_json(out_dir / "pnd.json", result)

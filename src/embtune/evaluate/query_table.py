@@ -42,7 +42,8 @@ MEASURES = ("cos", "dist")
 RELATIONS = ("neutral", "contradiction")
 XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
 CONFIG_COLUMNS = ("sweep", "lr", "lr_effective", "freeze", "batch_size", "margin", "weight_decay",
-                  "scheduler", "optimizer", "train_data", "lr_scaling", "distance")
+                  "scheduler", "scheduler_unit", "optimizer", "patience", "train_data", "lr_scaling",
+                  "distance")
 
 
 def _pnd_value(entry: dict[str, Any]) -> float:

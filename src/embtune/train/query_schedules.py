@@ -1,6 +1,7 @@
-"""Per-epoch learning-rate schedules of paper 2, Table 19, and the batch-size LR scaling rules.
+"""Learning-rate schedules of paper 2, Table 19, and the batch-size LR scaling rules.
 
-Table 19 defines, with initial rate a0, current step t and total steps T:
+Table 19 defines, with initial rate a0, "t the current training step, T the total number of
+training steps":
 
 * ``L``      a(t) = a0 * (1 - t/T)
 * ``Q``      a(t) = a0 * (1 - (t/T)^2)
@@ -8,9 +9,19 @@ Table 19 defines, with initial rate a0, current step t and total steps T:
 * ``E0.98``  a(t) = a0 * 0.98^t
 * ``none``   a(t) = a0
 
-Why per epoch: tuning is validated and early-stopped per epoch, so the "step" of the schedule is
-the epoch index t = 0, 1, ... (the first epoch runs at a0) and T = ``max_epochs``. With early
-stopping T is only an upper bound, so L and Q never quite reach 0 in practice.
+The clock (``query_tuning.defaults.scheduler_unit``):
+
+* ``step`` (default, the table's words): t is the 0-based optimizer step counted over the whole
+  run, across epochs (the first update runs at a0); T = ``max_epochs * batches_per_epoch``, the
+  planned maximum. Tuning stops early on patience (App. E(4)), so the realised number of steps
+  is unknown when the rate is set; the planned maximum is the only T fixed in advance, and with
+  it L and Q decay by the same rule whatever the stopping epoch. Read per step, E0.95 reaches
+  0.95^1000 ~ 5e-23 of a0 by the end of the first 1000-batch epoch, i.e. it stops tuning after
+  ~100 steps.
+* ``epoch``: t is the 0-based epoch index, constant within an epoch, and T = ``max_epochs``
+  (what ``torch.optim.lr_scheduler`` does when ``.step()`` is called once per epoch). Under this
+  reading the exponential schedules decay over tens of epochs, which is what Table 17's E rows
+  (partial, not vanished, gains) suggest the authors ran.
 """
 
 from __future__ import annotations
@@ -18,22 +29,40 @@ from __future__ import annotations
 import math
 
 SCHEDULERS = ("none", "L", "Q", "E0.95", "E0.98")
+SCHEDULER_UNITS = ("step", "epoch")
 
 
-def scheduled_lr(lr0: float, scheduler: str, epoch: int, max_epochs: int) -> float:
-    """Learning rate for (0-based) ``epoch`` under ``scheduler`` (Table 19)."""
-    if epoch < 0 or max_epochs < 1:
-        raise ValueError(f"epoch must be >= 0 and max_epochs >= 1 (got {epoch}, {max_epochs})")
-    frac = min(epoch / max_epochs, 1.0)
+def lr_factor(scheduler: str, t: int, total: int) -> float:
+    """a(t)/a0 of Table 19 at time ``t`` (0-based) of ``total`` (T); t/T is capped at 1."""
+    if t < 0 or total < 1:
+        raise ValueError(f"t must be >= 0 and T >= 1 (got t={t}, T={total})")
+    frac = min(t / total, 1.0)
     if scheduler == "none":
-        return lr0
+        return 1.0
     if scheduler == "L":
-        return lr0 * (1.0 - frac)
+        return 1.0 - frac
     if scheduler == "Q":
-        return lr0 * (1.0 - frac**2)
+        return 1.0 - frac**2
     if scheduler in ("E0.95", "E0.98"):
-        return lr0 * float(scheduler[1:]) ** epoch
+        return float(scheduler[1:]) ** t
     raise ValueError(f"unknown scheduler {scheduler!r} (expected one of {', '.join(SCHEDULERS)})")
+
+
+def scheduled_lr(lr0: float, scheduler: str, t: int, total: int) -> float:
+    """Learning rate at time ``t`` (0-based) of ``total`` under ``scheduler`` (Table 19)."""
+    return lr0 * lr_factor(scheduler, t, total)
+
+
+def epoch_lrs(lr0: float, scheduler: str, unit: str, epoch: int, batches_per_epoch: int,
+              max_epochs: int) -> list[float]:
+    """The rate of each optimizer step of (0-based) ``epoch``, on the clock ``unit`` (module
+    docstring): one list per epoch, so the training loop does O(1) work per step."""
+    if unit == "step":
+        first, total = epoch * batches_per_epoch, max_epochs * batches_per_epoch
+        return [scheduled_lr(lr0, scheduler, first + s, total) for s in range(batches_per_epoch)]
+    if unit == "epoch":
+        return [scheduled_lr(lr0, scheduler, epoch, max_epochs)] * batches_per_epoch
+    raise ValueError(f"unknown scheduler_unit {unit!r} (expected one of {', '.join(SCHEDULER_UNITS)})")
 
 
 def scaled_lr(lr: float, batch_size: int, rule: str, reference_batch: int = 14) -> float:

@@ -12,8 +12,10 @@ the query tower — is trained, with paper 2's regime (App. E):
   validation loss AND the validation error count both decrease vs the best so far (epoch 0 = the
   untuned model, so "best" can be the original encoder); stop after ``patience`` consecutive
   non-improving epochs or ``max_epochs``; the best checkpoint is what is saved;
-* per-epoch LR schedule (Table 19, :mod:`embtune.train.query_schedules`), lr = ``lr_effective``
-  (batch-size scaling already applied by :func:`embtune.sweep.query_runs`);
+* LR schedule of Table 19 set before every optimizer step (:mod:`embtune.train.query_schedules`;
+  ``scheduler_unit`` picks the step or the epoch clock), a0 = ``lr_effective`` (batch-size
+  scaling already applied by :func:`embtune.sweep.query_runs`);
+* optimizers of App. E(5) and Table 20 (:func:`make_optimizer`);
 * freeze specs of Table 1 (:mod:`embtune.train.freeze_specs`).
 
 The query tower trains in ``train()`` mode (dropout on, as sentence-transformers' ``fit`` does);
@@ -39,12 +41,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder, model_fingerprint
+from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, SentenceTransformerEncoder,
+                                          compute_precision, model_fingerprint)
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_path, provenance, write_json, write_text
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
-from embtune.train.query_schedules import scheduled_lr
+from embtune.train.query_schedules import epoch_lrs
 
 Triplet = tuple[str, str, str]
 DOC_TOWER = "doc"
@@ -128,9 +131,21 @@ def stopping_trace(baseline: tuple[float, int], epochs: Sequence[tuple[float, in
 
 
 # ---------------------------------------------------------------- model pieces
+OPTIMIZERS = ("adamw", "adamax", "adamax_nomomentum", "sgd", "adadelta")
+
+
 def make_optimizer(params: list[torch.nn.Parameter], name: str, lr: float,
                    weight_decay: float) -> torch.optim.Optimizer:
-    """adamw | adamax | adamax_nomomentum (betas (0, 0.999): no first moment) | sgd (no momentum)."""
+    """The optimizers of paper 2 (App. E(5), M.8, Table 20), torch defaults otherwise.
+
+    * ``adamw``: AdamW (App. E(5)); weight decay decoupled, p <- p - lr*wd*p (Loshchilov & Hutter).
+    * ``adamax``: Adamax "with momentum" = torch's default betas (0.9, 0.999).
+    * ``adamax_nomomentum``: Table 20, "corresponds to choosing beta1 = beta2 = 0". Then m = g and
+      u = max(0*u, |g| + eps) = |g| + eps, so each step is p <- p - lr * g/(|g| + eps): sign-SGD
+      with step lr, softened to lr*g/eps for |g| << eps = 1e-8 (no division by zero).
+    * ``sgd``: SGD without momentum (Fig. 14).
+    * ``adadelta``: tried in M.8 ("did not change the model weights in a significant enough way").
+    For all but AdamW, torch applies ``weight_decay`` as an L2 term added to the gradient."""
     if not params:
         raise ValueError("no trainable parameters left after freezing")
     if name == "adamw":
@@ -138,10 +153,12 @@ def make_optimizer(params: list[torch.nn.Parameter], name: str, lr: float,
     if name == "adamax":
         return torch.optim.Adamax(params, lr=lr, weight_decay=weight_decay)
     if name == "adamax_nomomentum":
-        return torch.optim.Adamax(params, lr=lr, betas=(0.0, 0.999), weight_decay=weight_decay)
+        return torch.optim.Adamax(params, lr=lr, betas=(0.0, 0.0), weight_decay=weight_decay)
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.0, weight_decay=weight_decay)
-    raise ValueError(f"unknown optimizer {name!r} (expected adamw, adamax, adamax_nomomentum, sgd)")
+    if name == "adadelta":
+        return torch.optim.Adadelta(params, lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {name!r} (expected one of {', '.join(OPTIMIZERS)})")
 
 
 def embed_queries(model: Any, texts: list[str]) -> tuple[torch.Tensor, int]:
@@ -171,12 +188,15 @@ class DocSide:
 
 def validate(query_tower: Any, val: list[Triplet], docs: DocSide, run: dict[str, Any],
              batch_size: int = 64) -> tuple[float, int]:
-    """(mean triplet loss, error count) on the validation triplets; error = d(q,pos) >= d(q,neg)."""
+    """(mean triplet loss, error count) on the validation triplets; error = d(q,pos) >= d(q,neg).
+    Queries are embedded in the document tower's precision (fp32 unless bf16 was asked for);
+    training itself always runs in float32."""
     prefix = run["model"].get("query_prefix", "")
     pos, neg = docs.embed([t[1] for t in val]), docs.embed([t[2] for t in val])
     query_tower.eval()
     losses, errors = [], 0
-    with torch.inference_mode():
+    device = str(next(query_tower.parameters()).device)
+    with torch.inference_mode(), compute_precision(docs.encoder.precision, device):
         for i in range(0, len(val), batch_size):
             q, _ = embed_queries(query_tower, [prefix + t[0] for t in val[i:i + batch_size]])
             q, p, n = q.float().cpu(), pos[i:i + batch_size], neg[i:i + batch_size]
@@ -197,13 +217,17 @@ class TuneResult:
 
 
 def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: list[list[int]],
-                 train: list[Triplet], docs: DocSide, run: dict[str, Any]) -> tuple[float, int]:
-    """One epoch of optimizer steps; returns (mean train loss, query tokens processed)."""
+                 lrs: Sequence[float], train: list[Triplet], docs: DocSide,
+                 run: dict[str, Any]) -> tuple[float, int]:
+    """One epoch of optimizer steps, step i at rate ``lrs[i]``; returns (mean train loss, query
+    tokens processed)."""
     prefix = run["model"].get("query_prefix", "")
     query_tower.train()
     total, tokens = 0.0, 0
     device = next(query_tower.parameters()).device
-    for batch in batches:
+    for batch, lr in zip(batches, lrs, strict=True):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
         pos = docs.embed([train[i][1] for i in batch]).to(device)
         neg = docs.embed([train[i][2] for i in batch]).to(device)
         q, n_tok = embed_queries(query_tower, [prefix + train[i][0] for i in batch])
@@ -241,25 +265,24 @@ def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: Do
     optimizer = make_optimizer(params, run["optimizer"], run["lr_effective"], run["weight_decay"])
     loss0, err0 = validate(query_tower, val, docs, run)
     state, best = StopState(loss0, err0), _trainable_state(query_tower)
-    curve = [_curve_row(0, None, None, loss0, err0, False, 0, t0)]
+    curve = [_curve_row(0, [], None, loss0, err0, False, 0, t0)]
     tokens, train_time, doc_time, reason = 0, 0.0, 0.0, "max_epochs"
     for epoch in range(1, run["max_epochs"] + 1):
-        lr = scheduled_lr(run["lr_effective"], run["scheduler"], epoch - 1, run["max_epochs"])
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        lrs = epoch_lrs(run["lr_effective"], run["scheduler"], run["scheduler_unit"], epoch - 1,
+                        run["batches_per_epoch"], run["max_epochs"])
         batches = epoch_batches(len(train), run["batch_size"], run["batches_per_epoch"], epoch - 1,
                                 int(run.get("seed", 0)))
         doc_time += _fill_doc_cache(train, batches, docs)
         ts = time.perf_counter()
-        train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, train, docs, run)
+        train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, lrs, train, docs, run)
         train_time, tokens = train_time + time.perf_counter() - ts, tokens + n_tok
         val_loss, val_err = validate(query_tower, val, docs, run)
         state, improved = stop_step(state, epoch, val_loss, val_err)
         if improved:
             best = _trainable_state(query_tower)
-        curve.append(_curve_row(epoch, lr, train_loss, val_loss, val_err, improved, state.idle, t0))
-        log(f"epoch {epoch}: lr={lr:.3g} train={train_loss:.5f} val={val_loss:.5f} "
-            f"errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
+        curve.append(_curve_row(epoch, lrs, train_loss, val_loss, val_err, improved, state.idle, t0))
+        log(f"epoch {epoch}: lr={lrs[0]:.3g}..{lrs[-1]:.3g} train={train_loss:.5f} "
+            f"val={val_loss:.5f} errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
         if state.idle >= run["patience"]:
             reason = "patience"
             break
@@ -271,9 +294,11 @@ def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: Do
     return TuneResult(query_tower, curve, metrics, plan)
 
 
-def _curve_row(epoch: int, lr: float | None, train_loss: float | None, val_loss: float,
+def _curve_row(epoch: int, lrs: Sequence[float], train_loss: float | None, val_loss: float,
                val_errors: int, improved: bool, idle: int, t0: float) -> dict[str, Any]:
-    return {"epoch": epoch, "lr": lr, "train_loss": train_loss, "val_loss": val_loss,
+    """One row per epoch; ``lr``/``lr_last`` = the rates of its first and last step."""
+    return {"epoch": epoch, "lr": lrs[0] if lrs else None, "lr_last": lrs[-1] if lrs else None,
+            "train_loss": train_loss, "val_loss": val_loss,
             "val_errors": val_errors, "improved": improved, "idle": idle,
             "wall_s": round(time.perf_counter() - t0, 3)}
 
@@ -313,18 +338,21 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                                         "default: a throw-away temporary directory")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--doc-batch-size", type=int, default=64)
+    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                    help="document/validation embedding precision (evaluate.pnd.precision); "
+                         "part of the cache key")
     return ap.parse_args(argv)
 
 
 def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
-              doc_batch_size: int = 64) -> dict[str, Any]:
+              doc_batch_size: int = 64, precision: str = "fp32") -> dict[str, Any]:
     """Load data and models, tune, write every output (manifest last); returns metrics."""
     from embtune.models.encoders import resolve_encoder_path
 
     train_path, val_path, cols = triplet_files(data_dir, run["train_data"])
     train, val = read_triplets(train_path, cols), read_triplets(val_path, cols)
     path = resolve_encoder_path(run["model"])
-    encoder = SentenceTransformerEncoder(path)
+    encoder = SentenceTransformerEncoder(path, precision=precision)
     encoder.model.eval()
     for p in encoder.model.parameters():
         p.requires_grad_(False)
@@ -334,7 +362,7 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
     changes = layer_changes(encoder.model.state_dict(), result.query_tower.state_dict())
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
                           top_layers_relative=top_layers(changes, "rank_relative"),
-                          n_train_triplets=len(train))
+                          n_train_triplets=len(train), embed_precision=precision)
     with atomic_path(out_dir / "model") as tmp:
         result.query_tower.save(str(tmp))
     write_text(out_dir / "curve.csv", curve_csv(result.curve))
@@ -343,7 +371,8 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
     write_json(out_dir / "metrics.json", result.metrics)
     write_json(out_dir / "manifest.json", provenance(
         stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
-        train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir)))
+        train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
+        embed_precision=precision))
     return result.metrics
 
 
@@ -355,10 +384,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = json.loads(args.run_config_json)
     out_dir = Path(args.out_dir)
     if args.cache_dir:
-        metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size)
+        metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
+                            args.precision)
     else:
         with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
-            metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size)
+            metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
+                                args.precision)
     print(f"tune-query {run.get('qrun_id')}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
           f"stopped by {metrics['stopped_reason']}, {metrics['wall_time_s']:.1f} s")
     return 0
