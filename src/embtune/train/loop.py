@@ -401,7 +401,7 @@ def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
         write_json(tmp / "metrics.json", result.metrics)
         device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
         write_json(tmp / "manifest.json", provenance(stage="train", run=run, seed=run["seed"],
-                                                     device=device, threads=torch.get_num_threads()))
+                                                    device=device, threads=torch.get_num_threads()))
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:

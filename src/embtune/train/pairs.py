@@ -167,10 +167,11 @@ def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     bge_dir = Path(bge_dir)
     splits = {"train": train_shards(bge_dir), "val": [p for p in [bge_dir / "val.parquet"] if p.exists()]}
     source_manifest = bge_dir / "manifest.json"
+    source_digest = sha256_file(source_manifest) if source_manifest.exists() else None
     # The source's manifest digest ties the pack to the exact prepare-bge output (inputs' sha256,
     # seed, filters), so a resumed training run can tell repacked data by this file alone.
     meta: dict[str, Any] = {"format": PACK_FORMAT, "source": str(bge_dir), "splits": {},
-                            "source_manifest_sha256": sha256_file(source_manifest) if source_manifest.exists() else None,
+                            "source_manifest_sha256": source_digest,
                             "provenance": provenance(stage="pack-pairs", stable=True)}
     with atomic_path(Path(out_dir)) as tmp:
         for split, files in splits.items():
