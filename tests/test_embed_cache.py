@@ -170,7 +170,7 @@ def test_evaluate_pnd_end_to_end_minilm(tmp_path: Path) -> None:
     assert counts.height == 2 * 2 * 2 * 2 and counts["errors"].dtype == pl.Int64
     assert set(counts.columns) == {"query_lang", "text_lang", "relation", "measure", "errors", "total"}
     assert res["encoder_calls"]["texts_encoded"] > 0
-    assert (tmp_path / "out1" / "manifest.json").exists()
+    assert (tmp_path / "out1" / "pnd_manifest.json").exists()
 
     # Second evaluation of the same model: everything comes from the cache.
     assert pnd_eval.main([*args, "--exclude-category-prefix", "cs.",

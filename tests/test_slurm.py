@@ -359,7 +359,7 @@ def test_preempted_training_resumes_through_slurm(slurm_cluster: SlurmCluster, p
                       "'pre-empted at step k' in the rule log", proc, out)
         k = int(m.group(1))
         assert done <= k < planned, (done, k, planned)
-        assert (ckpt / "state.pt").exists(), "no checkpoint after the pre-emption"
+        assert (ckpt / "state.json").exists(), "no checkpoint after the pre-emption"
         # Snakemake inside the job reports the run's own exit status (the rule `exec`s it)
         first_log = slurm_logs / f"{first}.log"
         _wait_for(lambda: "returned non-zero exit status 75" in _read(first_log), 60,

@@ -48,7 +48,7 @@ def test_two_gloo_processes_match_one(tmp_path, method) -> None:
     single = loop.train_run(run, tmp_path / "ck1")
     assert single.status == "ok"
     _launch(WORKER, [json.dumps(run), str(tmp_path / "ck2"), str(tmp_path / "two.pt")], tmp_path)
-    two = torch.load(tmp_path / "two.pt", weights_only=False)
+    two = torch.load(tmp_path / "two.pt", weights_only=True)
     assert two["metrics"]["world_size"] == 2 and two["metrics"]["steps"] == single.metrics["steps"]
     assert two["metrics"]["flops"] == single.metrics["flops"]
     for a, b in zip(single.curve, two["curve"]):
@@ -116,7 +116,7 @@ def test_two_process_gradients_equal_full_batch(tmp_path) -> None:
     data = make_shards(tmp_path / "bge", 16, 4, 190, 12)
     runs = [run_config(base, data, m) for m in ("full", "freeze", "bias", "lora")]
     _launch(GRAD_WORKER, [json.dumps(runs), str(tmp_path / "grads.pt")], tmp_path)
-    two = torch.load(tmp_path / "grads.pt", weights_only=False)
+    two = torch.load(tmp_path / "grads.pt", weights_only=True)
     pairs = read_pairs(train_shards(data), 12)
     chunks = loop.make_chunks(pairs, range(16), 16, 1)
     for run in runs:

@@ -39,10 +39,43 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield target
         if final.is_dir() and not final.is_symlink():
-            _rmtree(final)
+            # Move the old directory aside in one rename, never delete it in place: a kill during
+            # a long rmtree would leave a half-deleted old output that looks like a whole one.
+            # Killed between the two renames, nothing is at ``final``: never a mix.
+            os.replace(final, tmp / ".replaced")
         os.replace(target, final)
     finally:
         _rmtree(tmp)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty temporary directory that replaces ``path`` as a whole on success, so a
+    directory output appears complete or not at all (write its manifest last inside it)."""
+    with atomic_path(path) as tmp:
+        tmp.mkdir()
+        yield tmp
+
+
+def check_replaceable(path: str | os.PathLike[str], own_dirs: tuple[str, ...] = ("model",),
+                      stage: str | None = None) -> None:
+    """Refuse to replace, as a whole, a directory that does not look like this stage's output:
+    one holding subdirectories other than ``own_dirs``, unless its ``manifest.json`` names
+    ``stage``. Why: ``--out results`` by mistake would otherwise delete every result."""
+    root = Path(path)
+    if not root.is_dir():
+        return
+    if stage is not None and (root / "manifest.json").is_file():
+        with contextlib.suppress(ValueError, OSError):
+            manifest = read_json(root / "manifest.json")
+            if isinstance(manifest, dict) and manifest.get("stage") == stage:
+                return
+    foreign = sorted(p.name for p in root.iterdir()
+                     if p.is_dir() and p.name not in own_dirs and not p.name.startswith("."))
+    if foreign:
+        raise ValueError(f"{root}: holds directories this stage does not write ({', '.join(foreign[:5])}); "
+                         "the output directory is replaced as a whole, so it must be the stage's own "
+                         "(delete it if it is a stale output)")
 
 
 def _rmtree(path: Path) -> None:
@@ -123,6 +156,37 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
             h.update(block)
+    return h.hexdigest()
+
+
+def json_sha256(obj: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, no whitespace): equal for equal content."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+MANIFEST_NAMES = ("manifest.json", "meta.json")
+
+
+def dir_fingerprint(path: str | os.PathLike[str], manifests: tuple[str, ...] = MANIFEST_NAMES) -> str:
+    """sha256 over a directory's file names and sizes, plus the contents of its top-level
+    manifest (``manifest.json`` / ``meta.json``), or of every file when it has none.
+
+    Why not hash every file: training data and base models are gigabytes, and a resume must not
+    re-read them; every stage that writes them records its inputs, seed and counts in its
+    manifest, so a rebuilt directory has a different manifest. Hidden entries (``.*``) are left
+    out. Directories without a manifest (hand-made ones, test fixtures) are hashed in full."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: directory not found")
+    files = sorted((p.relative_to(root).as_posix(), p) for p in root.rglob("*")
+                   if p.is_file() and not any(s.startswith(".") for s in p.relative_to(root).parts))
+    full = not any((root / m).is_file() for m in manifests)
+    h = hashlib.sha256()
+    for rel, file in files:
+        h.update(f"{rel}\0{file.stat().st_size}\0".encode())
+        if full or rel in manifests:
+            h.update(sha256_file(file).encode())
     return h.hexdigest()
 
 

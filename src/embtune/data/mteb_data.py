@@ -31,7 +31,9 @@ Retrieval, Reranking   ``<subset>/test/corpus.parquet``        ``id``, ``text``,
                                                                list[str] (Reranking only)
 =====================  ======================================  ====================================
 
-``manifest.json`` (written last) records every file's row count per task.
+``manifest.json`` (written last) records every file's row count per task. The whole ``<out>``
+directory is built in a temporary sibling and renamed into place, so the set of tasks and the
+manifest always belong together: a killed run leaves the previous output or none.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.io import atomic_path, provenance, write_json
+from embtune.io import atomic_dir, atomic_path, check_replaceable, provenance, write_json
 
 RETRIEVAL_TYPES = frozenset({"Retrieval", "Reranking"})
 RETRIEVAL_FILES = ("corpus", "queries", "qrels", "top_ranked")
@@ -273,13 +275,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.source == "local" and args.local_dir is None:
         _parser().error("--source local needs --local-dir")
     try:
-        record = materialise(args.tasks, args.source, args.local_dir, args.out)
+        check_replaceable(args.out, own_dirs=(), stage="materialise-mteb")
+        with atomic_dir(args.out) as tmp:       # tasks and manifest appear together or not at all
+            record = materialise(args.tasks, args.source, args.local_dir, tmp)
+            write_json(tmp / "manifest.json",
+                       provenance(stable=True, stage="materialise-mteb", source=args.source,
+                                  local_dir=str(args.local_dir) if args.local_dir else None, tasks=record))
     except (FileNotFoundError, ValueError) as err:
         print(f"materialise-mteb: {err}")
         return 1
-    write_json(args.out / "manifest.json",
-               provenance(stable=True, stage="materialise-mteb", source=args.source,
-                          local_dir=str(args.local_dir) if args.local_dir else None, tasks=record))
     for name, info in record.items():
         print(f"{name:<28} {info['type']:<20} {sum(info['rows'].values()):>7} rows")
     return 0

@@ -246,6 +246,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     tidy_path = args.out.with_suffix(".parquet")
+    # mteb.json is the commit marker (collect-runs reads it): gone before mteb.parquet is
+    # replaced, back last, so a present mteb.json always has its own mteb.parquet beside it.
+    args.out.unlink(missing_ok=True)
     metrics = read_json(args.run_metrics) if args.run_metrics else {"status": "ok"}
     if metrics.get("status") == "skipped":
         write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))

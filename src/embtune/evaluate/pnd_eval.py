@@ -12,7 +12,9 @@ Outputs (``--out DIR``): ``pnd.json`` — per triplet dataset and measure the in
 ``p_at_1``); ``xnli`` — per measure and relation the errors/totals summed over all language pairs;
 ``encoder_calls`` — texts requested / encoded and forward passes. ``xnli_counts.parquet`` — one
 row per (query_lang, text_lang, relation, measure) with integer ``errors`` and ``total``.
-``manifest.json`` last.
+``pnd_manifest.json`` (not ``manifest.json``: ``DIR`` is a query run's directory, whose
+``manifest.json`` is tune-query's and records the run config). ``pnd.json`` is written last and
+an old one is removed first, so ``pnd.json`` present means the other two files belong to it.
 """
 
 from __future__ import annotations
@@ -260,9 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
                        "precision": args.precision,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
+    (out_dir / "pnd.json").unlink(missing_ok=True)   # the commit marker goes first, comes back last
     write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
+    write_json(out_dir / "pnd_manifest.json", provenance(stage="evaluate-pnd", args=vars(args)))
     write_json(out_dir / "pnd.json", result)
-    write_json(out_dir / "manifest.json", provenance(stage="evaluate-pnd", args=vars(args)))
     return 0
 
 

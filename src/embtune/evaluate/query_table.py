@@ -188,7 +188,8 @@ def collect(query_runs_dir: Path, z_critical: float,
     for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
         model = model_dir.name
         base_pnd, base_xnli = read_json(model_dir / "base" / "pnd.json"), _read_xnli(model_dir / "base" / "xnli_counts.parquet")
-        for run_dir in sorted(p for p in model_dir.iterdir() if p.is_dir() and p.name != "base"):
+        for run_dir in sorted(p for p in model_dir.iterdir()
+                             if p.is_dir() and p.name != "base" and not p.name.startswith(".")):
             if only is not None and f"{model}/{run_dir.name}" not in only:
                 continue
             if not (run_dir / "pnd.json").exists():

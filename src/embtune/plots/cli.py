@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from embtune.io import atomic_path, read_json, write_json, write_text  # noqa: E402
+from embtune.io import atomic_dir, atomic_path, check_replaceable, read_json, write_json, write_text  # noqa: E402
 from embtune.plots.report import Spec, paper1_specs, paper2_specs, read_table, report_markdown  # noqa: E402
 
 
@@ -68,11 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     runs, fits = pl.read_parquet(args.runs), read_json(args.fits)
     recipe = read_json(args.recipe) if args.recipe and args.recipe.exists() else None
-    args.out.mkdir(parents=True, exist_ok=True)
-    specs = make_all(runs, fits, query_tables(args.query_table_dir), args.out)
-    write_json(args.out / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
-                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
-                                         for s in specs])
+    check_replaceable(args.out, own_dirs=())
+    with atomic_dir(args.out) as tmp:     # the figure folder appears whole; index.json last
+        specs = make_all(runs, fits, query_tables(args.query_table_dir), tmp)
+        write_json(tmp / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
+                                         "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
+                                        for s in specs])
     write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report))
     made = [s for s in specs if not s.skipped]
     print(f"figures: {len(made)} written to {args.out}, {len(specs) - len(made)} skipped; report {args.report}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
 import shutil
 import signal
 import sys
@@ -30,10 +29,12 @@ import numpy as np
 import torch
 
 from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
+from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
+from embtune.train.checkpoint import CheckpointError, load_checkpoint, run_fingerprints, save_checkpoint
 from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: checkpoint saved, requeue the job
-STATE_FILE = "state.pt"
+EXIT_BAD_CHECKPOINT = 3  # a checkpoint that must not be resumed: a person decides (not requeued)
 
 
 # --------------------------------------------------------------------------- data and planning
@@ -204,50 +205,6 @@ class Progress:
     curve: list[dict[str, float]] = field(default_factory=list)
 
 
-def rng_state() -> dict[str, Any]:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
-    random.setstate(state["python"])
-    if state.get("cuda") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Only what training changes: frozen weights are re-read from the base model on resume."""
-    return {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
-
-
-def save_checkpoint(ckpt_dir: Path, run_id: str, model, opt, sched, prog: Progress) -> None:
-    from embtune.io import atomic_path
-
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(ckpt_dir / STATE_FILE) as tmp:
-        torch.save({"run_id": run_id, "model": trainable_state(model), "optimizer": opt.state_dict(),
-                    "scheduler": sched.state_dict(), "rng": rng_state(), "progress": prog.__dict__}, tmp)
-
-
-def load_checkpoint(ckpt_dir: Path, run_id: str, model, opt, sched) -> Progress | None:
-    path = ckpt_dir / STATE_FILE
-    if not path.exists():
-        return None
-    state = torch.load(path, map_location="cpu", weights_only=False)
-    if state["run_id"] != run_id:
-        raise ValueError(f"{path} belongs to run {state['run_id']!r}, not {run_id!r}")
-    missing = set(state["model"]) - {n for n, _ in model.named_parameters()}
-    if missing:
-        raise ValueError(f"{path}: checkpoint has parameters the model lacks: {sorted(missing)[:3]}")
-    model.load_state_dict(state["model"], strict=False)
-    opt.load_state_dict(state["optimizer"])
-    sched.load_state_dict(state["scheduler"])
-    set_rng_state(state["rng"])
-    return Progress(**state["progress"])
-
-
 class StopFlag:
     """Set by SIGTERM/SIGUSR1 (SLURM pre-emption): finish the step, checkpoint, exit non-zero."""
 
@@ -341,10 +298,12 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
     if t.get("gradient_checkpointing"):
         enable_checkpointing(model)
     model.train()
+    fingerprints = run_fingerprints(run)
     run = {**run, "_planned_steps": plan.steps}
     opt, sched = build_optimizer(model, run)
     wrapped = acc.prepare(model)
-    prog = load_checkpoint(ckpt_dir, run["run_id"], model, opt, sched) or Progress()
+    saved = load_checkpoint(ckpt_dir, run, fingerprints, model, opt, sched)
+    prog = Progress(**saved) if saved else Progress()
     world, rank = acc.num_processes, acc.process_index
     bs, chunk = int(t["batch_size"]), int(t["gradcache_chunk"])
     if bs % world:
@@ -384,7 +343,7 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         preempt = agree(acc, (stop is not None and stop.signum is not None) or ran == stop_after_steps)
         periodic = prog.step % int(t["checkpoint_every_steps"]) == 0 and prog.step < plan.steps
         if (preempt or periodic) and acc.is_main_process:
-            save_checkpoint(ckpt_dir, run["run_id"], model, opt, sched, prog)
+            save_checkpoint(ckpt_dir, run, fingerprints, model, opt, sched, prog.__dict__)
         acc.wait_for_everyone()
         if preempt and prog.step < plan.steps:
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
@@ -454,26 +413,31 @@ def save_model_dir(path: Path, result: Result, run: dict[str, Any]) -> None:
 
 
 def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
-    from embtune.io import atomic_path, provenance, write_json, write_text
+    """The run directory appears whole or not at all: built in a temporary sibling and renamed
+    onto ``out_dir`` (an older run directory, with any evaluation of the old model in it, goes
+    with it); ``manifest.json`` is written last."""
+    from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
 
-    with atomic_path(out_dir / "model") as tmp:
-        tmp.mkdir()
+    check_replaceable(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        (tmp / "model").mkdir()
         if result.status == "ok":
-            save_model_dir(tmp, result, run)
+            save_model_dir(tmp / "model", result, run)
         else:
-            (tmp / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
-    write_text(out_dir / "curve.csv", curve_csv(result.curve))
-    write_json(out_dir / "metrics.json", result.metrics)
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    write_json(out_dir / "manifest.json", provenance(stage="train", run=run, seed=run["seed"],
-                                                     device=device, threads=torch.get_num_threads()))
+            (tmp / "model" / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
+        write_text(tmp / "curve.csv", curve_csv(result.curve))
+        write_json(tmp / "metrics.json", result.metrics)
+        device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+        write_json(tmp / "manifest.json", provenance(stage="train", run=run, seed=run["seed"],
+                                                    device=device, threads=torch.get_num_threads()))
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="embtune train", description=__doc__)
     ap.add_argument("--run-config-json", required=True, help="one run config from sweep.training_runs")
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--checkpoint-dir", required=True)
+    ap.add_argument("--out-dir", required=True, help="the run's own directory; replaced as a whole")
+    ap.add_argument("--checkpoint-dir", required=True,
+                    help="resumable state; refused (exit 3) if made by another config or data")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--stop-after-steps", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(list(argv))
@@ -485,10 +449,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     raw = args.run_config_json
     run = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
+    from embtune.io import check_replaceable
+
+    check_replaceable(args.out_dir)      # before training, not after it
     stop = StopFlag()
     stop.install()
     t0 = time.time()
-    result = train_run(run, Path(args.checkpoint_dir), stop=stop, stop_after_steps=args.stop_after_steps)
+    try:
+        result = train_run(run, Path(args.checkpoint_dir), stop=stop, stop_after_steps=args.stop_after_steps)
+    except CheckpointError as err:
+        print(f"embtune train: {err}", file=sys.stderr)
+        return EXIT_BAD_CHECKPOINT
     if result.status == "preempted":
         print(f"train: pre-empted at step {result.metrics['steps']}; checkpoint in {args.checkpoint_dir}",
               file=sys.stderr)

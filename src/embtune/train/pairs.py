@@ -182,11 +182,16 @@ def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
 
     Shard by shard, so memory is bounded by one shard: a first pass sums the lengths from the
     ``*_tokens`` columns, a second writes each shard's tokens into preallocated ``.npy`` files."""
-    from embtune.io import atomic_path, provenance, write_json
+    from embtune.io import atomic_path, provenance, sha256_file, write_json
 
     bge_dir = Path(bge_dir)
     splits = {"train": train_shards(bge_dir), "val": [val_shard(bge_dir)]}
+    source_manifest = bge_dir / "manifest.json"
+    source_digest = sha256_file(source_manifest) if source_manifest.exists() else None
+    # The source's manifest digest ties the pack to the exact prepare-bge output (inputs' sha256,
+    # seed, filters), so a resumed training run can tell repacked data by this file alone.
     meta: dict[str, Any] = {"format": PACK_FORMAT, "source": str(bge_dir), "splits": {},
+                            "source_manifest_sha256": source_digest,
                             "provenance": provenance(stage="pack-pairs", stable=True)}
     with atomic_path(Path(out_dir)) as tmp:
         for split, files in splits.items():

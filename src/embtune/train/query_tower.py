@@ -44,7 +44,7 @@ import torch
 from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, SentenceTransformerEncoder,
                                           compute_precision, model_fingerprint)
 from embtune.evaluate.layer_changes import layer_changes, top_layers
-from embtune.io import atomic_path, provenance, write_json, write_text
+from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
 from embtune.train.query_schedules import epoch_lrs
@@ -349,6 +349,7 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
     """Load data and models, tune, write every output (manifest last); returns metrics."""
     from embtune.models.encoders import resolve_encoder_path
 
+    check_replaceable(out_dir)           # before training, not after it
     train_path, val_path, cols = triplet_files(data_dir, run["train_data"])
     train, val = read_triplets(train_path, cols), read_triplets(val_path, cols)
     path = resolve_encoder_path(run["model"])
@@ -363,16 +364,15 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
                           top_layers_relative=top_layers(changes, "rank_relative"),
                           n_train_triplets=len(train), embed_precision=precision)
-    with atomic_path(out_dir / "model") as tmp:
-        result.query_tower.save(str(tmp))
-    write_text(out_dir / "curve.csv", curve_csv(result.curve))
-    with atomic_path(out_dir / "layer_changes.csv") as tmp:
-        changes.write_csv(tmp)
-    write_json(out_dir / "metrics.json", result.metrics)
-    write_json(out_dir / "manifest.json", provenance(
-        stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
-        train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
-        embed_precision=precision))
+    with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
+        result.query_tower.save(str(tmp / "model"))
+        write_text(tmp / "curve.csv", curve_csv(result.curve))
+        changes.write_csv(tmp / "layer_changes.csv")
+        write_json(tmp / "metrics.json", result.metrics)
+        write_json(tmp / "manifest.json", provenance(
+            stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
+            train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
+            embed_precision=precision))
     return result.metrics
 
 
