@@ -3,6 +3,16 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
+# Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
+MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
+PND_RULE_ARGS = (f"--ties {config['evaluate']['pnd'].get('ties', 'error')} "
+                 f"--xnli-text-prefix {config['evaluate']['pnd'].get('xnli_text_prefix', 'doc')}")
+
+
+def mteb_max_length_arg(wildcards):
+    """``--max-length N`` when params set one; else the checkpoint's own context length."""
+    return f"--max-length {int(MTEB_MAX_LENGTH)}" if MTEB_MAX_LENGTH else ""
+
 
 rule evaluate_mteb:
     input:
@@ -17,6 +27,7 @@ rule evaluate_mteb:
         tasks=" ".join(config["evaluate"]["mteb"]["tasks"]),
         exclude=" ".join(config["evaluate"]["mteb"]["exclude_from_average"]),
         batch=config["evaluate"]["mteb"]["batch_size"],
+        max_length=mteb_max_length_arg,
     threads: 1
     resources:
         **EVAL_RESOURCES,
@@ -27,7 +38,7 @@ rule evaluate_mteb:
     shell:
         "embtune evaluate-mteb --model-dir {input.model} --run-metrics {input.metrics} "
         "--tasks {params.tasks} --exclude-from-average {params.exclude} --data-dir {input.data} "
-        "--batch-size {params.batch} --out {output.scores} > {log} 2>&1"
+        "--batch-size {params.batch} {params.max_length} --out {output.scores} > {log} 2>&1"
 
 
 rule evaluate_pnd_base:
@@ -43,6 +54,7 @@ rule evaluate_pnd_base:
         datasets=" ".join(PND_DATASETS),
         measures=" ".join(config["evaluate"]["pnd"]["measures"]),
         batch=config["evaluate"]["pnd"]["batch_size"],
+        rules=PND_RULE_ARGS,
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
     threads: 1
@@ -55,7 +67,7 @@ rule evaluate_pnd_base:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets} "
         "--data-dir {params.data_dir} --cache-dir {params.cache} --measures {params.measures} "
-        "--batch-size {params.batch} --out {params.out_dir} > {log} 2>&1"
+        "--batch-size {params.batch} {params.rules} --out {params.out_dir} > {log} 2>&1"
 
 
 rule evaluate_pnd_query:
@@ -73,6 +85,7 @@ rule evaluate_pnd_query:
         datasets=" ".join(PND_DATASETS),
         measures=" ".join(config["evaluate"]["pnd"]["measures"]),
         batch=config["evaluate"]["pnd"]["batch_size"],
+        rules=PND_RULE_ARGS,
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         exclusion=pnd_exclusion,
@@ -86,5 +99,5 @@ rule evaluate_pnd_query:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model} "
         "--datasets {params.datasets} --data-dir {params.data_dir} --cache-dir {params.cache} "
-        "--measures {params.measures} --batch-size {params.batch} {params.exclusion} "
+        "--measures {params.measures} --batch-size {params.batch} {params.rules} {params.exclusion} "
         "--out {params.out_dir} > {log} 2>&1"
