@@ -93,6 +93,26 @@ def test_order_restored_and_truncation(model_dirs: dict[str, Path]) -> None:
     assert emb.config.max_length == 32 and len(emb._tokenize([texts[-1]])[0]) == 32
 
 
+def test_max_length_override_truncates(model_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """--max-length replaces the training context length (docs/fidelity.md#P1-MTEB-TRUNCATION):
+    texts that agree on their first 4 tokens embed identically at 4 and differently at 32."""
+    emb = load_embedder(model_dirs["full"], device="cpu")
+    a, b = "the cat sat on a mat", "the cat sat on rockets music food weather"
+    assert emb._tokenize([a])[0][:4] == emb._tokenize([b])[0][:4]
+    assert not np.allclose(*emb.encode([a, b]))
+    emb.config = mteb_eval.with_max_length(emb.config, 4)
+    np.testing.assert_array_equal(*emb.encode([a, b]))
+    with pytest.raises(ValueError, match="max-length"):
+        mteb_eval.with_max_length(emb.config, 0)
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"status": "ok"}))
+    out = tmp_path / "mteb.json"
+    assert mteb_eval.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
+                           "--tasks", "STS15", "--data-dir", str(DEMO), "--device", "cpu",
+                           "--max-length", "4", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["max_length"] == 4     # the default (32) is checked below
+
+
 def test_merged_lora_equals_unmerged_peft(model_dirs: dict[str, Path]) -> None:
     emb = load_embedder(model_dirs["lora"], device="cpu")
     assert emb.config.pooling == "last"
@@ -175,6 +195,7 @@ def test_evaluate_mteb_cli_all_pinned_tasks(model_dirs: dict[str, Path], tmp_pat
     assert rc == 0
     record = json.loads(out.read_text())
     assert record["status"] == "ok" and set(record["tasks"]) == set(PINNED)
+    assert record["max_length"] == 32          # the checkpoint's embedding_config (training length)
     assert all(0.0 <= v <= 1.0 or k in ("STS15", "SummEval") for k, v in record["tasks"].items())
     kept = [v for k, v in record["tasks"].items() if k != "Tatoeba"]
     assert record["average"] == pytest.approx(sum(kept) / len(kept)) and record["excluded"] == ["Tatoeba"]

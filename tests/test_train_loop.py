@@ -122,13 +122,43 @@ def test_non_finite_loss_is_a_clear_error(tmp_path, fixture_dirs) -> None:
         loop.train_run(run, tmp_path / "ck")
 
 
-def test_schedule_shape() -> None:
+def _closed_form(t: float, total: int, w: int, floor: float) -> float:
+    """Paper 1's schedule written out (docs/fidelity.md#P1-LR-SCHEDULE): linear 0 -> 1 over
+    [0, W], then floor + (1 - floor)/2 (1 + cos(pi (t - W)/(T - W))) down to ``floor`` at T."""
+    if t <= w:
+        return t / w
+    return floor + (1 - floor) / 2 * (1 + np.cos(np.pi * (t - w) / (total - w)))
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.1])
+def test_schedule_is_the_closed_form_at_mid_step(floor: float) -> None:
     total = 50
     w = warmup_steps(total, 0.1)
-    lrs = [lr_multiplier(s, total, 0.1, 0.1) for s in range(total)]
-    assert w == 5 and lrs[0] == pytest.approx(1 / 5) and lrs[w - 1] == pytest.approx(1.0)
-    assert lrs[-1] == pytest.approx(0.1) and all(a >= b for a, b in zip(lrs[w - 1:], lrs[w:]))
-    assert lrs[w - 1 + (total - w) // 2] == pytest.approx(0.55, abs=0.05)
+    lrs = [lr_multiplier(s, total, 0.1, floor) for s in range(total)]
+    assert w == 5
+    # hand values: update 0 runs at t = 0.5 -> 0.5/5; update 4 at t = 4.5 -> 0.9
+    assert lrs[0] == pytest.approx(0.1, abs=1e-15) and lrs[4] == pytest.approx(0.9, abs=1e-15)
+    # the middle of the decay (t = 27.5 = W + (T - W)/2) is exactly halfway between 1 and floor
+    assert lr_multiplier(27, total, 0.1, floor) == pytest.approx((1 + floor) / 2, abs=1e-15)
+    assert lrs == pytest.approx([_closed_form(k + 0.5, total, w, floor) for k in range(total)], abs=1e-15)
+    assert lrs[0] > 0 and min(lrs[w:]) > floor   # no update runs at LR 0 or the floor, not even the last
+    assert lr_multiplier(total, total, 0.1, floor) == pytest.approx(floor)   # s(T)
+
+
+def test_optimizer_follows_the_schedule_step_by_step() -> None:
+    """The LR each AdamW update actually uses, through ``build_optimizer``'s LambdaLR."""
+    model = torch.nn.Linear(2, 1)
+    run = {"peak_lr": 3e-4, "_planned_steps": 12,
+           "train": {"weight_decay": 0.1, "warmup_fraction": 0.25, "final_lr_fraction": 0.0}}
+    opt, sched = loop.build_optimizer(model, run)
+    used = []
+    for _ in range(12):
+        used.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    expected = [3e-4 * _closed_form(k + 0.5, 12, 3, 0.0) for k in range(12)]
+    assert used == pytest.approx(expected, rel=1e-12)
+    assert used[0] == pytest.approx(3e-4 / 6) and used[-1] == pytest.approx(3e-4 * (1 + np.cos(np.pi * 8.5 / 9)) / 2)
 
 
 def test_plan_stops_before_budget_and_skips() -> None:
@@ -150,3 +180,19 @@ def test_gradient_checkpointing_changes_nothing(tmp_path, fixture_dirs, method) 
     ckpt = loop.train_run(run_config(base, data, method, budget=8e8, gradient_checkpointing=True), tmp_path / "b")
     assert plain.status == ckpt.status == "ok"
     assert [r["loss"] for r in ckpt.curve] == pytest.approx([r["loss"] for r in plain.curve], rel=1e-6)
+
+
+def test_logit_scale_form_reaches_the_loss(tmp_path, fixture_dirs) -> None:
+    """cos*exp(tau) at tau = ln 20 is the same run as cos/tau at tau = 1/20; another scale is not
+    (docs/fidelity.md#P1-LOGIT-SCALE)."""
+    base, data = fixture_dirs
+    curves = {}
+    for name, temperature, form in (("inverse", 0.05, "inverse"), ("exp", float(np.log(20.0)), "exp"),
+                                    ("other", 0.5, "inverse")):
+        run = run_config(base, data, "full", budget=1.5e9, temperature=temperature)
+        run["train"]["logit_scale"] = form
+        res = loop.train_run(run, tmp_path / name)
+        curves[name] = [r["loss"] for r in res.curve]
+    assert len(curves["inverse"]) >= 3
+    assert curves["exp"] == pytest.approx(curves["inverse"], rel=1e-5)
+    assert curves["other"][0] != pytest.approx(curves["inverse"][0], rel=1e-3)

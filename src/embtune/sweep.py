@@ -31,9 +31,10 @@ def format_budget(budget: float) -> str:
 
 
 def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
-    """Frozen-block fractions k/n as (k, n): ``auto`` = k/6 if L % 6 == 0, else k/8 (paper 1, 4.2).
+    """Frozen-block fractions k/n as (k, n): ``auto`` = k/6 if L % 6 == 0, else k/8 (paper 1, 4.2;
+    docs/fidelity.md#P1-FREEZE-GRID).
 
-    Kept unreduced so ids read like the paper's grid (``freeze-2of6``, not ``freeze-1of3``)."""
+    Kept unreduced so ids read like §4.2's grid (``freeze-2of6``, not ``freeze-1of3``)."""
     if spec == "auto":
         for denom in (6, 8):
             if num_layers % denom == 0:
@@ -86,9 +87,20 @@ def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple
 
 
 def peak_lr(model: dict[str, Any], method: str, train: dict[str, Any]) -> float:
-    """Per-method override (paper 1, Tables 3-4) or the model's pre-training peak / divisor."""
+    """Per-method override (paper 1, Tables 3-4; docs/fidelity.md#P1-LR-LORA-BIAS) or the model's
+    pre-training peak / ``lr_divisor`` (App. D.1), clipped into ``peak_lr_range`` when one is set
+    (§4.1's printed "between 1.2e-5 and 6e-5"; docs/fidelity.md#P1-LR-PEAK)."""
     override = train.get("method_lr", {}).get(method)
-    return float(override) if override else model["pretrain_peak_lr"] / train["lr_divisor"]
+    if override:
+        return float(override)
+    lr = model["pretrain_peak_lr"] / train["lr_divisor"]
+    bounds = train.get("peak_lr_range")
+    if bounds:
+        lo, hi = (float(b) for b in bounds)
+        if lo > hi:
+            raise ValueError(f"train.peak_lr_range: lower bound {lo} exceeds upper bound {hi}")
+        lr = min(max(lr, lo), hi)
+    return float(lr)
 
 
 def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Skipped]]:
@@ -129,7 +141,7 @@ def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Sk
                                     "n_backward": counts.n_backward, "n_update": counts.n_update,
                                     "tokens": tokens, "steps": est_steps},
                         "train": {k: train[k] for k in (
-                            "batch_size", "context_length", "temperature", "weight_decay",
+                            "batch_size", "context_length", "temperature", "logit_scale", "weight_decay",
                             "warmup_fraction", "final_lr_fraction", "pooling", "gradcache_chunk",
                             "gradient_checkpointing", "min_steps", "max_epochs",
                             "checkpoint_every_steps", "log_every_steps", "final_loss_window")},

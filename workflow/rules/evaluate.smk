@@ -3,6 +3,16 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
+# Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
+MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
+PND_RULE_ARGS = ["--ties", config["evaluate"]["pnd"].get("ties", "error"),
+                 "--xnli-text-prefix", config["evaluate"]["pnd"].get("xnli_text_prefix", "doc")]
+
+
+def mteb_max_length_arg(wildcards):
+    """``--max-length N`` when params set one; else the checkpoint's own context length."""
+    return ["--max-length", str(int(MTEB_MAX_LENGTH))] if MTEB_MAX_LENGTH else []
+
 
 rule evaluate_mteb:
     input:
@@ -17,6 +27,7 @@ rule evaluate_mteb:
         tasks=config["evaluate"]["mteb"]["tasks"],
         exclude=config["evaluate"]["mteb"]["exclude_from_average"],
         batch=config["evaluate"]["mteb"]["batch_size"],
+        max_length=mteb_max_length_arg,
     threads: 1
     resources:
         **EVAL_RESOURCES,
@@ -27,7 +38,7 @@ rule evaluate_mteb:
     shell:
         "embtune evaluate-mteb --model-dir {input.model:q} --run-metrics {input.metrics:q} "
         "--tasks {params.tasks:q} --exclude-from-average {params.exclude:q} --data-dir {input.data:q} "
-        "--batch-size {params.batch:q} --out {output.scores:q} > {log:q} 2>&1"
+        "--batch-size {params.batch:q} {params.max_length:q} --out {output.scores:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_base:
@@ -45,6 +56,7 @@ rule evaluate_pnd_base:
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         precision=config["evaluate"]["pnd"]["precision"],
+        rules=PND_RULE_ARGS,
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
     threads: 1
@@ -57,7 +69,8 @@ rule evaluate_pnd_base:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
         "--data-dir {params.data_dir:q} --cache-dir {params.cache:q} --measures {params.measures:q} "
-        "--batch-size {params.batch:q} --precision {params.precision:q} --out {params.out_dir:q} > {log:q} 2>&1"
+        "--batch-size {params.batch:q} --precision {params.precision:q} {params.rules:q} "
+        "--out {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_query:
@@ -76,6 +89,7 @@ rule evaluate_pnd_query:
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         precision=config["evaluate"]["pnd"]["precision"],
+        rules=PND_RULE_ARGS,
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         exclusion=pnd_exclusion,
@@ -90,4 +104,4 @@ rule evaluate_pnd_query:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model:q} "
         "--datasets {params.datasets:q} --data-dir {params.data_dir:q} --cache-dir {params.cache:q} "
         "--measures {params.measures:q} --batch-size {params.batch:q} --precision {params.precision:q} "
-        "{params.exclusion:q} --out {params.out_dir:q} > {log:q} 2>&1"
+        "{params.rules:q} {params.exclusion:q} --out {params.out_dir:q} > {log:q} 2>&1"

@@ -16,8 +16,8 @@ Ranks (1 = most changed; unchanged tensors get no rank, null):
 * ``rank_abs_change``: by ``max_abs_change``, descending;
 * ``rank_relative``: Table 15 — by ``relative_change``, descending (NaN last).
 
-``layer`` is the name with everything up to ``encoder.layer.`` removed, as the paper prints it
-(``3.output.dense.weight``); outside the blocks the wrapper prefix is dropped
+``layer`` is the name with everything up to ``encoder.layer.`` removed, as Tables 14-15 print it
+(``3.output.dense.weight``; docs/fidelity.md#P2-LAYER-CHANGES); outside the blocks the wrapper prefix is dropped
 (``embeddings.LayerNorm.weight``).
 """
 
@@ -84,5 +84,5 @@ def layer_changes(original: Mapping[str, torch.Tensor], tuned: Mapping[str, torc
 
 
 def top_layers(frame: pl.DataFrame, rank_column: str, k: int = 2) -> list[str]:
-    """The ``k`` most-changed short layer names by one rank column (the paper lists two)."""
+    """The ``k`` most-changed short layer names by one rank column (Tables 14-15 list two)."""
     return frame.filter(pl.col(rank_column).is_not_null()).sort(rank_column).head(k)["layer"].to_list()

@@ -8,9 +8,13 @@ offline, so each pinned task is a subclass of mteb's *own* task class (same name
 ``TaskMetadata`` and main score, same evaluation settings such as ``samples_per_label``) whose
 ``load_data`` reads the files ``embtune materialise-mteb`` wrote (layout: ``embtune.data.mteb_data``).
 
+Input length: texts are truncated to the checkpoint's training ``context_length`` (its
+``embedding_config.json``), as the authors' evaluation did (their tokenizer wrapper truncates to
+75 for training and MTEB alike); ``--max-length`` overrides it (docs/fidelity.md#P1-MTEB-TRUNCATION).
+
 Outputs: ``mteb.json`` = ``{"status", "tasks": {task: main_score}, "average", "excluded",
-"n_texts_encoded", "seconds"}`` (``average`` = mean main score over tasks not excluded; the paper
-leaves out Tatoeba), and ``mteb.parquet`` beside it with every metric mteb reports, one row per
+"n_texts_encoded", "seconds", "max_length"}`` (``average`` = mean main score over tasks not
+excluded; paper 1 App. B leaves out Tatoeba), and ``mteb.parquet`` beside it with every metric mteb reports, one row per
 (task, type, split, subset, metric, value).
 """
 
@@ -161,6 +165,15 @@ def main_scores(tidy: pl.DataFrame) -> dict[str, float]:
     return {row["task"]: float(row["value"]) for row in main.sort("task").iter_rows(named=True)}
 
 
+def with_max_length(config: Any, max_length: int) -> Any:
+    """The embedding config with another truncation length (a clear error for a bad one)."""
+    import dataclasses
+
+    if max_length < 1:
+        raise ValueError(f"--max-length must be >= 1, got {max_length}")
+    return dataclasses.replace(config, max_length=int(max_length))
+
+
 def average_score(scores: Mapping[str, float], excluded: Sequence[str]) -> float | None:
     """Mean main score over the tasks not excluded (paper: all but Tatoeba)."""
     kept = [v for t, v in scores.items() if t not in set(excluded)]
@@ -238,6 +251,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-from-average", nargs="*", default=[])
     p.add_argument("--data-dir", type=Path, required=True, help="materialise-mteb output")
     p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per text (default: the checkpoint's training context length)")
     p.add_argument("--device", default=None)
     p.add_argument("--out", type=Path, required=True, help="mteb.json (mteb.parquet goes beside it)")
     return p
@@ -259,8 +274,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     embedder = load_embedder(args.model_dir, device=args.device)
     check_finite(embedder.model, args.model_dir)
+    if args.max_length is not None:
+        embedder.config = with_max_length(embedder.config, args.max_length)
     record, tidy = evaluate_embedder(embedder, args.tasks, args.data_dir, args.batch_size,
                                      args.exclude_from_average)
+    record["max_length"] = int(embedder.config.max_length)
     write_parquet(tidy_path, tidy)
     write_json(args.out, record)
     for task, value in record["tasks"].items():

@@ -1,8 +1,10 @@
 """Positive-negative discrepancy (PND, paper 2, section 2 and Appendix F).
 
 An *error* is a (positive, negative) comparison in which the positive is **not closer** to the
-query than the negative; ties count as errors. "Closer" is measured by cosine similarity (higher
-is closer) or by euclidean distance (lower is closer).
+query than the negative; ties count as errors (§2.3, App. F, App. G's triplet wording). App. G's
+XNLI sentence says "farther", under which a tie is no error: ``ties="not_error"`` counts only
+strictly-farther positives (docs/fidelity.md#P2-PND-TIES). "Closer" is measured by cosine
+similarity (higher is closer) or by euclidean distance (lower is closer).
 
 Exactness and ties. All scores are computed in float64 from the float32 embeddings, one row-wise
 reduction per (query, text) pair (``np.sum(a * b, axis=-1)``, never a BLAS matrix product, whose
@@ -28,6 +30,16 @@ import numpy as np
 
 Measure = Literal["cos", "dist"]
 MEASURES: tuple[Measure, ...] = ("cos", "dist")
+Ties = Literal["error", "not_error"]
+TIES: tuple[Ties, ...] = ("error", "not_error")
+
+
+def _side(ties: Ties) -> Literal["left", "right"]:
+    """searchsorted side: negatives strictly below a positive are never errors ("left"); with
+    ``not_error`` the equal ones are not errors either ("right")."""
+    if ties not in TIES:
+        raise ValueError(f"unknown ties rule {ties!r} (expected one of {', '.join(TIES)})")
+    return "left" if ties == "error" else "right"
 
 
 @dataclass(frozen=True)
@@ -64,22 +76,25 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.where(norms == 0.0, 1.0, norms)
 
 
-def count_not_closer(pos: np.ndarray, neg: np.ndarray) -> int:
-    """#{(i, j): pos[i] <= neg[j]} for closeness scores (ties are errors), in O(n log n)."""
+def count_not_closer(pos: np.ndarray, neg: np.ndarray, ties: Ties = "error") -> int:
+    """#{(i, j): pos[i] <= neg[j]} for closeness scores (``pos[i] < neg[j]`` with
+    ``ties="not_error"``), in O(n log n)."""
+    side = _side(ties)
     pos, neg = _finite(pos), _finite(neg)
     sorted_neg = np.sort(neg)
-    # negatives strictly below pos[i] are not errors; everything from there on (>=) is.
-    below = np.searchsorted(sorted_neg, pos, side="left")
+    # negatives before the insertion point are not errors; everything from there on is.
+    below = np.searchsorted(sorted_neg, pos, side=side)
     return int(sorted_neg.size * pos.size - below.sum(dtype=np.int64))
 
 
 def grouped_errors(pos: np.ndarray, pos_group: np.ndarray, neg: np.ndarray,
-                   neg_group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+                   neg_group: np.ndarray, n_groups: int, ties: Ties = "error") -> tuple[np.ndarray, np.ndarray]:
     """Per-group errors and comparisons: positives compete only with negatives of their group.
 
     Why ranks: scores are replaced by exact dense ranks over all scores (``np.unique``; equal
     floats share a rank), so (group, rank) packs into one int64 key and a single sorted
     ``searchsorted`` handles all queries at once, ties included."""
+    side = _side(ties)
     pos, neg = _finite(pos), _finite(neg)
     pos_group, neg_group = np.asarray(pos_group, np.int64), np.asarray(neg_group, np.int64)
     _, inverse = np.unique(np.concatenate([pos, neg]), return_inverse=True)
@@ -87,8 +102,8 @@ def grouped_errors(pos: np.ndarray, pos_group: np.ndarray, neg: np.ndarray,
     pos_key = pos_group * n_ranks + inverse[: pos.size]
     neg_key = np.sort(neg_group * n_ranks + inverse[pos.size:])
     group_end = np.searchsorted(neg_key, (pos_group + 1) * n_ranks, side="left")
-    at_or_above = group_end - np.searchsorted(neg_key, pos_key, side="left")
-    errors = np.bincount(pos_group, weights=at_or_above, minlength=n_groups).astype(np.int64)
+    counted = group_end - np.searchsorted(neg_key, pos_key, side=side)
+    errors = np.bincount(pos_group, weights=counted, minlength=n_groups).astype(np.int64)
     n_pos = np.bincount(pos_group, minlength=n_groups).astype(np.int64)
     n_neg = np.bincount(neg_group, minlength=n_groups).astype(np.int64)
     return errors, n_pos * n_neg
@@ -109,7 +124,8 @@ def summarise(errors: np.ndarray, totals: np.ndarray) -> PndCounts:
 
 
 def triplet_set_pnd(query_emb: np.ndarray, pos_emb: np.ndarray, pos_query: np.ndarray,
-                    neg_emb: np.ndarray, neg_query: np.ndarray, measure: Measure) -> PndCounts:
+                    neg_emb: np.ndarray, neg_query: np.ndarray, measure: Measure,
+                    ties: Ties = "error") -> PndCounts:
     """PND of a triplet set: every positive of a query against every negative of that query.
 
     ``pos_query[k]`` / ``neg_query[k]`` give the row of ``query_emb`` that positive/negative k
@@ -117,13 +133,14 @@ def triplet_set_pnd(query_emb: np.ndarray, pos_emb: np.ndarray, pos_query: np.nd
     pos_query, neg_query = np.asarray(pos_query, np.int64), np.asarray(neg_query, np.int64)
     pos_score = closeness(query_emb[pos_query], pos_emb, measure)
     neg_score = closeness(query_emb[neg_query], neg_emb, measure)
-    errors, totals = grouped_errors(pos_score, pos_query, neg_score, neg_query, len(query_emb))
+    errors, totals = grouped_errors(pos_score, pos_query, neg_score, neg_query, len(query_emb), ties)
     return summarise(errors, totals)
 
 
 def xnli_pnd(premises: dict[str, np.ndarray], hypotheses: dict[str, np.ndarray],
              labels: np.ndarray, measures: tuple[Measure, ...] = MEASURES,
-             relations: tuple[str, ...] = ("neutral", "contradiction")) -> list[dict[str, object]]:
+             relations: tuple[str, ...] = ("neutral", "contradiction"),
+             ties: Ties = "error") -> list[dict[str, object]]:
     """XNLI PND for every (query language, text language) pair (paper 2, Appendix F).
 
     Row k of ``premises[a]`` / ``hypotheses[b]`` is pair k (aligned by pair id) with label
@@ -145,7 +162,7 @@ def xnli_pnd(premises: dict[str, np.ndarray], hypotheses: dict[str, np.ndarray],
                 for rel, mask in masks.items():
                     rows.append({"query_lang": a, "text_lang": b, "relation": rel,
                                  "measure": measure,
-                                 "errors": count_not_closer(ent, score[mask]),
+                                 "errors": count_not_closer(ent, score[mask], ties),
                                  "total": int(entail.sum()) * int(mask.sum())})
     return rows
 

@@ -2,10 +2,13 @@
 
 Queries (MSMARCO queries, arxiv anchors, XNLI premises) go through the query tower with
 ``query_prefix``; documents (positives, negatives, XNLI hypotheses) through the frozen document
-tower (the base model) with ``doc_prefix``. All embeddings go through :class:`EmbedCache`, so the
-document side is embedded once per base model however many query towers are evaluated. Both
-towers embed in ``--precision`` (``evaluate.pnd.precision``): float32 by default, because bf16
-rounding flips near-tied PND decisions (see :mod:`embtune.evaluate.embed_cache`).
+tower (the base model) with ``doc_prefix`` — for XNLI hypotheses, with ``query_prefix`` instead
+when ``--xnli-text-prefix query`` (E5's advice for symmetric tasks; docs/fidelity.md#P2-XNLI-PREFIX).
+Ties count as errors unless ``--ties not_error`` (docs/fidelity.md#P2-PND-TIES). All embeddings go
+through :class:`EmbedCache`, so the document side is embedded once per base model however many
+query towers are evaluated. Both towers embed in ``--precision`` (``evaluate.pnd.precision``):
+float32 by default, because bf16 rounding flips near-tied PND decisions (see
+:mod:`embtune.evaluate.embed_cache`).
 
 Outputs (``--out DIR``): ``pnd.json`` — per triplet dataset and measure the integer ``errors`` and
 ``total`` plus ``rate``, ``per_query_rate``, ``n_queries`` and ranking metrics (``mrr``, ``map``,
@@ -33,7 +36,7 @@ import polars as pl
 
 from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check_precision,
                                           model_fingerprint)
-from embtune.evaluate.pnd import MEASURES, Measure, closeness, triplet_set_pnd, xnli_pnd
+from embtune.evaluate.pnd import MEASURES, TIES, Measure, Ties, closeness, triplet_set_pnd, xnli_pnd
 from embtune.evaluate.ranking import ranking_metrics
 from embtune.io import provenance, write_json, write_parquet
 
@@ -129,14 +132,14 @@ def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> X
 
 # ---------------------------------------------------------------- evaluation
 def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_size: int,
-                      measures: Sequence[Measure]) -> dict[str, dict[str, Any]]:
+                      measures: Sequence[Measure], ties: Ties = "error") -> dict[str, dict[str, Any]]:
     """PND counts and ranking metrics of one triplet set for each measure."""
     q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, ts.queries, batch_size)
     p = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.positives, batch_size)
     n = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.negatives, batch_size)
     out: dict[str, dict[str, Any]] = {}
     for m in measures:
-        counts = triplet_set_pnd(q, p, ts.pos_query, n, ts.neg_query, m).as_dict()
+        counts = triplet_set_pnd(q, p, ts.pos_query, n, ts.neg_query, m, ties).as_dict()
         counts.update(_ranking(q, p, ts.pos_query, n, ts.neg_query, m))
         out[m] = counts
     return out
@@ -161,17 +164,26 @@ def _ranking(q: np.ndarray, p: np.ndarray, pos_query: np.ndarray, n: np.ndarray,
 
 
 def evaluate_xnli(table: XnliTable, cache: EmbedCache, towers: Towers, batch_size: int,
-                  measures: Sequence[Measure]) -> list[dict[str, Any]]:
-    """Rows of xnli_counts for all (query language, text language) pairs."""
+                  measures: Sequence[Measure], ties: Ties = "error",
+                  text_prefix: str = "doc") -> list[dict[str, Any]]:
+    """Rows of xnli_counts for all (query language, text language) pairs.
+
+    App. F: the first sentence (premise) is the query, embedded by the query tower; the second
+    (hypothesis) is the text, embedded by the document tower with the model's ``doc_prefix``
+    (``text_prefix="doc"``) or its ``query_prefix`` (``"query"``)."""
+    if text_prefix not in ("doc", "query"):
+        raise ValueError(f"unknown XNLI text prefix {text_prefix!r} (expected doc or query)")
+    prefix = towers.doc_prefix if text_prefix == "doc" else towers.query_prefix
     prem = {lang: cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, texts,
                               batch_size) for lang, texts in table.premises.items()}
-    hyp = {lang: cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, texts,
+    hyp = {lang: cache.embed(towers.doc, towers.doc_fp, "doc", prefix, texts,
                              batch_size) for lang, texts in table.hypotheses.items()}
-    return xnli_pnd(prem, hyp, table.labels, tuple(measures))
+    return xnli_pnd(prem, hyp, table.labels, tuple(measures), ties=ties)
 
 
 def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]:
-    """Totals over language pairs; ``rate`` = sum errors / sum totals (the paper's average)."""
+    """Totals over language pairs; ``rate`` = sum errors / sum totals, which equals the mean of
+    the per-pair rates because every pair has the same total (App. G; docs/fidelity.md#P2-XNLI-AVERAGE)."""
     frame = pl.DataFrame(rows)
     out: dict[str, Any] = {"languages": sorted(table.premises),
                            "n_pairs_per_label": {str(k): int(v) for k, v in zip(
@@ -232,6 +244,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
                     help="embedding compute precision (part of the cache key); default fp32")
+    ap.add_argument("--ties", choices=TIES, default="error",
+                    help="does an exact tie count as an error (docs/fidelity.md#P2-PND-TIES)")
+    ap.add_argument("--xnli-text-prefix", choices=("doc", "query"), default="doc",
+                    help="prefix of XNLI hypotheses: doc_prefix or query_prefix "
+                         "(docs/fidelity.md#P2-XNLI-PREFIX)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--out", required=True, help="output directory")
     return ap.parse_args(argv)
@@ -250,13 +267,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in args.datasets:
             if name == "xnli":
                 table = xnli_table(pl.read_parquet(data_dir / XNLI_FILE), args.xnli_languages)
-                xnli_rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures)
+                xnli_rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures,
+                                          args.ties, args.xnli_text_prefix)
                 result["xnli"] = xnli_summary(xnli_rows, table)
             else:
                 frame = pl.read_parquet(data_dir / TRIPLET_FILES[name])
                 ts = (msmarco_triplets(frame) if name.startswith("msmarco")
                       else arxiv_triplets(frame, args.exclude_category_prefix))
-                result[name] = evaluate_triplets(ts, cache, towers, args.batch_size, args.measures)
+                result[name] = evaluate_triplets(ts, cache, towers, args.batch_size, args.measures,
+                                                 args.ties)
             print(f"evaluate-pnd: {name}: {_brief(result[name], args.measures)}")
         result["encoder_calls"] = cache.stats.as_dict()
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,

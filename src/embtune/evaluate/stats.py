@@ -1,8 +1,12 @@
 """Significance and relative improvement for PND comparisons (paper 2, section 2 and Appendix I).
 
-The paper's Appendix I prints Z = (p1 - p0) / sqrt(P (1 - P) N / 2), which is dimensionally wrong
-(text-extraction garbling). We use the standard pooled two-proportion z-test, specialised to
-equal totals N (the original and the tuned encoder are evaluated on the same comparisons):
+Appendix I names a "two-proportion Z-test, pooled for H0: p1 = p2" but prints
+Z = (p1 - p0) / sqrt(½ P (1 - P) N), with ½ and N where 2 and 1/N belong: as printed,
+|Z| <= 2 sqrt(2 P / ((1 - P) N)) (as |p1 - p0| <= 2 P), below 0.002 for XNLI's N = 2,788,900
+whenever P <= ½, so nothing could be significant, yet its tables are full of significant
+language pairs. We use the test it
+names, specialised to equal totals N (the original and the tuned encoder are evaluated on the
+same comparisons); docs/fidelity.md#P2-ZTEST:
 
     p0 = n0 / N,  p1 = n1 / N,  P = (n0 + n1) / (2 N),
     Z  = (p1 - p0) / sqrt(P (1 - P) (1/N + 1/N)) = (p1 - p0) / sqrt(2 P (1 - P) / N).

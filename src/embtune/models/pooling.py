@@ -1,8 +1,9 @@
 """Sequence pooling for embeddings.
 
-Masked mean is the default (paper 1): the first paper's own code divided by the padded length,
-which makes an embedding depend on how much padding its batch had; we divide by real tokens.
-Last-token pooling takes the last non-padding position (right padding assumed).
+Masked mean is the default (paper 1, §3.2: emb(S) = 1/n Σ h_i over the n tokens of S): the
+authors' code divided by the padded length, which makes an embedding depend on how much padding
+its batch had; we divide by real tokens (docs/fidelity.md#P1-POOLING). Last-token pooling takes
+the last non-padding position (right padding assumed; App. D.3's alternative).
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ Specs (rows of Table 1, top to bottom):
 * ``emb_b0aio`` + block 0 ``output.dense`` (weight and bias; not the block's output LayerNorm)
 * ``emb_b0``    emb + all of block 0
 * ``emb_b0-K``  emb + blocks 0..K (``emb_b0-5``, ``emb_b0-10``); K is clamped to ``n_blocks - 2``
-  so the last block stays trainable — the paper's B0-10 on a 12-block model is "everything up to
-  the last block" — and a model with fewer than 2 blocks raises :class:`FreezeSpecError`
+  so the last block stays trainable — Table 1's B0-10 on a 12-block model is "everything up to
+  the last transformer block B11" (docs/fidelity.md#P2-FREEZE-SPECS) — and a model with fewer
+  than 2 blocks raises :class:`FreezeSpecError`
 * ``emb_odw``   emb + ``encoder.layer.<i>.output.dense.weight`` in every block (§3.3). The
   attention's ``attention.output.dense.weight`` is a different layer (Table 15 lists them apart)
   and stays trainable.

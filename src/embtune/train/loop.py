@@ -131,16 +131,17 @@ def embed(model: torch.nn.Module, batch: tuple[torch.Tensor, torch.Tensor], pool
     return pool(hidden, mask, pooling)
 
 
-def contrastive_loss_fn(temperature: float, gather: Callable[[torch.Tensor], torch.Tensor] | None = None
-                        ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Loss over [queries; positives] of the local slice; ``gather`` builds the global batch."""
+def contrastive_loss_fn(temperature: float, gather: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                        form: str = "inverse") -> Callable[[torch.Tensor], torch.Tensor]:
+    """Loss over [queries; positives] of the local slice; ``gather`` builds the global batch.
+    ``form``: logits cos/τ or cos·exp(τ) (docs/fidelity.md#P1-LOGIT-SCALE)."""
     from embtune.train.losses import symmetric_infonce
 
     def loss(reps: torch.Tensor) -> torch.Tensor:
         q, p = reps.chunk(2)
         if gather is not None:
             q, p = gather(q), gather(p)
-        return symmetric_infonce(q, p, temperature)
+        return symmetric_infonce(q, p, temperature, form)  # type: ignore[arg-type]
 
     return loss
 
@@ -159,7 +160,8 @@ def global_gather(rank: int, world: int) -> Callable[[torch.Tensor], torch.Tenso
 
 
 def build_optimizer(model: torch.nn.Module, run: dict[str, Any]) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW on the trainable parameters + the paper's warm-up/cosine schedule (planned steps)."""
+    """AdamW on the trainable parameters + warm-up/cosine schedule over the planned steps
+    (docs/fidelity.md#P1-LR-SCHEDULE)."""
     from embtune.train.schedule import lr_multiplier
 
     t = run["train"]
@@ -173,7 +175,8 @@ def build_optimizer(model: torch.nn.Module, run: dict[str, Any]) -> tuple[torch.
 
 @torch.no_grad()
 def held_out_loss(model: torch.nn.Module, pairs: Pairs, batch_size: int, chunk: int, pad_id: int,
-                  pooling: str, temperature: float, device: torch.device | str = "cpu") -> float | None:
+                  pooling: str, temperature: float, device: torch.device | str = "cpu",
+                  form: str = "inverse") -> float | None:
     """Mean contrastive loss over fixed consecutive batches of ``batch_size`` val pairs."""
     from embtune.train.losses import symmetric_infonce
 
@@ -188,7 +191,7 @@ def held_out_loss(model: torch.nn.Module, pairs: Pairs, batch_size: int, chunk: 
         chunks, restore = length_sorted_chunks(pairs, range(start, start + size), chunk, pad_id)
         reps = torch.cat([embed(model, c, pooling, device).float() for c in chunks])[restore]
         q, p = reps.chunk(2)
-        losses.append(symmetric_infonce(q, p, temperature).item())
+        losses.append(symmetric_infonce(q, p, temperature, form).item())  # type: ignore[arg-type]
     model.train(was_training)
     return float(np.mean(losses))
 
@@ -310,7 +313,8 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         raise ValueError(f"batch_size {bs} is not divisible by {world} processes")
     pad_id = int(getattr(model.config if not hasattr(model, "get_base_model") else model.get_base_model().config,
                          "pad_token_id", None) or 0)
-    loss_fn = contrastive_loss_fn(float(t["temperature"]), global_gather(rank, world) if world > 1 else None)
+    form = t.get("logit_scale", "inverse")
+    loss_fn = contrastive_loss_fn(float(t["temperature"]), global_gather(rank, world) if world > 1 else None, form)
     encode = lambda c: embed(wrapped, c, t["pooling"], acc.device)  # noqa: E731
     ran = 0
     while prog.step < plan.steps:
@@ -349,7 +353,8 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
     window = int(t["final_loss_window"])
     val = open_pairs(run["data"]["train_dir"], "val", context)
-    val_loss = held_out_loss(model, val, bs, chunk, pad_id, t["pooling"], float(t["temperature"]), acc.device)
+    val_loss = held_out_loss(model, val, bs, chunk, pad_id, t["pooling"], float(t["temperature"]), acc.device,
+                             form)
     metrics.update(status="ok", final_train_loss=float(np.mean([r["loss"] for r in prog.curve[-window:]])),
                    val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
                    planned_steps=plan.steps, epochs=plan.epochs, n_pairs=len(train_pairs),
