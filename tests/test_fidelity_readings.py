@@ -149,6 +149,8 @@ def test_tie_rule_in_triplet_sets_and_xnli() -> None:
 class HashEncoder:
     """Deterministic fake encoder (text hash -> vector); records the texts it is given."""
 
+    precision = "fp32"
+
     def __init__(self) -> None:
         self.seen: list[str] = []
 
