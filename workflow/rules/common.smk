@@ -217,7 +217,8 @@ def arxiv_args(wildcards):
               else f"--source published --published '{local_file(cfg['published'])}'")
     return (f"{source} --max-category-size {cfg['max_category_size']} "
             f"--n-negatives {cfg['n_negatives']} --levels {' '.join(map(str, cfg['levels']))} "
-            f"--flavours {' '.join(cfg['flavours'])} --narrow-domains {' '.join(cfg['narrow_domains'])}")
+            f"--flavours {' '.join(cfg['flavours'])} --narrow-domains {' '.join(cfg['narrow_domains'])} "
+            f"--category-match {cfg['category_match']} --category-ties {cfg['category_ties']}")
 
 
 def mteb_source_args(wildcards):
