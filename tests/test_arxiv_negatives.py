@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 from scipy.spatial.distance import jensenshannon
+from scipy.stats import chisquare
 
 from embtune.data import arxiv_negatives as an
+from embtune.data import jensen_shannon as js
 
 WORDS = ("graph quantum field theory neural network manifold curvature prime modular form "
          "flow turbulence laser cavity spin lattice galaxy star estimator sample proof bound "
@@ -45,38 +49,83 @@ def _papers(path: Path) -> list[an.Paper]:
 
 # ---------------------------------------------------------------- brute force reference
 
-def _brute_force(papers: list[an.Paper], max_size: int, k: int) -> tuple[list[str], list[list[str]]]:
-    """Literal App. B.2 with scipy's jensenshannon (natural log) over Counter word distributions."""
-    from collections import Counter
-
+def _brute_force(papers: list[an.Paper], max_size: int, k: int, match: str = "all",
+                 ties: str = "listed", distances: list[dict[str, float]] | None = None
+                 ) -> tuple[list[str], list[list[str]]]:
+    """Literal App. B.2 with scipy's jensenshannon (natural log) over Counter word distributions:
+    each selected paper against every other selected paper, no blocks, no memo. ``distances``
+    receives each paper's candidates with their JSD."""
     sizes = Counter(c for p in papers for c in set(p.categories.split()))
     kept = {c for c, n in sizes.items() if n <= max_size}
     sel = [p for p in papers if kept & set(p.categories.split())]
-    cats = [set(p.categories.split()) & kept for p in sel]
-    keys = [sorted(cs, key=lambda c: (sizes[c], c)) for cs in cats]
-    vocab = sorted({w for p in sel for w in an._WORD.findall(p.abstract.lower())})
+    cats = [set(p.categories.split()) for p in sel]
+    vocab = sorted({w for p in sel for w in re.findall(r"[^\W_]+", p.abstract.lower())})
     col = {w: j for j, w in enumerate(vocab)}
     dense = np.zeros((len(sel), len(vocab)))
     for i, p in enumerate(sel):
-        for w, c in Counter(an._WORD.findall(p.abstract.lower())).items():
+        for w, c in Counter(re.findall(r"[^\W_]+", p.abstract.lower())).items():
             dense[i, col[w]] = c
     dense /= dense.sum(1, keepdims=True)
     out = []
-    for i in range(len(sel)):
-        cands: list[int] = []
-        for j in range(1, len(keys[i]) + 1):
-            pre = set(keys[i][:j])
-            c = [m for m in range(len(sel)) if m != i and pre <= cats[m]]
-            if not c:
-                break
-            cands = c
-        if not cands:
-            cands = [m for m in range(len(sel)) if m != i]
+    for i, paper in enumerate(sel):
+        listed = []
+        for c in paper.categories.split():
+            if c not in listed and (match == "all" or c in kept):
+                listed.append(c)
+        # (1) sort by size (Python's sort is stable: equal sizes stay as listed)
+        order = sorted(listed, key=(lambda c: (sizes[c], c)) if ties == "name" else sizes.get)
+        # (2) matched length of every other paper: consecutive categories from the first one
+        matched = {}
+        for m in range(len(sel)):
+            if m != i:
+                n = 0
+                while n < len(order) and order[n] in cats[m]:
+                    n += 1
+                matched[m] = n
+        best = max(matched.values())
+        cands = [m for m, n in matched.items() if n == best]
+        # (3) 20 closest by Jensen-Shannon, ties by snapshot order, filled by the last
         d = [(jensenshannon(dense[i], dense[m]) ** 2, m) for m in cands]
         ranked = [m for _, m in sorted(d)][:k]
         ranked += [ranked[-1]] * (k - len(ranked))
         out.append([sel[m].id for m in ranked])
+        if distances is not None:
+            distances.append({sel[m].id: v for v, m in d})
     return [p.id for p in sel], out
+
+
+def _assert_same_ranking(got: list[str], expected: list[str], dist: dict[str, float]) -> None:
+    """Equal lists, except that candidates whose distances differ by float rounding only (two
+    word distributions at the same distance, computed in a different order) may swap."""
+    assert set(got) <= set(dist), "a neighbour outside the closest category match"
+    assert len(set(got)) == len(set(expected)), "padding differs"
+    for g, e in zip(got, expected):
+        assert g == e or abs(dist[g] - dist[e]) < 1e-12, (got, expected)
+
+
+SMALL = [f"s.{c}" for c in "ABCDEFG"]            # kept under the cap used below
+LARGE = [f"L.{c}" for c in "PQRST"]              # never kept
+
+
+def _mixed_record(i: int, rng: random.Random) -> dict[str, object]:
+    """A paper in 0-2 small and 0-3 large categories (listed in random order), sometimes a
+    category of its own (nobody else matches its first category)."""
+    cats = rng.sample(SMALL, rng.choice([0, 1, 1, 1, 2, 2])) + rng.sample(
+        LARGE, rng.choice([0, 1, 2, 2, 3]))
+    if rng.random() < 0.04 or not cats:
+        cats.append(f"solo.{i}")
+    rng.shuffle(cats)
+    sents = [" ".join(rng.choices(WORDS, k=rng.randint(3, 14))).capitalize() + "."
+             for _ in range(rng.randint(1, 3))]
+    return {"id": f"m{i:04d}", "title": f"T{i}", "abstract": " ".join(sents),
+            "categories": " ".join(cats)}
+
+
+def _mixed_papers(seed: int, n: int = 150) -> list[an.Paper]:
+    rng = random.Random(seed)
+    papers = [an.parse_record(_mixed_record(i, rng)) for i in range(n)]
+    assert all(isinstance(p, an.Paper) for p in papers)
+    return papers  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- tests
@@ -86,9 +135,9 @@ def test_jsd_matches_scipy_natural_log() -> None:
     texts = [" ".join(rng.choices(WORDS[: rng.randint(3, len(WORDS))], k=rng.randint(1, 60)))
              for _ in range(40)]
     texts[5] = texts[6]  # identical distributions -> exactly 0
-    dist = an.word_distributions(texts)
-    block = an.make_block(dist, np.arange(len(texts)))
-    ours = np.sqrt(an.block_jsd(block, np.arange(len(texts))))
+    dist = js.word_distributions(texts)
+    block = js.make_block(dist, np.arange(len(texts)))
+    ours = np.sqrt(js.block_jsd(block, np.arange(len(texts))))
     dense = dist.toarray()
     ref = np.array([[jensenshannon(a, b) for b in dense] for a in dense])
     np.testing.assert_allclose(ours, np.nan_to_num(ref), atol=1e-7)
@@ -106,6 +155,74 @@ def test_neighbours_match_brute_force(tmp_path: Path, work: int) -> None:
     got = [[selected[j].id for j in row[:5]] for row in negs]
     assert got == expected
     assert info["n_selected"] == len(ids) and info["n_kept_categories"] >= 5
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+@pytest.mark.parametrize(("match", "ties"), [("all", "listed"), ("all", "name"),
+                                             ("kept", "listed")])
+def test_small_and_large_categories_match_brute_force(seed: int, match: str, ties: str) -> None:
+    """App. B.2 with papers in small (kept) and large categories: the 20 nearest, the padding
+    and the all-different share equal the brute force; the 21st is another selected paper."""
+    papers = _mixed_papers(seed)
+    sizes = Counter(c for p in papers for c in p.categories.split())
+    cap = max(sizes[c] for c in SMALL)
+    assert all(sizes[c] > cap for c in LARGE)
+    selected, negs, info = an.build_negatives(papers, cap, n_negatives=20, seed=seed, work=300,
+                                              match=match, ties=ties)
+    dist: list[dict[str, float]] = []
+    ids, expected = _brute_force(papers, cap, 20, match, ties, dist)
+    assert [p.id for p in selected] == ids
+    for row, exp, d in zip(negs, expected, dist):
+        _assert_same_ranking([ids[j] for j in row[:20]], exp, d)
+    n_distinct = sum(len(set(row)) == 20 for row in expected)
+    assert 0 < n_distinct < len(ids)  # the snapshot exercises both the full and the padded case
+    assert info["all_distinct"] == n_distinct
+    assert info["all_distinct_share"] == pytest.approx(n_distinct / len(ids))
+    assert info["no_category_match"] > 0
+    assert ((negs[:, 20] >= 0) & (negs[:, 20] < len(ids))).all()
+    assert (negs[:, 20] != np.arange(len(ids))).all()
+
+
+def test_all_categories_decide_the_match_not_only_kept_ones() -> None:
+    """Papers 0, 1 in q-bio.X1 cs.LG and 2 in q-bio.X1 math.AG; the cap keeps q-bio.X1 only.
+    Sorted by size paper 0's list is [q-bio.X1, cs.LG]: paper 1 matches both, paper 2 one."""
+    cats = ["q-bio.X1 cs.LG", "cs.LG q-bio.X1", "q-bio.X1 math.AG"] + ["cs.LG math.AG"] * 4
+    papers = [an.Paper(f"p{i}", "t", f"word{i} shared text", c) for i, c in enumerate(cats)]
+    selected, negs, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0)
+    assert [p.id for p in selected] == ["p0", "p1", "p2"]
+    assert negs[0, :2].tolist() == [1, 1] and negs[1, :2].tolist() == [0, 0]
+    assert sorted(negs[2, :2].tolist()) == [0, 1]  # shares q-bio.X1 only: both others
+    _, old, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0, match="kept")
+    assert sorted(old[0, :2].tolist()) == [1, 2]
+
+
+def test_equal_sizes_keep_listed_order_or_go_by_name() -> None:
+    """t.A and t.B both have 3 papers. Paper 0 lists t.B first: the stable sort tries t.B
+    (papers 1, 2) first; by name t.A (papers 3, 4) comes first."""
+    cats = ["t.B t.A", "t.B", "t.B", "t.A", "t.A"]
+    papers = [an.Paper(f"p{i}", "t", f"word{i} shared text", c) for i, c in enumerate(cats)]
+    _, listed, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0)
+    _, named, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0, ties="name")
+    assert sorted(listed[0, :2].tolist()) == [1, 2]
+    assert sorted(named[0, :2].tolist()) == [3, 4]
+    with pytest.raises(ValueError, match="category match/ties"):
+        an.build_negatives(papers, 3, n_negatives=2, seed=0, ties="size")
+
+
+def test_random_negative_is_uniform_over_the_other_papers() -> None:
+    """The 21st negative: never the paper itself, equally likely to be any other paper (the
+    known law checked by a chi-square test over many seeds), and a pure function of the seed."""
+    n, draws = 6, 3000
+    counts = np.zeros((n, n), dtype=np.int64)
+    for seed in range(draws):
+        r = an.random_negatives(n, seed)
+        counts[np.arange(n), r] += 1
+    assert (np.diag(counts) == 0).all()
+    for i in range(n):
+        others = np.delete(counts[i], i)
+        assert chisquare(others).pvalue > 1e-3, others
+    assert (an.random_negatives(50, 4) == an.random_negatives(50, 4)).all()
+    assert not (an.random_negatives(50, 4) == an.random_negatives(50, 5)).all()
 
 
 def test_never_self_padding_and_random_last(tmp_path: Path) -> None:
@@ -252,3 +369,53 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
                     "--out", str(tmp_path / "o")]) == 1
     assert "nothing to build" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_snapshot_without_categories_names_the_file_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snap = tmp_path / "nocat.json"
+    snap.write_text("".join(json.dumps({"id": f"n{i}", "title": "t", "abstract": "a b. c d."})
+                            + "\n" for i in range(4)))
+    assert an.main(["--snapshot", str(snap), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert f"{snap}: every record lacks a usable 'categories' field" in err
+    assert f"4 missing_field:categories (e.g. {snap}:1)" in err
+    assert "max_category_size" not in err and not (tmp_path / "o").exists()
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    assert an.main(["--snapshot", str(empty), "--out", str(tmp_path / "o")]) == 1
+    assert f"{empty}: no record is a usable paper" in capsys.readouterr().err
+
+
+def test_output_directory_is_replaced_whole_or_not_at_all(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure after negatives.parquet of a new run is written leaves the previous complete
+    output (manifest, negatives and triplets of the old seed) and no temporary files."""
+    import embtune.io as eio
+
+    snap = _snapshot(tmp_path)
+    out = tmp_path / "arxiv"
+    assert _run(snap, out) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real, written = eio.write_parquet, []
+
+    def fail_third(path: Path, frame: pl.DataFrame) -> None:
+        if len(written) == 2:
+            raise OSError("disk full (simulated)")
+        real(path, frame)
+        written.append(Path(path).name)
+
+    monkeypatch.setattr(eio, "write_parquet", fail_third)
+    with pytest.raises(OSError, match="simulated"):
+        _run(snap, out, "--seed", "5")
+    assert written[0] == "negatives.parquet"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arxiv", "snap.json"]
+
+    monkeypatch.setattr(eio, "write_parquet", real)
+    (out / "stale.parquet").write_bytes(b"old")
+    assert _run(snap, out, "--seed", "5") == 0
+    after = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert set(after) == set(before), "the new directory replaces the old one whole"
+    assert after["negatives.parquet"] != before["negatives.parquet"]  # the seed's 21st changed
+    assert json.loads(after["manifest.json"])["params"]["seed"] == 5

@@ -260,7 +260,8 @@ def arxiv_args(wildcards):
               else ["--source", "published", "--published", local_file(cfg["published"])])
     return [*source, "--max-category-size", str(cfg["max_category_size"]),
             "--n-negatives", str(cfg["n_negatives"]), "--levels", *map(str, cfg["levels"]),
-            "--flavours", *cfg["flavours"], "--narrow-domains", *cfg["narrow_domains"]]
+            "--flavours", *cfg["flavours"], "--narrow-domains", *cfg["narrow_domains"],
+            "--category-match", cfg["category_match"], "--category-ties", cfg["category_ties"]]
 
 
 def mteb_source_args(wildcards):

@@ -8,31 +8,27 @@ level, used throughout the paper).
 
 Construction (App. B.2), from the arXiv metadata snapshot (Kaggle ``arxiv-metadata-oai-snapshot``):
 
-1. Category sizes are counted over all valid papers; categories with at most
+1. Category sizes are counted over all valid papers of the snapshot; categories with at most
    ``max_category_size`` papers are *kept*.
-2. Papers with at least one kept category are *selected*.
-3. For each selected paper its kept categories are sorted by size (smallest first; ties by
-   name). Its candidates are the other selected papers that contain the longest possible prefix
-   ``c1..cj`` of that list ("the closest match by categories, the longest consecutive list of
-   matched categories, starting from the first one"). Papers whose resulting prefix is equal
-   share one candidate block, which is what makes the search cheap. Only kept categories take
-   part (the brief's reading; unkept categories are huge and say little). If no other paper
-   shares even ``c1`` (a category of size 1, never the case in the real snapshot), the whole
-   selected set is the candidate pool; such papers are counted in the manifest.
-4. Of the candidates the ``n_negatives`` closest by Jensen-Shannon distance are kept, sorted by
-   distance (ties by snapshot order, so the result is well defined); fewer are padded by
-   repeating the last; a uniformly random other selected paper (seeded) is appended.
-
-Jensen-Shannon distance uses the **natural log** (scipy's ``jensenshannon`` default), i.e.
-``sqrt(JSD)`` with ``JSD <= ln 2``. Words are lower-cased runs of letters/digits. Over sparse
-supports only shared words need work: with ``f(x) = x ln x``,
-
-    JSD(p, q) = ln 2 - 1/2 * sum_{w: p_w > 0, q_w > 0} [f(p_w + q_w) - f(p_w) - f(q_w)]
-
-(a word only in ``p`` contributes ``p_w/2 ln 2`` and the shared words' ``m``-terms collect the
-rest, so the probability masses add up to the constant ``ln 2``). This is exact; it is evaluated
-as a sparse "product" of a batch of query rows against the candidate block's column-major
-(CSC) copy, accumulated with ``np.bincount``.
+2. Papers with at least one kept category are *selected*: they are the anchors and the only
+   papers that can be negatives ("the subset of arxiv to deal with"). The cap does nothing else.
+3. For each selected paper **all** its categories are sorted by size, smallest first ("Sort its
+   categories by size, from smaller to larger"); equal sizes keep the snapshot's listed order
+   (a stable sort; primary category first), or go by name with ``category_ties="name"``. Its
+   candidates are the other selected papers that contain the longest possible prefix ``c1..cj``
+   of that list ("the closest match is the longest consecutive list of matched categories,
+   starting from the first one"). A kept category is smaller than any unkept one, so the list
+   is the kept categories followed by the big ones: big categories only split the candidates of
+   papers matching all the small ones. ``category_match="kept"`` matches on the kept categories
+   only (an earlier reading). Papers whose prefix is the same set share one candidate block,
+   which is what makes the search cheap. If no other paper shares even ``c1`` (a category of
+   size 1), every paper matches zero categories and all selected papers are candidates; such
+   papers are counted in the manifest (``no_category_match``).
+4. Of the candidates the ``n_negatives`` closest by Jensen-Shannon distance
+   (:mod:`embtune.data.jensen_shannon`, natural log, exact) are kept, sorted by distance (ties by
+   snapshot order, so the result is well defined); fewer are padded by repeating the last; a
+   uniformly random other selected paper (seeded) is appended. The manifest reports the share of
+   papers whose ``n_negatives`` are all different (paper: 84.2% of 253,140).
 
 Triplets (App. B.1): flavour ``title`` = (title, abstract, negative's abstract); flavour
 ``first`` = (abstract's first sentence, the rest of it, the negative's abstract without its first
@@ -40,18 +36,20 @@ sentence). Narrow domains (App. K) are ``first`` triplets of papers with at leas
 starting with ``<domain>.`` (so ``math-ph`` is not ``math``), split by paper into train/val.
 Evaluation after narrow tuning must drop samples having a category of that domain: use
 :func:`exclude_domain` on the evaluation triplets.
+
+The output directory is written whole into a temporary sibling and renamed into place, so a
+killed run leaves either the previous complete output or none, never a mix.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,14 +57,16 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from embtune.data.jensen_shannon import (DEFAULT_WORK, WORD, block_jsd, make_block,
+                                         query_batches, top_k, word_distributions)
 from embtune.data.jsonl import DataError, open_text
 
 STAGE = "build-arxiv-negatives"
-LN2 = math.log(2.0)
 REQUIRED_FIELDS = ("id", "title", "abstract", "categories")
 MAX_EXAMPLES = 5
-DEFAULT_WORK = 1_000_000  # expanded (query word x candidate) entries per batch: bounds memory
-_WORD = re.compile(r"[^\W_]+")
+CATEGORY_MATCH = ("all", "kept")   # which of a paper's categories the prefix match uses
+CATEGORY_TIES = ("listed", "name")  # order of equal-size categories
+PAPER_ALL_DISTINCT = (213_156, 253_140)  # App. B.2: samples whose first 20 negatives all differ
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def parse_record(obj: Any) -> Paper | str:
     for name in REQUIRED_FIELDS:
         if not getattr(paper, name):
             return f"empty:{name}"
-    if not _WORD.search(paper.abstract):
+    if not WORD.search(paper.abstract):
         return "no_words:abstract"  # no word distribution, so no Jensen-Shannon distance
     return paper
 
@@ -163,188 +163,121 @@ def category_sizes(papers: Iterable[Paper]) -> Counter[str]:
     return sizes
 
 
-def kept_categories(sizes: Counter[str], max_size: int) -> dict[str, int]:
-    """Kept categories -> rank by (size, name): comparing ranks = sorting by size, smallest first."""
-    kept = sorted((n, c) for c, n in sizes.items() if n <= max_size)
-    return {c: i for i, (_, c) in enumerate(kept)}
+def kept_categories(sizes: Mapping[str, int], max_size: int) -> set[str]:
+    """Categories with at most ``max_size`` papers (App. B.2 step 1)."""
+    return {c for c, n in sizes.items() if n <= max_size}
 
 
-def select_papers(papers: Iterable[Paper], kept: dict[str, int]) -> list[Paper]:
+def select_papers(papers: Iterable[Paper], kept: Collection[str]) -> list[Paper]:
+    """Papers with at least one kept category (App. B.2 step 2): the anchors and candidates."""
     return [p for p in papers if any(c in kept for c in p.categories.split())]
 
 
-def category_key(categories: str, kept: dict[str, int]) -> tuple[int, ...]:
-    """The paper's kept categories as ranks, smallest category first."""
-    return tuple(sorted({kept[c] for c in categories.split() if c in kept}))
+def category_ids(sizes: Mapping[str, int]) -> dict[str, int]:
+    """Every category -> an integer id, in (size, name) order (so sorting ids sorts by size)."""
+    return {c: i for i, c in enumerate(sorted(sizes, key=lambda c: (sizes[c], c)))}
 
 
-# --------------------------------------------------------------------------------------------
-# Word distributions and exact Jensen-Shannon
-# --------------------------------------------------------------------------------------------
+def category_key(categories: str, sizes: Mapping[str, int], ids: Mapping[str, int],
+                 kept: Collection[str] | None = None, ties: str = "listed") -> tuple[int, ...]:
+    """The paper's categories as ids, smallest category first (App. B.2 step 3.1).
 
-def word_distributions(texts: Sequence[str]) -> sp.csr_matrix:
-    """Row-normalised word counts (float64 CSR, sorted indices); vocabulary in first-seen order."""
-    vocab: dict[str, int] = {}
-    cols: list[int] = []
-    lengths = np.zeros(len(texts), dtype=np.int64)
-    for i, text in enumerate(texts):
-        toks = _WORD.findall(text.lower())
-        cols.extend(vocab.setdefault(t, len(vocab)) for t in toks)
-        lengths[i] = len(toks)
-    rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
-    counts = sp.csr_matrix((np.ones(len(cols)), (rows, np.asarray(cols, dtype=np.int64))),
-                           shape=(len(texts), max(len(vocab), 1)))
-    counts.sum_duplicates()
-    counts.sort_indices()
-    totals = np.maximum(lengths, 1).astype(np.float64)
-    counts.data /= np.repeat(totals, np.diff(counts.indptr))
-    return counts
+    ``ties="listed"`` keeps the snapshot's order among equal sizes (a stable sort of the listed
+    categories: the text's plain "sort by size"); ``"name"`` orders them by name. ``kept`` (the
+    ``category_match="kept"`` reading) drops the categories that are not kept."""
+    listed = [c for c in dict.fromkeys(categories.split()) if kept is None or c in kept]
+    if ties == "name":
+        return tuple(sorted(ids[c] for c in listed))
+    return tuple(ids[c] for c in sorted(listed, key=lambda c: sizes[c]))
 
 
-def xlogx(x: np.ndarray) -> np.ndarray:
-    return x * np.log(np.where(x > 0, x, 1.0))
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + n)`` for each (s, n), without a Python loop."""
-    total = int(lengths.sum())
-    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return offsets + np.arange(total, dtype=np.int64)
-
-
-@dataclass
-class Block:
-    """A candidate block: rows ``members`` of the distribution matrix, column-major, local vocab."""
-
-    members: np.ndarray          # global row indices, sorted
-    csr: sp.csr_matrix           # members x local vocab
-    csc: sp.csc_matrix           # same, column-major (who has word w)
-    csc_xlogx: np.ndarray        # f(q) for every stored q of csc
-
-
-def make_block(dist: sp.csr_matrix, members: np.ndarray) -> Block:
-    """Slice the candidate rows and compress the vocabulary to the words they use.
-
-    Why compress: a CSC over the full vocabulary (millions of words) would cost an indptr of that
-    length per block, and there are many small blocks."""
-    sub = dist[members]
-    words, local = np.unique(sub.indices, return_inverse=True)
-    csr = sp.csr_matrix((sub.data, local.ravel(), sub.indptr), shape=(len(members), len(words)))
-    csc = csr.tocsc()
-    csc.sort_indices()
-    return Block(members, csr, csc, xlogx(csc.data))
-
-
-def block_jsd(block: Block, rows: np.ndarray) -> np.ndarray:
-    """Exact JSD (nats) of block rows ``rows`` against every block member: (len(rows), n) array."""
-    n = len(block.members)
-    csr, csc = block.csr, block.csc
-    starts, ends = csr.indptr[rows], csr.indptr[rows + 1]
-    nz = _ranges(starts, ends - starts)
-    owner = np.repeat(np.arange(len(rows), dtype=np.int64), ends - starts)
-    words, p = csr.indices[nz], csr.data[nz]
-    df = (csc.indptr[words + 1] - csc.indptr[words]).astype(np.int64)
-    pos = _ranges(csc.indptr[words].astype(np.int64), df)
-    # g = f(p + q) - f(p) - f(q) over the shared words, in place (this loop is the hot spot)
-    s = np.repeat(p, df)
-    s += csc.data[pos]
-    g = np.log(s)  # p + q > 0 on shared words: no guard needed
-    g *= s
-    del s
-    fpq = np.repeat(xlogx(p), df)
-    fpq += block.csc_xlogx[pos]
-    g -= fpq
-    del fpq
-    flat = np.repeat(owner * n, df)
-    flat += csc.indices[pos]
-    shared = np.bincount(flat, weights=g, minlength=len(rows) * n).reshape(len(rows), n)
-    return np.maximum(LN2 - 0.5 * shared, 0.0)
-
-
-def query_batches(block: Block, rows: np.ndarray, work: int) -> Iterator[np.ndarray]:
-    """Split ``rows`` so each batch expands to about ``work`` entries (bounded memory).
-
-    A row costs the summed document frequencies of its words (entries of the sparse product)
-    plus the block size (its row of the dense accumulator)."""
-    csr, csc = block.csr, block.csc
-    df = np.diff(csc.indptr)
-    row_cost = np.add.reduceat(df[csr.indices], csr.indptr[:-1])  # rows are never empty
-    cum = np.cumsum(row_cost[rows] + len(block.members))
-    cuts = np.searchsorted(cum, np.arange(work, int(cum[-1]), work), side="right")
-    edges = np.unique(np.concatenate([[0], cuts, [len(rows)]]))
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b > a:
-            yield rows[a:b]
-
-
-def top_k(jsd: np.ndarray, members: np.ndarray, self_cols: np.ndarray, k: int) -> np.ndarray:
-    """Per row, the ``k`` nearest members (excluding self) by (JSD, global index), padded.
-
-    Why the explicit tie rule: ``argpartition`` alone picks arbitrarily among equal distances at
-    the cut; sorting the tied boundary by global index makes the answer unique."""
-    jsd = jsd.copy()
-    jsd[np.arange(len(jsd)), self_cols] = np.inf
-    avail = jsd.shape[1] - 1
-    out = np.empty((len(jsd), k), dtype=np.int64)
-    if avail <= 0:
-        raise ValueError("a candidate block needs at least one member besides the paper itself")
-    kk = min(k, avail)
-    for i, row in enumerate(jsd):
-        cut = np.partition(row, kk - 1)[kk - 1] if kk < len(row) else np.inf
-        near = np.flatnonzero(row <= cut)
-        near = near[np.isfinite(row[near])]
-        order = np.lexsort((members[near], row[near]))[:kk]
-        chosen = members[near[order]]
-        out[i, :kk] = chosen
-        out[i, kk:] = chosen[-1]
-    return out
+def category_keys(papers: Sequence[Paper], sizes: Mapping[str, int], kept: Collection[str],
+                  match: str = "all", ties: str = "listed") -> list[tuple[int, ...]]:
+    """:func:`category_key` of each selected paper under one reading (see CATEGORY_MATCH/TIES)."""
+    if match not in CATEGORY_MATCH or ties not in CATEGORY_TIES:
+        raise ValueError(f"category match/ties must be in {CATEGORY_MATCH}/{CATEGORY_TIES}; "
+                         f"got {match!r}/{ties!r}")
+    ids = category_ids(sizes)
+    only = kept if match == "kept" else None
+    return [category_key(p.categories, sizes, ids, only, ties) for p in papers]
 
 
 # --------------------------------------------------------------------------------------------
 # Candidate blocks from category prefixes
 # --------------------------------------------------------------------------------------------
 
+Prefix = tuple[int, ...]  # a matched prefix as a set: its category ids, sorted
+
+
 def candidate_groups(keys: Sequence[tuple[int, ...]]
-                     ) -> tuple[list[tuple[int, ...]], list[np.ndarray], np.ndarray]:
+                     ) -> tuple[list[Prefix], list[np.ndarray], np.ndarray]:
     """Map each paper to the longest prefix of its key that another paper also contains.
 
     Returns ``(prefixes, members, group_of)``: candidate block ``g`` is the sorted row indices
     ``members[g]`` of papers containing all categories of ``prefixes[g]``; ``group_of[i]`` is
-    paper ``i``'s block. The empty prefix (paper alone in its smallest category) means "all
-    papers". Work stays inside one first-category universe (at most ``max_category_size``
-    papers) at a time, with the prefix masks memoised."""
+    paper ``i``'s block. The empty prefix (nobody else has the paper's smallest category) means
+    "all papers". Work stays inside the universe of papers having the first category (at most
+    ``max_category_size`` papers, since that category is kept) one universe at a time."""
     post: dict[int, list[int]] = {}
     by_first: dict[int, list[int]] = {}
     for i, key in enumerate(keys):
+        if not key:
+            raise ValueError(f"paper {i} has no category to match")
         by_first.setdefault(key[0], []).append(i)
         for c in key:
             post.setdefault(c, []).append(i)
-    members_by: dict[tuple[int, ...], np.ndarray] = {}
-    prefix_of: list[tuple[int, ...]] = [()] * len(keys)
+    members_by: dict[Prefix, np.ndarray] = {}
+    prefix_of: list[Prefix] = [()] * len(keys)
     for c1 in sorted(by_first):
         universe = np.asarray(post[c1], dtype=np.int64)
-        cols: dict[int, np.ndarray] = {}
-        masks: dict[tuple[int, ...], np.ndarray] = {(c1,): np.ones(len(universe), dtype=bool)}
-        for i in by_first[c1]:
-            best: tuple[int, ...] = (c1,) if len(universe) >= 2 else ()
-            for c in keys[i][1:] if best else ():
-                cand = best + (c,)
-                if cand not in masks:
-                    if c not in cols:
-                        cols[c] = np.isin(universe, np.asarray(post[c]), assume_unique=True)
-                    masks[cand] = masks[best] & cols[c]
-                if masks[cand].sum() < 2:
-                    break
-                best = cand
-            prefix_of[i] = best
-            if best and best not in members_by:
-                members_by[best] = universe[masks[best]]
+        if len(universe) < 2:
+            continue  # prefix () for its only paper
+        for i, (prefix, local) in zip(by_first[c1], _universe_prefixes(universe, by_first[c1],
+                                                                        keys)):
+            prefix_of[i] = prefix
+            if prefix not in members_by:
+                members_by[prefix] = universe[local]
     if any(not p for p in prefix_of):
         members_by[()] = np.arange(len(keys), dtype=np.int64)
     prefixes = sorted(members_by, key=lambda p: (not p, p))
-    ids = {p: g for g, p in enumerate(prefixes)}
+    index = {p: g for g, p in enumerate(prefixes)}
     return (prefixes, [members_by[p] for p in prefixes],
-            np.asarray([ids[p] for p in prefix_of], dtype=np.int64))
+            np.asarray([index[p] for p in prefix_of], dtype=np.int64))
+
+
+def _universe_prefixes(universe: np.ndarray, queries: Sequence[int],
+                       keys: Sequence[tuple[int, ...]]) -> Iterator[tuple[Prefix, np.ndarray]]:
+    """Per query (all sharing first category ``c1``, whose papers are ``universe``): its longest
+    prefix held by at least one other paper, and those papers' positions in ``universe``.
+
+    Why positions and memo by set: each extension filters the previous prefix's papers by one
+    category's membership mask (work proportional to the shrinking block, not the universe),
+    and papers with the same prefix set reuse it."""
+    at: dict[int, list[int]] = {}
+    for t, m in enumerate(universe.tolist()):
+        for c in keys[m]:
+            at.setdefault(c, []).append(t)
+    masks: dict[int, np.ndarray] = {}
+
+    def has(c: int) -> np.ndarray:
+        if c not in masks:
+            masks[c] = np.zeros(len(universe), dtype=bool)
+            masks[c][at.get(c, [])] = True
+        return masks[c]
+
+    first = keys[queries[0]][0]
+    found: dict[Prefix, np.ndarray] = {(first,): np.arange(len(universe))}
+    for i in queries:
+        best: Prefix = (first,)
+        for c in keys[i][1:]:
+            cand = tuple(sorted(best + (c,)))
+            if cand not in found:
+                inside = found[best]
+                found[cand] = inside[has(c)[inside]]
+            if len(found[cand]) < 2:  # the paper itself only: no other paper matches further
+                break
+            best = cand
+        yield best, found[best]
 
 
 def nearest_negatives(dist: sp.csr_matrix, keys: Sequence[tuple[int, ...]], k: int,
@@ -367,7 +300,6 @@ def nearest_negatives(dist: sp.csr_matrix, keys: Sequence[tuple[int, ...]], k: i
         for batch in query_batches(block, local, work):
             jsd = block_jsd(block, batch)
             out[block.members[batch]] = top_k(jsd, block.members, batch, k)
-    stats["padded"] = int(sum(len(set(r)) < k for r in out.tolist()))
     return out, dict(stats)
 
 
@@ -460,29 +392,70 @@ def narrow_split(cols: dict[str, list[Any]], domain: str, val_fraction: float,
 # --------------------------------------------------------------------------------------------
 
 def build_negatives(papers: Sequence[Paper], max_category_size: int, n_negatives: int, seed: int,
-                    work: int = DEFAULT_WORK) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
+                    work: int = DEFAULT_WORK, *, match: str = "all", ties: str = "listed"
+                    ) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
     """Select papers and compute their ``n_negatives + 1`` negatives as row indices."""
     sizes = category_sizes(papers)
     kept = kept_categories(sizes, max_category_size)
-    selected, negs, info = negatives_for(select_papers(papers, kept), kept, n_negatives, seed, work)
+    selected = select_papers(papers, kept)
+    check_selection(len(selected), sizes, max_category_size)
+    negs, info = negatives_for(selected, sizes, kept, n_negatives, seed, work,
+                               match=match, ties=ties)
     return selected, negs, {"n_valid_papers": len(papers), "n_categories": len(sizes), **info}
 
 
-def negatives_for(selected: list[Paper], kept: dict[str, int], n_negatives: int, seed: int,
-                  work: int = DEFAULT_WORK) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
-    """Negatives of already selected papers (the CLI streams the snapshot twice, so only the
-    selected ~12% of a 2M-paper snapshot is ever held in memory)."""
-    if len(selected) < 2:
-        raise DataError(f"only {len(selected)} paper(s) have a kept category (size at most "
-                        f"max_category_size); nothing to build")
-    keys = [category_key(p.categories, kept) for p in selected]
+def check_selection(n_selected: int, sizes: Mapping[str, int], max_category_size: int) -> None:
+    """Fail with the numbers that explain an empty selection (the cap vs the smallest category)."""
+    if n_selected >= 2:
+        return
+    smallest = min(sizes.values(), default=0)
+    raise DataError(f"only {n_selected} paper(s) have a category with at most "
+                    f"max_category_size={max_category_size} papers (the smallest of the "
+                    f"{len(sizes)} categories has {smallest}); nothing to build")
+
+
+def no_valid_papers(source: str, drops: Drops) -> DataError:
+    """The error for a snapshot without one usable record, naming the file and the reasons.
+
+    Why not let the selection fail: "no kept category" would blame ``max_category_size`` when the
+    records themselves are unusable (e.g. a dump without the ``categories`` field)."""
+    reasons = ", ".join(f"{n} {r} (e.g. {drops.examples[r][0]})"
+                        for r, n in drops.counts.most_common())
+    by_field = {r: n for r, n in drops.counts.items()
+                if r.split(":")[0] in ("missing_field", "wrong_type", "empty")}
+    fields = {r.split(":", 1)[1] for r in by_field}
+    one_field = len(fields) == 1 and by_field == dict(drops.counts)
+    what = (f"every record lacks a usable '{next(iter(fields))}' field" if one_field
+            else "no record is a usable paper")
+    return DataError(f"{source}: {what}; need non-empty string fields "
+                     f"{', '.join(REQUIRED_FIELDS)} in each JSON line; dropped: "
+                     f"{reasons or 'nothing (the file has no records)'}")
+
+
+def negatives_for(selected: Sequence[Paper], sizes: Mapping[str, int], kept: Collection[str],
+                  n_negatives: int, seed: int, work: int = DEFAULT_WORK, *, match: str = "all",
+                  ties: str = "listed") -> tuple[np.ndarray, dict[str, Any]]:
+    """Negatives (row indices) of already selected papers, ``sizes`` counted over the whole
+    snapshot (the CLI streams the snapshot twice, so only the selected ~12% of a 2M-paper
+    snapshot is ever held in memory)."""
+    keys = category_keys(selected, sizes, kept, match, ties)
     dist = word_distributions([p.abstract for p in selected])
     near, stats = nearest_negatives(dist, keys, n_negatives, work)
     negs = np.concatenate([near, random_negatives(len(selected), seed)[:, None]], axis=1)
     info = {"n_kept_categories": len(kept), "n_selected": len(selected),
             "vocabulary_size": int(dist.shape[1]), **stats,
-            "all_distinct": int(sum(len(set(r)) == n_negatives for r in near.tolist()))}
-    return selected, negs, info
+            **distinct_share(negs, n_negatives)}
+    return negs, info
+
+
+def distinct_share(negs: np.ndarray, n_negatives: int) -> dict[str, Any]:
+    """Papers whose first ``n_negatives`` negatives are all different, as App. B.2 reports it
+    ("in 213156 samples (84.2%) all the first 20 negatives are different")."""
+    first = np.sort(negs[:, :n_negatives], axis=1)
+    count = int((first[:, 1:] != first[:, :-1]).all(axis=1).sum())
+    return {"all_distinct": count, "padded": len(negs) - count,
+            "all_distinct_share": count / max(len(negs), 1),
+            "all_distinct_share_paper": PAPER_ALL_DISTINCT[0] / PAPER_ALL_DISTINCT[1]}
 
 
 def negatives_table(papers: Sequence[Paper], negs: np.ndarray) -> dict[str, list[Any]]:
@@ -563,8 +536,11 @@ def _published_lines(path: Path) -> Iterator[tuple[int, str]]:
         yield i, json.dumps(item)
 
 
-def _log(message: str, t0: float) -> None:
-    print(f"{STAGE}: [{time.perf_counter() - t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+def _log(message: str, t0: tuple[float, float]) -> None:
+    """Progress with wall and CPU seconds since ``t0 = (perf_counter, process_time)`` (on a
+    shared machine only CPU time compares)."""
+    wall, cpu = time.perf_counter() - t0[0], time.process_time() - t0[1]
+    print(f"{STAGE}: [{wall:7.1f}s wall, {cpu:7.1f}s cpu] {message}", file=sys.stderr, flush=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -572,7 +548,14 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--source", choices=("build", "published"), default="build")
     ap.add_argument("--snapshot", type=Path, help="arxiv-metadata-oai-snapshot JSONL (build)")
     ap.add_argument("--published", type=Path, help="primer-ai/arxiv-negatives JSONL (published)")
-    ap.add_argument("--max-category-size", type=int, default=10000)
+    ap.add_argument("--max-category-size", type=int, default=10000,
+                    help="select papers having a category with at most this many papers")
+    ap.add_argument("--category-match", choices=CATEGORY_MATCH, default="all",
+                    help="categories the prefix match sorts and matches: all of a paper's "
+                         "(App. B.2, default) or only those within --max-category-size")
+    ap.add_argument("--category-ties", choices=CATEGORY_TIES, default="listed",
+                    help="order of equal-size categories: as listed in the snapshot (a stable "
+                         "sort, default) or by name")
     ap.add_argument("--n-negatives", type=int, default=20)
     ap.add_argument("--levels", type=int, nargs="+", default=[1, 21])
     ap.add_argument("--flavours", nargs="+", choices=("first", "title"), default=["first", "title"])
@@ -612,47 +595,51 @@ def _frame(cols: dict[str, list[Any]], negatives: bool = False) -> Any:
     return pl.DataFrame(cols, schema=schema)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from embtune.io import provenance, sha256_file, write_json, write_parquet
+def _build(args: argparse.Namespace, drops: Drops, t0: tuple[float, float]
+           ) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
+    """Two passes over the snapshot: category sizes of every paper, then the selected papers."""
+    src = args.snapshot
+    sizes: Counter[str] = Counter()
+    n_valid = 0
+    for paper in parse_lines(_numbered_lines(src), str(src), drops):
+        sizes.update(set(paper.categories.split()))
+        n_valid += 1
+    if not n_valid:
+        raise no_valid_papers(str(src), drops)
+    kept = kept_categories(sizes, args.max_category_size)
+    selected = select_papers(parse_lines(_numbered_lines(src), str(src)), kept)
+    check_selection(len(selected), sizes, args.max_category_size)
+    _log(f"read {n_valid} valid papers, selected {len(selected)}", t0)
+    negs, info = negatives_for(selected, sizes, kept, args.n_negatives, args.seed, args.work,
+                               match=args.category_match, ties=args.category_ties)
+    return selected, negs, {"n_valid_papers": n_valid, "n_categories": len(sizes), **info}
 
-    ap = _parser()
-    args = ap.parse_args(argv)
-    _check_args(ap, args)
-    t0 = time.perf_counter()
-    drops = Drops()
-    triplet_drops: dict[str, dict[str, Any]] = {}
-    total = args.n_negatives + 1
-    try:
-        if args.source == "build":
-            src = args.snapshot
-            sizes: Counter[str] = Counter()
-            n_valid = 0
-            for paper in parse_lines(_numbered_lines(src), str(src), drops):  # pass 1: sizes
-                sizes.update(set(paper.categories.split()))
-                n_valid += 1
-            kept = kept_categories(sizes, args.max_category_size)
-            selected = select_papers(parse_lines(_numbered_lines(src), str(src)), kept)
-            _log(f"read {n_valid} valid papers, selected {len(selected)}", t0)
-            selected, negs, info = negatives_for(selected, kept, args.n_negatives, args.seed,
-                                                 args.work)
-            info = {"n_valid_papers": n_valid, "n_categories": len(sizes), **info}
-        else:
-            src = args.published
-            selected, neg_ids = parse_published(_published_lines(src), str(src), total, drops)
-            if not selected:
-                raise DataError(f"{src}: no usable rows")
-            negs = resolve_ids(selected, neg_ids)
-            info = {"n_selected": len(selected),
-                    "negative_ids_not_found": int((negs < 0).sum())}
-    except DataError as err:
-        print(f"embtune {STAGE}: error: {err}", file=sys.stderr)
-        return 1
-    _log(f"{len(selected)} papers with negatives", t0)
-    table = negatives_table(selected, negs)
-    if args.source == "published":  # keep the published ids even when they are not in the file
-        table["negatives"] = [list(r) for r in neg_ids]
+
+def _published(args: argparse.Namespace, drops: Drops
+               ) -> tuple[list[Paper], np.ndarray, dict[str, Any], list[list[str]]]:
+    """Published rows, their negatives as row indices (-1: id not in the file) and the ids."""
+    src = args.published
+    selected, neg_ids = parse_published(_published_lines(src), str(src), args.n_negatives + 1,
+                                        drops)
+    if not selected:
+        raise DataError(f"{src}: no usable rows")
+    negs = resolve_ids(selected, neg_ids)
+    code: dict[str, int] = {}  # ids as integers, so ids missing from the file still compare
+    codes = np.asarray([[code.setdefault(x, len(code)) for x in row] for row in neg_ids])
+    info = {"n_selected": len(selected), "negative_ids_not_found": int((negs < 0).sum()),
+            **distinct_share(codes, args.n_negatives)}
+    return selected, negs, info, neg_ids
+
+
+def _write_outputs(out: Path, args: argparse.Namespace, selected: Sequence[Paper],
+                   negs: np.ndarray, table: dict[str, list[Any]]
+                   ) -> tuple[dict[str, int], dict[str, Any], int]:
+    """Every table of the stage under ``out``: (rows per file, triplet drops, narrow level)."""
+    from embtune.io import write_parquet
+
     outputs: dict[str, int] = {}
-    write_parquet(args.out / "negatives.parquet", _frame(table, negatives=True))
+    triplet_drops: dict[str, Any] = {}
+    write_parquet(out / "negatives.parquet", _frame(table, negatives=True))
     outputs["negatives.parquet"] = len(selected)
     for flavour in args.flavours:
         for level in sorted(set(args.levels)):
@@ -660,30 +647,64 @@ def main(argv: Sequence[str] | None = None) -> int:
             tdrops = Drops()
             cols = make_triplets(selected, negs, flavour, level, tdrops)
             triplet_drops[name] = tdrops.as_dict()
-            write_parquet(args.out / name, _frame(cols))
+            write_parquet(out / name, _frame(cols))
             outputs[name] = len(cols["anchor"])
-    narrow_level = args.narrow_level or total
+    narrow_level = args.narrow_level or args.n_negatives + 1
     if args.narrow_domains:
         tdrops = Drops()
         cols = make_triplets(selected, negs, "first", narrow_level, tdrops)
-        triplet_drops[f"narrow_* (first, L{narrow_level}, before the domain filter)"] = tdrops.as_dict()
+        triplet_drops[f"narrow_* (first, L{narrow_level}, before the domain filter)"] = \
+            tdrops.as_dict()
         for domain in args.narrow_domains:
             for split, part in zip(("train", "val"),
                                    narrow_split(cols, domain, args.narrow_val_fraction, args.seed)):
                 name = f"narrow_{domain}_{split}.parquet"
-                write_parquet(args.out / name, _frame(part))
+                write_parquet(out / name, _frame(part))
                 outputs[name] = len(part["anchor"])
-    src_info = {"path": str(src), "sha256": sha256_file(src)}
-    manifest = provenance(
-        stable=True, stage=STAGE, source=args.source, input=src_info,
-        params={"max_category_size": args.max_category_size, "n_negatives": args.n_negatives,
-                "levels": sorted(set(args.levels)), "flavours": list(args.flavours),
-                "narrow_domains": list(args.narrow_domains), "narrow_level": narrow_level,
-                "narrow_val_fraction": args.narrow_val_fraction, "seed": args.seed,
-                "js_log_base": "e", "category_order": "kept categories by (size, name)"},
-        input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
-        outputs=outputs)
-    write_json(args.out / "manifest.json", manifest)
+    return outputs, triplet_drops, narrow_level
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from embtune.io import atomic_path, provenance, sha256_file, write_json
+
+    ap = _parser()
+    args = ap.parse_args(argv)
+    _check_args(ap, args)
+    t0 = (time.perf_counter(), time.process_time())
+    drops = Drops()
+    try:
+        if args.source == "build":
+            src = args.snapshot
+            selected, negs, info = _build(args, drops, t0)
+            table = negatives_table(selected, negs)
+        else:
+            src = args.published
+            selected, negs, info, neg_ids = _published(args, drops)
+            table = negatives_table(selected, negs)
+            table["negatives"] = [list(r) for r in neg_ids]  # keep ids absent from the file
+    except DataError as err:
+        print(f"embtune {STAGE}: error: {err}", file=sys.stderr)
+        return 1
+    _log(f"{len(selected)} papers with negatives; {info['all_distinct']} "
+         f"({info['all_distinct_share']:.1%}) have {args.n_negatives} different nearest "
+         f"negatives (paper 2, App. B.2: {PAPER_ALL_DISTINCT[0]} of {PAPER_ALL_DISTINCT[1]}, "
+         f"{info['all_distinct_share_paper']:.1%}, on the real snapshot)", t0)
+    with atomic_path(args.out) as out:  # the whole directory, renamed into place at the end
+        out.mkdir()
+        outputs, triplet_drops, narrow_level = _write_outputs(out, args, selected, negs, table)
+        manifest = provenance(
+            stable=True, stage=STAGE, source=args.source,
+            input={"path": str(src), "sha256": sha256_file(src)},
+            params={"max_category_size": args.max_category_size, "n_negatives": args.n_negatives,
+                    "levels": sorted(set(args.levels)), "flavours": list(args.flavours),
+                    "narrow_domains": list(args.narrow_domains), "narrow_level": narrow_level,
+                    "narrow_val_fraction": args.narrow_val_fraction, "seed": args.seed,
+                    "js_log_base": "e", "category_match": args.category_match,
+                    "category_ties": args.category_ties,
+                    "category_order": "size over the whole snapshot, smallest first"},
+            input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
+            outputs=outputs)
+        write_json(out / "manifest.json", manifest)
     _log(f"wrote {args.out} ({sum(drops.counts.values())} input lines dropped)", t0)
     return 0
 
