@@ -360,13 +360,13 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
         _run(snap, tmp_path / "o", "--levels", "22")
     with pytest.raises(SystemExit):
         an.main(["--out", str(tmp_path / "o")])
-    assert an.main(["--snapshot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 1
+    assert an.main(["--snapshot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
     assert "file not found" in capsys.readouterr().err
     same = tmp_path / "same.json"
     same.write_text("".join(json.dumps({"id": f"s{i}", "title": "t", "abstract": "a b. c d.",
                                         "categories": "big"}) + "\n" for i in range(3)))
     assert an.main(["--snapshot", str(same), "--max-category-size", "2",
-                    "--out", str(tmp_path / "o")]) == 1
+                    "--out", str(tmp_path / "o")]) == 2
     assert "nothing to build" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
@@ -376,14 +376,14 @@ def test_snapshot_without_categories_names_the_file_and_field(
     snap = tmp_path / "nocat.json"
     snap.write_text("".join(json.dumps({"id": f"n{i}", "title": "t", "abstract": "a b. c d."})
                             + "\n" for i in range(4)))
-    assert an.main(["--snapshot", str(snap), "--out", str(tmp_path / "o")]) == 1
+    assert an.main(["--snapshot", str(snap), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert f"{snap}: every record lacks a usable 'categories' field" in err
     assert f"4 missing_field:categories (e.g. {snap}:1)" in err
     assert "max_category_size" not in err and not (tmp_path / "o").exists()
     empty = tmp_path / "empty.json"
     empty.write_text("\n")
-    assert an.main(["--snapshot", str(empty), "--out", str(tmp_path / "o")]) == 1
+    assert an.main(["--snapshot", str(empty), "--out", str(tmp_path / "o")]) == 2
     assert f"{empty}: no record is a usable paper" in capsys.readouterr().err
 
 

@@ -181,10 +181,6 @@ def test_killed_stage_leaves_old_output_or_nothing(tmp_path, name) -> None:
     _check_stage(stage, tmp_path)
 
 
-# fid-arxiv makes this writer atomic on its own branch: this case is expected to fail here and
-# to pass once both branches are merged; the integrator should then remove the xfail mark.
-@pytest.mark.xfail(reason="build-arxiv-negatives becomes atomic in branch fid-arxiv; remove this mark "
-                          "after merging it", strict=False)
 def test_killed_arxiv_negatives_leaves_old_output_or_nothing(tmp_path) -> None:
     _check_stage(Stage("build-arxiv-negatives", _arxiv(60), _arxiv(80)), tmp_path)
 

@@ -71,7 +71,7 @@ def run_reader_stage(loader: str, src: Path, out: Path, tok: Path) -> int:
 def assert_stage_error(loader: str, rc: int, err: str) -> str:
     """One line on stderr, no traceback; exit status 2. (build-arxiv-negatives catches its own
     DataError and returns 1: its module belongs to another change, see the report.)"""
-    assert rc == 2 if loader != "arxiv" else rc != 0
+    assert rc == 2
     assert "Traceback" not in err
     lines = [ln for ln in err.splitlines() if "error:" in ln]
     assert len(lines) == 1, err

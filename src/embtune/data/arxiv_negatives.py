@@ -684,7 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             table["negatives"] = [list(r) for r in neg_ids]  # keep ids absent from the file
     except DataError as err:
         print(f"embtune {STAGE}: error: {err}", file=sys.stderr)
-        return 1
+        return 2   # a data error: one line, exit 2 (the CLI convention, embtune.errors)
     _log(f"{len(selected)} papers with negatives; {info['all_distinct']} "
          f"({info['all_distinct_share']:.1%}) have {args.n_negatives} different nearest "
          f"negatives (paper 2, App. B.2: {PAPER_ALL_DISTINCT[0]} of {PAPER_ALL_DISTINCT[1]}, "
