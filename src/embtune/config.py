@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from embtune.models import families
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
 
@@ -124,12 +126,16 @@ def _cross_checks(params: Mapping[str, Any]) -> list[str]:
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"models: duplicate model name {dup!r}")
     for i, model in enumerate(params["models"]):
-        if model["source"] in ("hub", "local") and not model.get("id"):
+        if model["source"] in ("hub", "local", "gguf") and not model.get("id"):
             problems.append(f"models[{i}].id: required when source is {model['source']!r}")
+        try:                                # family-specific dims (planning prices runs from them)
+            families.dims_of(model)
+        except ValueError as err:
+            problems.append(str(err))
         if model["source"] == "tiny" and model["hidden_size"] % model.get("num_attention_heads", max(1, model["hidden_size"] // 32)):
             problems.append(f"models[{i}].hidden_size: must be divisible by num_attention_heads")
     tok = params["tokenizer"]
-    if tok["source"] in ("hub", "local") and not tok.get("id"):
+    if tok["source"] in ("hub", "local", "gguf") and not tok.get("id"):
         problems.append(f"tokenizer.id: required when source is {tok['source']!r}")
     if tok["source"] == "train" and not tok.get("train_corpus"):
         problems.append("tokenizer.train_corpus: required when source is 'train'")

@@ -191,7 +191,8 @@ def tokenizer_args(wildcards):
     if tok["source"] == "train":
         corpus = " ".join(f"'{f}'" for f in expand_sources(tok["train_corpus"]))
         return f"--source train --corpus {corpus} --vocab-size {tok['vocab_size']}"
-    return f"--source {tok['source']} --id '{tok['id']}'"
+    gguf = f" --gguf-file '{tok['gguf_file']}'" if tok.get("gguf_file") else ""
+    return f"--source {tok['source']} --id '{tok['id']}'{gguf}"
 
 
 def bge_flags(wildcards):
