@@ -24,7 +24,7 @@ import math
 
 import pytest
 import torch
-from transformers import AutoModel, GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
+from transformers import AutoModel, AutoTokenizer, GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
 
 from embtune.models import build, families
 from embtune.models.flops import analytic_counts, model_counts
@@ -166,6 +166,13 @@ def test_spec_read_back_from_the_real_config(family: str, x: dict) -> None:
     assert families.family_of(model).name == family
     assert families.shape_mismatches({"family": family, **x}, model.config) == []
     assert families.dims_of(families.spec_of_config(model.config)) == families.dims_of({"family": family, **x})
+    # Every parameter sits in a lookup, a block or the final norm ...
+    assert families.unaccounted_modules(model) == []
+    fam = families.family_of(model)
+    named = {n.split(".")[0] for n, _ in model.named_parameters()}
+    assert named == {*fam.lookups, fam.blocks, fam.final_norm}
+    model.pooler = torch.nn.Linear(2, 2)          # ... and a module outside the layout is reported
+    assert families.unaccounted_modules(model) == ["pooler"]
 
 
 def _dense_modules(model: torch.nn.Module) -> set[str]:
@@ -435,6 +442,40 @@ def test_training_entry_point_per_family(tmp_path, family_bases, family: str, me
             ids = torch.tensor([tok(text)["input_ids"][:12]])
             want_vec = loop.embed(trained, (ids, torch.ones_like(ids)), "mean")[0]
             torch.testing.assert_close(torch.from_numpy(vec), want_vec, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("family", list(SMALL))
+def test_embedder_merges_an_adapter_trained_on_a_causal_lm(tmp_path, family_bases, family: str) -> None:
+    # An adapter saved from a *ForCausalLM (keys under gpt_neox. / model. / transformer.) loads as
+    # the merged base model: same embeddings as the adapted model's base.
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from embtune.models.embedder import load_embedder
+    from embtune.models.methods import lora_config
+
+    bases, _ = family_bases
+    lm = AutoModelForCausalLM.from_pretrained(bases[family])
+    lm.save_pretrained(str(tmp_path / "lm"))
+    AutoTokenizer.from_pretrained(bases[family]).save_pretrained(str(tmp_path / "lm"))
+    peft_lm = get_peft_model(lm, lora_config(families.family_of(lm), {"lora_rank": 2, "lora_alpha": 4.0}))
+    with torch.no_grad():
+        for n, p in peft_lm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    peft_lm.peft_config["default"].base_model_name_or_path = str(tmp_path / "lm")
+    peft_lm.save_pretrained(str(tmp_path / "adapter"))
+    embedder = load_embedder(tmp_path / "adapter", device="cpu")
+    assert type(embedder.model).__name__ == type(lm.base_model).__name__
+    ids = torch.tensor([[5, 9, 13, 2]])
+    inner = peft_lm.eval().base_model.model.base_model          # the transformer, adapters inside
+    with torch.no_grad():
+        want = inner(input_ids=ids).last_hidden_state
+        with peft_lm.disable_adapter():
+            plain = inner(input_ids=ids).last_hidden_state
+        got = embedder.model(input_ids=ids).last_hidden_state
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert (want - plain).abs().max() > 1e-3                      # the adapter did change it
 
 
 # --------------------------------------------------------------------------- build-model

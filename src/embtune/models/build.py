@@ -123,10 +123,15 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
     from transformers import AutoModel
 
     if spec["source"] == "gguf":
+        from transformers import GgufConfig
+
         from embtune.models.gguf import resolve_gguf
 
         folder, name = resolve_gguf(spec["id"], spec.get("gguf_file"), f"models[{spec['name']}]")
-        return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+        # dequantize=True: plain float32 Linear layers that train, take adapters and save (packed
+        # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
+        return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                         quantization_config=GgufConfig(dequantize=True))
     return AutoModel.from_pretrained(spec["id"])
 
 
@@ -141,6 +146,10 @@ def check_model(spec: dict[str, Any], model: torch.nn.Module, vocab: int) -> Non
     if wrong:
         raise SystemExit(f"{where} does not describe the model it loads ({'; '.join(wrong)}); planning-time "
                          "FLOP counts come from the params entry, so fix it there")
+    extra = families.unaccounted_modules(model)
+    if extra:
+        raise SystemExit(f"{where}: parameters in {extra} are outside the {families.family_of(model).name} "
+                         "layout (embedding lookups, blocks, final norm) that FLOP counts assume")
     rows = model.get_input_embeddings().num_embeddings
     if vocab > rows:
         raise SystemExit(f"{where}: the tokenizer has {vocab} tokens but the model embeds only {rows}; "

@@ -128,14 +128,19 @@ def _qwen2(x: Dims) -> tuple[Dense, ...]:
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("gpt_neox", "gpt_neox", "layers", ("embed_in",), "embed_in", "final_layer_norm", True,
-           _gpt_neox, False, 4, False, {"attention_bias": True}),
-    Family("llama", "llama", "layers", ("embed_tokens",), "embed_tokens", "norm", False,
-           _llama, False, None, True, {"attention_bias": False, "mlp_bias": False}),
-    Family("qwen2", "qwen2", "layers", ("embed_tokens",), "embed_tokens", "norm", False,
-           _qwen2, False, None, True, {}),
-    Family("gpt2", "gpt2", "h", ("wte", "wpe"), "wte", "ln_f", True,
-           _gpt2, True, 4, False, {}),
+    Family(name="gpt_neox", model_type="gpt_neox", blocks="layers", lookups=("embed_in",),
+           token_embedding="embed_in", final_norm="final_layer_norm", norm_bias=True, dense=_gpt_neox,
+           fan_in_fan_out=False, mlp_ratio=4, grouped_query=False, bias_options={"attention_bias": True}),
+    Family(name="llama", model_type="llama", blocks="layers", lookups=("embed_tokens",),
+           token_embedding="embed_tokens", final_norm="norm", norm_bias=False, dense=_llama,
+           fan_in_fan_out=False, mlp_ratio=None, grouped_query=True,
+           bias_options={"attention_bias": False, "mlp_bias": False}),
+    Family(name="qwen2", model_type="qwen2", blocks="layers", lookups=("embed_tokens",),
+           token_embedding="embed_tokens", final_norm="norm", norm_bias=False, dense=_qwen2,
+           fan_in_fan_out=False, mlp_ratio=None, grouped_query=True, bias_options={}),
+    Family(name="gpt2", model_type="gpt2", blocks="h", lookups=("wte", "wpe"), token_embedding="wte",
+           final_norm="ln_f", norm_bias=True, dense=_gpt2, fan_in_fan_out=True, mlp_ratio=4,
+           grouped_query=False, bias_options={}),
 )}
 _PROBE = Dims(8, 1, 8, 1, 1, 8, True, True)       # any shape: only the paths are read
 
@@ -170,6 +175,15 @@ def blocks(model: Any, family: Family | None = None) -> list[Any]:
 def lookup_modules(model: Any, family: Family | None = None) -> list[Any]:
     """The embedding-lookup modules (peft-wrapped ones as they are)."""
     return [getattr(model, name) for name in (family or family_of(model)).lookups]
+
+
+def unaccounted_modules(model: Any, family: Family | None = None) -> list[str]:
+    """Top-level modules holding parameters that are neither lookups, blocks nor the final norm:
+    the counts would miss them (empty for every model the registry describes)."""
+    fam = family or family_of(model)
+    known = {*fam.lookups, fam.blocks, fam.final_norm}
+    return sorted(name for name, child in model.named_children()
+                  if name not in known and any(True for _ in child.parameters()))
 
 
 def family_of_spec(spec: Mapping[str, Any]) -> Family:
