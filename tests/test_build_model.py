@@ -38,8 +38,8 @@ def test_tokenizer_and_tiny_model(tmp_path) -> None:
     assert AutoTokenizer.from_pretrained(out).pad_token == tokenizer.PAD
 
     copy = tmp_path / "copy"
-    assert build.main(["--model-json", json.dumps({"name": "c", "source": "local", "id": str(out)}),
-                       "--tokenizer", str(tok_dir), "--out", str(copy)]) == 0
+    local = {"name": "c", "source": "local", "id": str(out), "hidden_size": 64, "num_layers": 2}
+    assert build.main(["--model-json", json.dumps(local), "--tokenizer", str(tok_dir), "--out", str(copy)]) == 0
     again = AutoModel.from_pretrained(copy)
     for (n, a), (_, b) in zip(model.named_parameters(), again.named_parameters()):
         assert torch.equal(a, b), n

@@ -30,6 +30,8 @@ from typing import Any
 
 import yaml
 
+from embtune.models import families
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
 
@@ -259,13 +261,17 @@ def _cross_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append((("models",), f"duplicate model name {dup!r}"))
     for i, model in enumerate(params["models"]):
-        if model["source"] in ("hub", "local") and not model.get("id"):
+        if model["source"] in ("hub", "local", "gguf") and not model.get("id"):
             problems.append((("models", i, "id"), f"required when source is {model['source']!r}"))
+        try:                                # family-specific dims (planning prices runs from them)
+            families.dims_of(model)
+        except ValueError as err:
+            problems.append((("models", i), str(err)))
         if model["source"] == "tiny" and model["hidden_size"] % model.get("num_attention_heads", max(1, model["hidden_size"] // 32)):
             problems.append((("models", i, "hidden_size"), "must be divisible by num_attention_heads"))
         problems += _id_form(("models", i, "id"), model)
     tok = params["tokenizer"]
-    if tok["source"] in ("hub", "local") and not tok.get("id"):
+    if tok["source"] in ("hub", "local", "gguf") and not tok.get("id"):
         problems.append((("tokenizer", "id"), f"required when source is {tok['source']!r}"))
     if tok["source"] == "train" and not tok.get("train_corpus"):
         problems.append((("tokenizer", "train_corpus"), "required when source is 'train'"))

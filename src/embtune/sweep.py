@@ -13,7 +13,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from embtune.models.flops import analytic_counts, tokens_for_budget
+from embtune.models import families
+from embtune.models.flops import model_counts, tokens_for_budget
 from embtune.train.query_schedules import scaled_lr
 
 
@@ -62,8 +63,11 @@ def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple
     out: list[tuple[str, dict[str, Any], str | None]] = []
     num_layers = model["num_layers"]
     for method in train["methods"]:
-        if method in ("full", "bias"):
+        if method == "full":
             out.append((method, {"method": method}, None))
+        elif method == "bias":       # refused where the family has no biases (e.g. Llama)
+            reason = families.family_of_spec(model).bias_free_reason(families.dims_of(model))
+            out.append((method, {"method": method}, reason))
         elif method == "freeze":
             fracs = freeze_fractions(num_layers, train["freeze"]["fractions"])
             if not fracs:
@@ -118,10 +122,8 @@ def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Sk
                     if reason:
                         skipped.append(Skipped(run_id, reason))
                         continue
-                    counts = analytic_counts(
-                        model["hidden_size"], model["num_layers"], method_cfg["method"],
-                        intermediate=model.get("intermediate_size"),
-                        frozen_blocks=method_cfg.get("frozen_blocks") or 0,
+                    counts = model_counts(
+                        model, method_cfg["method"], frozen_blocks=method_cfg.get("frozen_blocks") or 0,
                         lora_rank=method_cfg.get("lora_rank"),
                         lora_embed_in=bool(method_cfg.get("lora_embed_in")))
                     tokens = tokens_for_budget(counts, budget)

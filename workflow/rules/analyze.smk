@@ -24,7 +24,7 @@ rule plan:
         runs=f"{RES}/analysis/planned_runs.csv",
         skipped=f"{RES}/analysis/skipped.csv",
     params:
-        code=code_version('sweep.py', 'plan.py'),
+        code=code_version('sweep.py', 'plan.py', 'models/flops.py', 'models/families.py'),
         grid=grid_json(),
     log:
         f"{LOGS}/plan.log",

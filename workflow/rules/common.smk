@@ -234,7 +234,8 @@ def tokenizer_args(wildcards):
     if tok["source"] == "train":
         return ["--source", "train", "--corpus", *expand_sources(tok["train_corpus"]),
                 "--vocab-size", str(tok["vocab_size"])]
-    return ["--source", tok["source"], "--id", tok["id"]]
+    gguf = ["--gguf-file", tok["gguf_file"]] if tok.get("gguf_file") else []
+    return ["--source", tok["source"], "--id", tok["id"], *gguf]
 
 
 def bge_flags(wildcards):

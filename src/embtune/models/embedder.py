@@ -72,7 +72,9 @@ class Embedder:
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "right"
-        if self.tokenizer.pad_token is None:
+        if self.tokenizer.pad_token is None:        # GPT-2 and many Llama tokenizers have none:
+            if self.tokenizer.eos_token is None:    # padding is masked, so any id serves
+                raise ValueError("the tokenizer has neither a pad nor an eos token to pad with")
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.config = config
         self.device = torch.device(device)
@@ -150,14 +152,16 @@ def _resolve_base(model_dir: Path, base: str) -> str:
 
 
 def _adapter_wraps_causal_lm(model_dir: Path) -> bool:
-    """True when the adapter was trained on a ``*ForCausalLM`` (weights under ``gpt_neox.``)."""
+    """True when the adapter was trained on a ``*ForCausalLM`` (weights under ``gpt_neox.``,
+    ``model.`` for Llama/Qwen2, ``transformer.`` for GPT-2); training saves adapters on the base."""
     from safetensors import safe_open
 
     path = model_dir / "adapter_model.safetensors"
     if not path.is_file():
         return False
     with safe_open(str(path), framework="pt") as fh:
-        return any(".gpt_neox." in key or ".model.model." in key for key in fh.keys())
+        return any(".gpt_neox." in key or ".model.model." in key or ".model.transformer." in key
+                   for key in fh.keys())
 
 
 def _load_merged_adapter(model_dir: Path) -> tuple[Any, str]:

@@ -4,12 +4,14 @@ C = 2·N_F·D + 2·N_B·D + 2·N_U·D, where D is the number of real (non-paddin
 (query + positive, after truncation; the authors' code logs the same ``attention_mask.sum()`` as
 "forward tokens") and N_F, N_B, N_U are the non-token-embedding parameters run forward,
 back-propagated through, and updated (the paper's words: "used in the forward pass to process
-each token"). Per method, with N the base model's non-token-embedding parameters:
+each token"). Per method, with N the base model's non-token-embedding parameters (embedding
+lookups excluded: token embeddings, and GPT-2's learned position table, also a lookup):
 
 - full: N_F = N_B = N_U = N, so C = 6·N·D;
-- freeze (first k blocks and the token embeddings frozen): N_F = N, N_B = N_U = the active
-  blocks + the final LayerNorm, so C = 2·N·D + 4·N_U·D;
-- bias: N_F = N_B = N, N_U = the bias vectors, so C = 4·N·D + 2·N_U·D;
+- freeze (first k blocks and the embeddings frozen): N_F = N, N_B = N_U = the active blocks +
+  the final norm, so C = 2·N·D + 4·N_U·D;
+- bias: N_F = N_B = N, N_U = the bias vectors (dense and LayerNorm biases; a family without
+  biases cannot run it), so C = 4·N·D + 2·N_U·D;
 - lora (unmerged adapters): every token runs through the base weights *and* the adapters, and
   back-propagation goes through both, so N_F = N_B = N + N_adapter and N_U = N_adapter:
   C = 4·(N + N_adapter)·D + 2·N_adapter·D. The authors' code counts the same: its
@@ -25,13 +27,18 @@ runs per token that are trained (App. E: "the fraction of the model's parameters
 trainable"; for LoRA the model's parameters include the adapters). It lies in [0, 1] by
 construction, at any rank, where N_U / N could exceed 1 for a high-rank adapter on a small model.
 
-The analytic counts here let the sweep plan the grid offline from architecture numbers alone;
-training re-counts from the instantiated model (``embtune.models.methods``) and the two must agree.
+The analytic counts here let the sweep plan the grid offline from architecture numbers alone, for
+every decoder family of ``embtune.models.families`` (GPT-NeoX, Llama, Qwen2, GPT-2); training
+re-counts from the instantiated model (``embtune.models.methods``) and the two must agree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from embtune.models import families
 
 
 @dataclass(frozen=True)
@@ -71,61 +78,55 @@ def tokens_for_budget(counts: ParamCounts, budget: float) -> float:
     return budget / counts.per_token
 
 
-def gpt_neox_block_params(hidden: int, intermediate: int | None = None) -> int:
-    """Parameters of one GPT-NeoX (Pythia) block: 2 LayerNorms, fused QKV, attention output,
-    and the two MLP matrices, all with biases. With intermediate = 4d this is 12d² + 13d."""
-    d, i = hidden, intermediate or 4 * hidden
-    layernorms = 2 * 2 * d
-    qkv = d * 3 * d + 3 * d
-    attn_out = d * d + d
-    mlp = d * i + i + i * d + d
-    return layernorms + qkv + attn_out + mlp
+def model_counts(spec: Mapping[str, Any], method: str, *, frozen_blocks: int = 0,
+                 lora_rank: int | None = None, lora_embed_in: bool = False) -> ParamCounts:
+    """Counts for a params ``models`` entry (family and dims; see ``families.dims_of``), offline.
 
-
-def gpt_neox_block_biases(hidden: int, intermediate: int | None = None) -> int:
-    """Bias (and LayerNorm bias) parameters of one block: what bias-only tuning updates."""
-    d, i = hidden, intermediate or 4 * hidden
-    return 3 * d + d + i + d + 2 * d
-
-
-def gpt_neox_lora_params(hidden: int, rank: int, intermediate: int | None = None) -> int:
-    """LoRA parameters per block on all four dense layers: r·(in + out) each (A is r×in,
-    B is out×r; both run per token, unmerged)."""
-    d, i = hidden, intermediate or 4 * hidden
-    return rank * ((d + 3 * d) + (d + d) + (d + i) + (i + d))
-
-
-def gpt_neox_lora_embedding_params(hidden: int, rank: int) -> int:
-    """Non-token-embedding parameters of a LoRA on the token embeddings: only B (d×r). A
-    (vocab×r) is indexed by token id like the embedding table, a lookup that costs no FLOPs."""
-    return rank * hidden
-
-
-def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,
-                    frozen_blocks: int = 0, lora_rank: int | None = None,
-                    lora_embed_in: bool = False) -> ParamCounts:
-    """Counts for a GPT-NeoX model from architecture numbers (planning time, offline)."""
-    block = gpt_neox_block_params(hidden, intermediate)
-    final_ln = 2 * hidden
-    n = num_layers * block + final_ln
+    Per family (``families.FAMILIES``), a block is its dense layers (in·out weights, + out if the
+    layer has a bias) and two norms (d, + d for a LayerNorm bias); N adds the final norm; the
+    embedding lookups are not counted. Bias-only updates the dense and norm biases; LoRA of rank r
+    adds r·(in + out) per dense layer, and r·d for an adapter on the token embeddings (its B)."""
+    fam = families.family_of_spec(spec)
+    dims = families.dims_of(spec)
+    dense = fam.dense(dims)
+    d, layers = dims.hidden, dims.layers
+    norm = d * (2 if fam.norm_bias else 1)
+    block = sum(x.fan_in * x.fan_out + x.fan_out * x.bias for x in dense) + 2 * norm
+    n = layers * block + norm
     if method == "full":
         return ParamCounts(n, n, n, n)
     if method == "freeze":
-        if not 0 <= frozen_blocks < num_layers:
-            raise ValueError(f"frozen_blocks must be in [0, {num_layers}), got {frozen_blocks}")
-        active = (num_layers - frozen_blocks) * block + final_ln
+        if not 0 <= frozen_blocks < layers:
+            raise ValueError(f"frozen_blocks must be in [0, {layers}), got {frozen_blocks}")
+        active = (layers - frozen_blocks) * block + norm
         return ParamCounts(n, n, active, active)
     if method == "bias":
-        biases = num_layers * gpt_neox_block_biases(hidden, intermediate) + hidden
+        reason = fam.bias_free_reason(dims)
+        if reason:
+            raise ValueError(f"models[{spec.get('name', '?')}]: {reason}")
+        norm_bias = d if fam.norm_bias else 0
+        biases = layers * (sum(x.fan_out for x in dense if x.bias) + 2 * norm_bias) + norm_bias
         return ParamCounts(n, n, n, biases)
     if method == "lora":
         if not lora_rank or lora_rank < 1:
             raise ValueError(f"lora needs a positive lora_rank, got {lora_rank!r}")
-        adapter = num_layers * gpt_neox_lora_params(hidden, lora_rank, intermediate)
-        if lora_embed_in:
-            adapter += gpt_neox_lora_embedding_params(hidden, lora_rank)
+        adapter = layers * lora_rank * sum(x.fan_in + x.fan_out for x in dense)
+        if lora_embed_in:        # B (d×r) runs per token; A (vocab×r) is a lookup
+            adapter += lora_rank * d
         return ParamCounts(n, n + adapter, n + adapter, adapter)
     raise ValueError(f"unknown method {method!r} (expected full, freeze, bias or lora)")
+
+
+def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,
+                    family: str = families.DEFAULT_FAMILY, frozen_blocks: int = 0,
+                    lora_rank: int | None = None, lora_embed_in: bool = False,
+                    **dims: Any) -> ParamCounts:
+    """:func:`model_counts` from dims given as arguments (``dims``: num_attention_heads,
+    num_key_value_heads, head_dim, attention_bias, mlp_bias, where the family has them)."""
+    spec = {"family": family, "hidden_size": hidden, "num_layers": num_layers,
+            "intermediate_size": intermediate, **dims}
+    return model_counts(spec, method, frozen_blocks=frozen_blocks, lora_rank=lora_rank,
+                        lora_embed_in=lora_embed_in)
 
 # Dense (no sparsity) bf16 tensor-core peaks from NVIDIA's data sheets, matched against
 # ``torch.cuda.get_device_name()``; the more specific names come first (H100 PCIe before H100).

@@ -3,7 +3,10 @@
 ``--source train`` trains a byte-level BPE on the demo corpus (offline; no hub needed): byte-level
 so that every string is encodable, with explicit eos and pad tokens because the contrastive stage
 right-pads batches. ``--source hub|local`` copies an existing tokenizer into the results tree so
-compute nodes never need the hub; a missing pad token is set to eos (Pythia has none).
+compute nodes never need the hub; ``--source gguf`` reads the one inside a GGUF model file (the
+model's own, which its ``source: gguf`` entry needs). A missing pad token is set to eos (Pythia,
+GPT-2 and many Llama tokenizers have none): padding is masked, so any id serves, and right
+padding keeps every real token at its unpadded position.
 """
 
 from __future__ import annotations
@@ -41,22 +44,27 @@ def train_bpe(files: Sequence[str], vocab_size: int):  # -> PreTrainedTokenizerF
                                    bos_token=EOS, unk_token=None)
 
 
-def load_pretrained(ident: str):  # -> PreTrainedTokenizerBase
-    """An existing tokenizer (hub id or directory) with a pad token guaranteed."""
+def load_pretrained(ident: str, gguf_file: str | None = None):  # -> PreTrainedTokenizerBase
+    """An existing tokenizer (hub id or directory, or a GGUF's: ``gguf_file`` set) with a pad
+    token guaranteed and right padding (last-token pooling and position ids assume it)."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(ident)
+    tok = AutoTokenizer.from_pretrained(ident, **({"gguf_file": gguf_file} if gguf_file else {}))
     if tok.pad_token is None:
+        if tok.eos_token is None:
+            raise ValueError(f"tokenizer {ident!r} has neither a pad nor an eos token to pad with")
         tok.pad_token = tok.eos_token
+    tok.padding_side = "right"
     return tok
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="embtune build-tokenizer", description=__doc__)
-    ap.add_argument("--source", choices=("train", "hub", "local"), required=True)
+    ap.add_argument("--source", choices=("train", "hub", "local", "gguf"), required=True)
     ap.add_argument("--corpus", nargs="+", default=[], help="text files/globs (--source train)")
     ap.add_argument("--vocab-size", type=int, default=4096)
-    ap.add_argument("--id", help="hub id or directory (--source hub|local)")
+    ap.add_argument("--id", help="hub id or directory (--source hub|local); directory or package (gguf)")
+    ap.add_argument("--gguf-file", help="file name inside --id (--source gguf; default: its only .gguf)")
     ap.add_argument("--out", required=True)
     return ap.parse_args(list(argv))
 
@@ -78,8 +86,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"build-tokenizer: --source {args.source} needs --id")
         if args.source == "local" and not Path(args.id).is_dir():
             raise SystemExit(f"build-tokenizer: --id {args.id}: directory not found")
-        tok = load_pretrained(args.id)
-        origin = {"source": args.source, "id": args.id}
+        if args.source == "gguf":
+            from embtune.models.gguf import resolve_gguf
+
+            folder, name = resolve_gguf(args.id, args.gguf_file, "tokenizer")
+            tok, origin = load_pretrained(folder, name), {"source": "gguf", "id": args.id, "gguf_file": name}
+        else:
+            tok, origin = load_pretrained(args.id), {"source": args.source, "id": args.id}
     with atomic_path(args.out) as tmp:
         tok.save_pretrained(str(tmp))
         write_json(tmp / "manifest.json", provenance(stable=True, stage="build-tokenizer",

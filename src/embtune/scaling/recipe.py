@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from embtune.io import read_json, write_json
-from embtune.models.flops import analytic_counts
+from embtune.models.flops import model_counts
 from embtune.scaling.frontier import best_method, predict_interval, predict_log
 from embtune.scaling.isoflop import isoflop, ok_rows
 
@@ -39,8 +39,7 @@ def with_n(model: dict[str, Any]) -> dict[str, Any]:
     """A suite entry with its non-embedding N (counted from dims when not given)."""
     if model.get("N"):
         return model
-    n = analytic_counts(model["hidden_size"], model["num_layers"], "full",
-                        intermediate=model.get("intermediate_size")).n_total
+    n = model_counts(model, "full").n_total
     return {**model, "N": float(n)}
 
 
@@ -93,10 +92,8 @@ def plan_tokens(model: dict[str, Any], method: str, hyper: dict[str, Any], budge
     if method == "freeze" and hyper.get("freeze_fraction") is not None:
         frozen = int(round(hyper["freeze_fraction"] * model["num_layers"]))
         hyper["frozen_blocks"] = frozen
-    counts = analytic_counts(model["hidden_size"], model["num_layers"], method,
-                             intermediate=model.get("intermediate_size"), frozen_blocks=frozen,
-                             lora_rank=hyper.get("lora_rank"),
-                             lora_embed_in=bool(hyper.get("lora_embed_in")))
+    counts = model_counts(model, method, frozen_blocks=frozen, lora_rank=hyper.get("lora_rank"),
+                          lora_embed_in=bool(hyper.get("lora_embed_in")))
     return {"tokens": budget / counts.per_token, "flop_per_token": counts.per_token,
             "n_total": counts.n_total, "n_update": counts.n_update,
             "trainable_fraction": counts.trainable_fraction}
