@@ -12,8 +12,9 @@ All text is written by hand here (short encyclopaedic paragraphs); nothing is do
       HotpotQA layout: a list of {"_id", "question", "answer", "supporting_facts": [[title,
       sent_id]], "context": [[title, [sentences]]], "type", "level"}. 22 train questions (easy,
       medium, hard) and 8 dev questions (all "hard", as in the real dev set); each has its 2 gold
-      paragraphs plus 8 distractors from the pool below (3 questions get 7: the "fewer than 10
-      passages" filter has something to drop). Non-first sentences keep a leading space, as in
+      paragraphs plus 8 distractors from the pool below, the ones sharing most words with the
+      question and gold paragraphs (3 questions get 7: the "fewer than 10 passages" filter has
+      something to drop). Non-first sentences keep a leading space, as in
       HotpotQA.
 
 Usage: python workflow/scripts/make_demo_qa.py [--out data/demo]
@@ -25,6 +26,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 from pathlib import Path
 
 # ---------------------------------------------------------------- SQuAD v2
@@ -318,13 +320,27 @@ HOTPOT_DEV = [
 ]
 
 
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 3}
+
+
+def distractors(question: str, gold: list[str], n: int, rng: random.Random) -> list[str]:
+    """HotpotQA's distractors are retrieved with the question as the query (bigram tf-idf); here
+    the pool paragraphs sharing the most words with the question and the gold paragraphs (ties
+    broken at random), so they are related rather than random."""
+    query = _words(question) | {w for t in gold for w in _words(" ".join(PARAGRAPHS[t]))}
+    pool = sorted(t for t in PARAGRAPHS if t not in gold)
+    rng.shuffle(pool)
+    pool.sort(key=lambda t: -len(query & _words(t + " " + " ".join(PARAGRAPHS[t]))))
+    return pool[:n]
+
+
 def hotpot_file(questions: list[tuple], seed: int) -> list[dict[str, object]]:
     rng = random.Random(seed)
     out = []
     for question, answer, qtype, level, facts, n_distractors in questions:
         gold = sorted({t for t, _ in facts})
-        pool = sorted(t for t in PARAGRAPHS if t not in gold)
-        titles = gold + rng.sample(pool, n_distractors)
+        titles = gold + distractors(question, gold, n_distractors, rng)
         rng.shuffle(titles)
         out.append({"_id": _id(question), "answer": answer, "question": question,
                     "supporting_facts": [[t, i] for t, i in facts],
