@@ -241,3 +241,13 @@ def test_base_without_the_subset_is_a_clear_error(sweep, tmp_path: Path) -> None
     with pytest.raises(DataError, match=r"m1/base/pnd.json: no 'arxiv-first!math' entry.*"
                                         r"--exclude-domains math"):
         query_table.main(["--query-runs-dir", str(runs), "--out", str(tmp_path / "out")])
+
+
+def test_report_carries_tables_1_and_2(sweep) -> None:
+    from embtune.plots.report import query_table_sections
+
+    text = query_table_sections(sweep["out"])
+    assert "## Query-tower tuning: improvement (%) on the Table 2 datasets" in text
+    assert "### m1 / default" in text and "| hotpotqa-hard |" in text
+    assert "## Query-tower tuning: PND improvement (%) vs the untuned encoder" in text
+    assert query_table_sections(None) == "" and query_table_sections(sweep["root"]) == ""
