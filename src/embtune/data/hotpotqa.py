@@ -134,8 +134,10 @@ def _from_parquet(path: Path) -> Iterator[Sample]:
         ctx, facts = row["context"] or {}, row["supporting_facts"] or {}
         titles, sentences = ctx.get("title") or [], ctx.get("sentences") or []
         if len(titles) != len(sentences):
-            raise DataError(f"{where}: context has {len(titles)} titles but {len(sentences)} sentence lists")
-        paragraphs = tuple((_text(t, f"{where}: context.title"), _strings(list(s), f"{where}: context.sentences"))
+            raise DataError(f"{where}: context has {len(titles)} titles but "
+                            f"{len(sentences)} sentence lists")
+        paragraphs = tuple((_text(t, f"{where}: context.title"),
+                            _strings(list(s), f"{where}: context.sentences"))
                            for t, s in zip(titles, sentences))
         yield Sample(_text(row["id"], f"{where}: id"), _text(row["question"], f"{where}: question"),
                      row["level"] or "", row["type"] or "", paragraphs,
@@ -242,7 +244,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             questions_read=sum(i["questions"] for i in inputs), dropped=dict(sorted(drops.items())),
             rows={lvl: f.height for lvl, f in by_level.items()},
             positives_per_query={str(k): v for k, v in sorted(hist.items())},
-            mean_passages=float((frame["positives"].list.len() + frame["negatives"].list.len()).mean()),  # type: ignore[arg-type]
+            mean_passages=float(frame["positives"].list.len().mean()  # type: ignore[arg-type]
+                                + frame["negatives"].list.len().mean()),  # type: ignore[operator]
         )
         write_json(out / "manifest.json", manifest)
     return manifest

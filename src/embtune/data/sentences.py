@@ -58,7 +58,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         nxt = len(text) - len(text[m.end():].lstrip())
         if nxt == len(text):
             continue
-        if m.group().rstrip("\"'”’)]") == "." and _is_abbreviation(_token_before(text, m.start()), text[nxt]):
+        full_stop = m.group().rstrip("\"'”’)]") == "."
+        if full_stop and _is_abbreviation(_token_before(text, m.start()), text[nxt]):
             continue
         if text[nxt].isupper() or text[nxt].isdigit() or text[nxt] in _OPENERS:
             cuts.append(m.end())
