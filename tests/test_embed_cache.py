@@ -173,13 +173,15 @@ def test_evaluate_pnd_end_to_end_minilm(tmp_path: Path) -> None:
     assert (tmp_path / "out1" / "pnd_manifest.json").exists()
 
     # Second evaluation of the same model: everything comes from the cache.
-    assert pnd_eval.main([*args, "--exclude-category-prefix", "cs.",
+    assert pnd_eval.main([*args, "--exclude-domains", "cs", "math",
                           "--out", str(tmp_path / "out2")]) == 0
     res2 = json.loads((tmp_path / "out2" / "pnd.json").read_text())
     assert res2["encoder_calls"]["texts_encoded"] == 0
     assert res2["encoder_calls"]["forward_passes"] == 0
     assert res2["msmarco"] == res["msmarco"] and res2["xnli"] == res["xnli"]
-    assert res2["arxiv-first"]["cos"]["total"] == 2  # the cs.LG row is excluded
+    assert res2["arxiv-first"] == res["arxiv-first"]       # the full set is still there
+    assert res2["arxiv-first!cs"]["cos"]["total"] == 2     # the cs.LG row is excluded
+    assert res2["arxiv-title!math"]["dist"]["total"] == 2  # the math.NT row is excluded
 
 
 def test_query_tower_fingerprinted_by_content(tmp_path: Path) -> None:

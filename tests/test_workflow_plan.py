@@ -23,7 +23,7 @@ def _job_counts(output: str) -> dict[str, int]:
 def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--config",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--config",
                            f"paths={{raw: data/raw, processed: {tmp_path}/processed, results: {tmp_path}/results}}"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - start
@@ -39,6 +39,10 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     assert counts["evaluate_pnd_base"] == len(params["query_tuning"]["models"])
     assert counts["build_model"] == len(params["models"]) == 8
     for rule in ("prepare_bge", "pack_pairs", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
-                 "materialise_mteb", "build_tokenizer", "collect_runs", "fit_scaling", "recipe",
-                 "figures", "query_table", "summary"):
+                 "prepare_squad", "prepare_hotpotqa", "materialise_mteb", "build_tokenizer",
+                 "collect_runs", "fit_scaling", "recipe", "figures", "query_table", "summary"):
         assert counts.get(rule) == 1, rule
+    # App. K: base and tuned evaluations score arxiv without each tuned domain, alike
+    pnd = [line for line in proc.stdout.splitlines() if line.startswith("Shell command: embtune evaluate-pnd")]
+    assert len(pnd) == counts["evaluate_pnd_base"] + counts["evaluate_pnd_query"]
+    assert all("--exclude-domains cs math physics --out" in line for line in pnd)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from embtune.config import ParamsError, read_layers, validate
+from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.sweep import query_runs, training_runs
 
 
@@ -183,14 +184,21 @@ def qmodel_json(wildcards):
 def pnd_data_inputs(wildcards):
     needs = {"msmarco": f"{PROC}/msmarco", "msmarco-hard": f"{PROC}/msmarco",
              "arxiv-first": f"{PROC}/arxiv", "arxiv-title": f"{PROC}/arxiv",
+             "squad": f"{PROC}/squad", "squad-min5": f"{PROC}/squad",
+             "hotpotqa-easy": f"{PROC}/hotpotqa", "hotpotqa-medium": f"{PROC}/hotpotqa",
+             "hotpotqa-hard": f"{PROC}/hotpotqa",
              "xnli": f"{PROC}/xnli/test.parquet"}
     return sorted({needs[d] for d in PND_DATASETS})
 
 
+# App. K: the arxiv domains some query run is tuned on. Every PND evaluation (base and tuned)
+# also scores arxiv without each of them, so a narrow run is compared with the base encoder on
+# the same rows; the subsets are scored from cached embeddings (no extra forward pass).
+PND_EXCLUDE_DOMAINS = sorted({d for r in QRUNS.values() if (d := narrow_domain(r["train_data"]))})
+
+
 def pnd_exclusion(wildcards):
-    """App. K: a narrow-domain tuned model is evaluated on arxiv without its own domain."""
-    source = qrun_config(wildcards)["train_data"]
-    return ["--exclude-category-prefix", f"{source.split('-', 1)[1]}."] if source.startswith("arxiv-") else []
+    return ["--exclude-domains", *PND_EXCLUDE_DOMAINS] if PND_EXCLUDE_DOMAINS else []
 
 
 # ---------------------------------------------------------------- targets
@@ -263,6 +271,10 @@ def arxiv_args(wildcards):
             "--n-negatives", str(cfg["n_negatives"]), "--levels", *map(str, cfg["levels"]),
             "--flavours", *cfg["flavours"], "--narrow-domains", *cfg["narrow_domains"],
             "--category-match", cfg["category_match"], "--category-ties", cfg["category_ties"]]
+
+
+def hotpotqa_flags(wildcards):
+    return ["--passage-title"] if config["data"]["hotpotqa"]["passage_title"] else []
 
 
 def mteb_source_args(wildcards):

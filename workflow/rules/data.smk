@@ -137,3 +137,37 @@ rule materialise_mteb:
         f"{LOGS}/materialise_mteb.log",
     shell:
         "embtune materialise-mteb --tasks {params.tasks:q} {params.source:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule prepare_squad:
+    """SQuAD v2 train + validation -> questions with answer / other sentences (paper 2, App. C)."""
+    input:
+        expand_sources(config["data"]["squad"]["files"]),
+    output:
+        directory(f"{PROC}/squad"),
+    params:
+        code=code_version('data/squad.py', 'data/sentences.py', 'data/jsonl.py'),
+        rule=config["data"]["squad"]["positive_rule"],
+    log:
+        f"{LOGS}/prepare_squad.log",
+    shell:
+        "embtune prepare-squad --files {input:q} --positive-rule {params.rule:q} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule prepare_hotpotqa:
+    """HotpotQA train + distractor dev -> questions with gold / distractor passages by level (App. D)."""
+    input:
+        expand_sources(config["data"]["hotpotqa"]["files"]),
+    output:
+        directory(f"{PROC}/hotpotqa"),
+    params:
+        code=code_version('data/hotpotqa.py', 'data/squad.py', 'data/jsonl.py'),
+        cfg=config["data"]["hotpotqa"],
+        levels=config["data"]["hotpotqa"]["levels"],
+        flags=hotpotqa_flags,
+    log:
+        f"{LOGS}/prepare_hotpotqa.log",
+    shell:
+        "embtune prepare-hotpotqa --files {input:q} --min-passages {params.cfg[min_passages]:q} "
+        "--levels {params.levels:q} {params.flags:q} --out {output:q} > {log:q} 2>&1"

@@ -1,5 +1,6 @@
 # Evaluation: every trained checkpoint on the MTEB subset through mteb (paper 1), and PND on
-# MSMARCO / arxiv-negatives / XNLI for each encoder before and after query tuning (paper 2).
+# MSMARCO / arxiv-negatives / XNLI / SQuAD / HotpotQA for each encoder before and after query
+# tuning (paper 2). Base and tuned evaluations get the same arxiv domain exclusions (App. K).
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
@@ -59,6 +60,7 @@ rule evaluate_pnd_base:
         rules=PND_RULE_ARGS,
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
+        exclusion=pnd_exclusion,
     threads: 1
     resources:
         **EVAL_RESOURCES,
@@ -69,7 +71,7 @@ rule evaluate_pnd_base:
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
         "--data-dir {params.data_dir:q} --cache-dir {params.cache:q} --measures {params.measures:q} "
-        "--batch-size {params.batch:q} --precision {params.precision:q} {params.rules:q} "
+        "--batch-size {params.batch:q} --precision {params.precision:q} {params.rules:q} {params.exclusion:q} "
         "--out {params.out_dir:q} > {log:q} 2>&1"
 
 

@@ -10,6 +10,17 @@ query towers are evaluated. Both towers embed in ``--precision`` (``evaluate.pnd
 float32 by default, because bf16 rounding flips near-tied PND decisions (see
 :mod:`embtune.evaluate.embed_cache`).
 
+Datasets (``TRIPLET_FILES``): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
+arxiv-title (App. B), and paper 2's Table 2 sets, SQuAD v2 sentences (App. C, ``prepare-squad``)
+and HotpotQA passages by level (App. D, ``prepare-hotpotqa``), all but arxiv stored one row per
+query with its ``positives`` and ``negatives`` lists.
+
+App. K (narrow-domain tuning): ``--exclude-domains math ...`` adds, for each arxiv dataset, an entry
+``<dataset>!<domain>`` scored on the rows without a category ``<domain>.*``. The workflow passes the
+same domains to the base and every tuned evaluation, so a run tuned on arxiv-math is compared with
+the untuned encoder on exactly the same rows (:mod:`embtune.evaluate.query_table`). The subsets
+reuse the full set's embeddings from the cache: no text is embedded twice.
+
 Outputs (``--out DIR``): ``pnd.json`` — per triplet dataset and measure the integer ``errors`` and
 ``total`` plus ``rate``, ``per_query_rate``, ``n_queries`` and ranking metrics (``mrr``, ``map``,
 ``p_at_1``); ``xnli`` — per measure and relation the errors/totals summed over all language pairs;
@@ -38,16 +49,26 @@ from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check
                                           model_fingerprint)
 from embtune.evaluate.pnd import MEASURES, TIES, Measure, Ties, closeness, triplet_set_pnd, xnli_pnd
 from embtune.evaluate.ranking import ranking_metrics
-from embtune.io import provenance, write_json, write_parquet
+from embtune.io import provenance, read_parquet, write_json, write_parquet
 
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
 # the harder levels are built by build-arxiv-negatives for Figure-6-style studies.
 TRIPLET_FILES = {
     "msmarco": "msmarco/eval.parquet",
-    "msmarco-hard": "msmarco/eval_hard.parquet",
+    "msmarco-hard": "msmarco/eval_hard.parquet",      # App. A: samples with >= 65 negatives
     "arxiv-first": "arxiv/triplets_first_L21.parquet",
     "arxiv-title": "arxiv/triplets_title_L21.parquet",
+    "squad": "squad/eval.parquet",                    # App. C
+    "squad-min5": "squad/eval_min5.parquet",          # App. C: >= 5 candidate sentences
+    "hotpotqa-easy": "hotpotqa/eval_easy.parquet",    # App. D, by HotpotQA's level label
+    "hotpotqa-medium": "hotpotqa/eval_medium.parquet",
+    "hotpotqa-hard": "hotpotqa/eval_hard.parquet",
 }
+# One (anchor, positive, negative) triplet per row with the paper's arxiv categories: the only
+# datasets with App. K domain exclusions. The others hold one query per row with candidate lists.
+ARXIV_DATASETS = ("arxiv-first", "arxiv-title")
+ARXIV_COLUMNS = ("anchor", "positive", "negative", "categories")
+GROUPED_COLUMNS = ("query", "positives", "negatives")
 XNLI_FILE = "xnli/test.parquet"
 XNLI_COUNT_SCHEMA = {"query_lang": pl.String, "text_lang": pl.String, "relation": pl.String,
                      "measure": pl.String, "errors": pl.Int64, "total": pl.Int64}
@@ -87,9 +108,19 @@ class Towers:
     doc_prefix: str
 
 
+def narrow_domain(train_data: str | None) -> str | None:
+    """The arxiv domain a run was tuned on (``arxiv-math`` -> ``math``); None for other data."""
+    return train_data.removeprefix("arxiv-") if train_data and train_data.startswith("arxiv-") else None
+
+
+def excluded_key(dataset: str, domain: str) -> str:
+    """pnd.json key of ``dataset`` scored without the rows of arxiv ``domain`` (App. K)."""
+    return f"{dataset}!{domain}"
+
+
 # ---------------------------------------------------------------- data -> pure structures
-def msmarco_triplets(frame: pl.DataFrame) -> TripletSet:
-    """MSMARCO eval samples: all positives x all negatives of each sample."""
+def grouped_triplets(frame: pl.DataFrame) -> TripletSet:
+    """One query per row (MSMARCO eval, SQuAD, HotpotQA): all positives x all negatives of it."""
     pos, neg = frame["positives"].to_list(), frame["negatives"].to_list()
     return TripletSet(
         queries=frame["query"].to_list(),
@@ -100,11 +131,15 @@ def msmarco_triplets(frame: pl.DataFrame) -> TripletSet:
     )
 
 
-def arxiv_triplets(frame: pl.DataFrame, exclude_prefix: str | None = None) -> TripletSet:
-    """arxiv triplets (one positive, one negative per row); App. K drops a category prefix."""
-    if exclude_prefix:
+msmarco_triplets = grouped_triplets  # the name it had when MSMARCO was the only such dataset
+
+
+def arxiv_triplets(frame: pl.DataFrame, exclude_domain: str | None = None) -> TripletSet:
+    """arxiv triplets (one positive, one negative per row). App. K: ``exclude_domain`` drops rows
+    with a category starting with ``<domain>.`` (the rule that selects the narrow tuning data)."""
+    if exclude_domain:
         frame = frame.filter(~frame["categories"].str.split(" ").list.eval(
-            pl.element().str.starts_with(exclude_prefix)).list.any())
+            pl.element().str.starts_with(f"{exclude_domain}.")).list.any())
     idx = np.arange(frame.height)
     return TripletSet(frame["anchor"].to_list(), frame["positive"].to_list(), idx,
                       frame["negative"].to_list(), idx)
@@ -181,6 +216,38 @@ def evaluate_xnli(table: XnliTable, cache: EmbedCache, towers: Towers, batch_siz
     return xnli_pnd(prem, hyp, table.labels, tuple(measures), ties=ties)
 
 
+def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, towers: Towers,
+                      batch_size: int, measures: Sequence[Measure], *,
+                      exclude_domains: Sequence[str] = (), xnli_languages: Sequence[str] | None = None,
+                      ties: Ties = "error", xnli_text_prefix: str = "doc",
+                      log: Any = print) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """pnd.json's dataset entries and the XNLI count rows for ``names``.
+
+    Each arxiv dataset also gets one entry per domain in ``exclude_domains`` (App. K), scored from
+    the same cached embeddings as the full set."""
+    result: dict[str, Any] = {}
+    xnli_rows: list[dict[str, Any]] = []
+    for name in names:
+        if name == "xnli":
+            table = xnli_table(read_parquet(data_dir / XNLI_FILE, "the prepare-xnli table"),
+                               xnli_languages)
+            xnli_rows = evaluate_xnli(table, cache, towers, batch_size, measures, ties,
+                                      xnli_text_prefix)
+            result["xnli"] = xnli_summary(xnli_rows, table)
+            log(f"evaluate-pnd: xnli: {_brief(result['xnli'], measures)}")
+            continue
+        columns = list(ARXIV_COLUMNS if name in ARXIV_DATASETS else GROUPED_COLUMNS)
+        frame = read_parquet(data_dir / TRIPLET_FILES[name],
+                             f"the {name} evaluation table with columns {columns}", columns)
+        variants = {name: None} | ({excluded_key(name, d): d for d in exclude_domains}
+                                   if name in ARXIV_DATASETS else {})
+        for key, domain in variants.items():
+            ts = arxiv_triplets(frame, domain) if name in ARXIV_DATASETS else grouped_triplets(frame)
+            result[key] = evaluate_triplets(ts, cache, towers, batch_size, measures, ties)
+            log(f"evaluate-pnd: {key}: {_brief(result[key], measures)}")
+    return result, xnli_rows
+
+
 def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]:
     """Totals over language pairs; ``rate`` = sum errors / sum totals, which equals the mean of
     the per-pair rates because every pair has the same total (App. G; docs/fidelity.md#P2-XNLI-AVERAGE)."""
@@ -236,8 +303,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--datasets", nargs="+", default=["msmarco", "arxiv-first", "arxiv-title", "xnli"],
                     choices=DATASETS)
     ap.add_argument("--data-dir", required=True, help="{processed}")
-    ap.add_argument("--exclude-category-prefix", default=None,
-                    help="arxiv: drop rows with a category starting with this (App. K)")
+    ap.add_argument("--exclude-domains", nargs="*", default=[],
+                    help="arxiv: also score each arxiv dataset without the rows of these category "
+                         "domains (math -> math.*), as '<dataset>!<domain>' (App. K)")
     ap.add_argument("--xnli-languages", nargs="+", default=None, help="default: all in the file")
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: a temporary one)")
     ap.add_argument("--measures", nargs="+", default=list(MEASURES), choices=MEASURES)
@@ -262,21 +330,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     data_dir, out_dir = Path(args.data_dir), Path(args.out)
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
-        result: dict[str, Any] = {}
-        xnli_rows: list[dict[str, Any]] = []   # written even when XNLI is not evaluated (empty)
-        for name in args.datasets:
-            if name == "xnli":
-                table = xnli_table(pl.read_parquet(data_dir / XNLI_FILE), args.xnli_languages)
-                xnli_rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures,
-                                          args.ties, args.xnli_text_prefix)
-                result["xnli"] = xnli_summary(xnli_rows, table)
-            else:
-                frame = pl.read_parquet(data_dir / TRIPLET_FILES[name])
-                ts = (msmarco_triplets(frame) if name.startswith("msmarco")
-                      else arxiv_triplets(frame, args.exclude_category_prefix))
-                result[name] = evaluate_triplets(ts, cache, towers, args.batch_size, args.measures,
-                                                 args.ties)
-            print(f"evaluate-pnd: {name}: {_brief(result[name], args.measures)}")
+        # xnli_counts.parquet is written even when XNLI is not evaluated (empty)
+        result, xnli_rows = evaluate_datasets(
+            args.datasets, data_dir, cache, towers, args.batch_size, args.measures,
+            exclude_domains=args.exclude_domains, xnli_languages=args.xnli_languages,
+            ties=args.ties, xnli_text_prefix=args.xnli_text_prefix)
         result["encoder_calls"] = cache.stats.as_dict()
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
                        "precision": args.precision,

@@ -15,9 +15,16 @@ Definitions (paper 2, §2 and App. I, via :mod:`embtune.evaluate.stats`):
 * significance: pooled two-proportion z-test on the integer errors of the base vs the tuned
   encoder over the same ``total`` comparisons, |z| > z_critical (1.96);
 * XNLI ``+/-``: number of (query language, text language) pairs whose PND improved / worsened
-  significantly, per relation (entailment vs neutral, entailment vs contradiction) and measure.
+  significantly, per relation (entailment vs neutral, entailment vs contradiction) and measure;
+* Table 2's other measures (MRR, MAP, P@1, each query's positives and negatives ranked by cosine
+  ``c`` or distance ``d``): I = (M~ - M) / M in percent (s = +1: higher is better);
+* App. K: a run tuned on ``arxiv-<domain>`` is compared on arxiv without that domain's rows, for
+  the base and the tuned encoder alike (pnd.json entries ``<dataset>!<domain>``, see
+  :mod:`embtune.evaluate.pnd_eval`); the ``eval_set`` column of ``pnd_long.csv`` names the entry.
 
 Outputs (``--out DIR``): ``table1.csv`` / ``table1.md`` (one row per model and run),
+``table2.csv`` (one row per model, run and dataset: PND, MRR, MAP, P@1 improvement % by cosine and
+distance) / ``table2.md`` (the default-regime runs, as paper 2's Table 2),
 ``pnd_long.csv`` (per model, run, dataset, measure: counts, improvement, z), ``xnli_heatmap.parquet``
 (model, qrun_id, relation, measure, query_lang, text_lang, errors_base, errors_tuned, total,
 improvement, z, significant), ``lr_curves.parquet`` (model, qrun_id, lr, dataset, measure,
@@ -34,10 +41,16 @@ from typing import Any
 
 import polars as pl
 
+from embtune.errors import DataError
+from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domain
 from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import atomic_path, provenance, read_json, write_json, write_parquet, write_text
 
-DATASETS = ("msmarco", "arxiv-first", "arxiv-title")
+DATASETS = ("msmarco", "arxiv-first", "arxiv-title")           # Table 1's columns
+TABLE2_DATASETS = ("msmarco-hard", "squad", "squad-min5",     # Table 2's rows (App. A, C, D)
+                   "hotpotqa-easy", "hotpotqa-medium", "hotpotqa-hard")
+RANKING = ("mrr", "map", "p_at_1")
+TABLE2_METRICS = {"pnd": "PND", "mrr": "MRR", "map": "MAP", "p_at_1": "P@1"}
 MEASURES = ("cos", "dist")
 RELATIONS = ("neutral", "contradiction")
 XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
@@ -58,25 +71,77 @@ def compare_counts(n0: int, n1: int, total: int, z_critical: float) -> tuple[flo
     return z, bool(abs(z) > z_critical) if not math.isnan(z) else False
 
 
+def eval_key(dataset: str, config: dict[str, Any]) -> str:
+    """The pnd.json entry a run is compared on: App. K scores a run tuned on ``arxiv-<domain>``
+    on arxiv without that domain (Table 5: "the samples with category of the model ... are
+    excluded"); every other run and dataset on the full set."""
+    domain = narrow_domain(config.get("train_data"))
+    return excluded_key(dataset, domain) if domain and dataset in ARXIV_DATASETS else dataset
+
+
+def _entries(model: str, qrun_id: str, ds: str, key: str, base: dict[str, Any],
+             tuned: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The base and tuned entries of ``key``; None when neither evaluation has the dataset."""
+    if key in base and key in tuned:
+        return base[key], tuned[key]
+    if key == ds or not any(k in d for k in (ds, key) for d in (base, tuned)):
+        return None
+    where = " and ".join(n for n, d in (("base", base), (qrun_id, tuned)) if key not in d)
+    raise DataError(f"{model}/{where}/pnd.json: no '{key}' entry, but run {qrun_id} was tuned on "
+                    f"arxiv-{key.split('!', 1)[1]}, so {ds} must be compared without that domain "
+                    f"for both encoders (App. K): evaluate both with evaluate-pnd --exclude-domains "
+                    f"{key.split('!', 1)[1]} (the workflow does)")
+
+
 def dataset_rows(model: str, qrun_id: str, base: dict[str, Any], tuned: dict[str, Any],
-                 z_critical: float) -> list[dict[str, Any]]:
-    """Long rows for the triplet datasets present in both pnd.json files."""
+                 z_critical: float, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Long rows for the triplet datasets present in both pnd.json files (``config``: the run
+    config, whose ``train_data`` picks the App. K entry)."""
     rows = []
-    for ds in DATASETS:
-        for measure in MEASURES:
-            b, t = base.get(ds, {}).get(measure), tuned.get(ds, {}).get(measure)
+    for ds in (*DATASETS, *TABLE2_DATASETS):
+        key = eval_key(ds, config or {})
+        pair = _entries(model, qrun_id, ds, key, base, tuned)
+        for measure in MEASURES if pair else ():
+            b, t = pair[0].get(measure), pair[1].get(measure)
             if not b or not t:
                 continue
             if b["total"] != t["total"]:
-                raise ValueError(f"{model}/{qrun_id}/{ds}/{measure}: totals differ "
+                raise ValueError(f"{model}/{qrun_id}/{key}/{measure}: totals differ "
                                  f"({b['total']} vs {t['total']}): not the same evaluation set")
             z, sig = compare_counts(b["errors"], t["errors"], b["total"], z_critical)
-            rows.append({"model": model, "qrun_id": qrun_id, "dataset": ds, "measure": measure,
+            rows.append({"model": model, "qrun_id": qrun_id, "dataset": ds, "eval_set": key,
+                         "measure": measure,
                          "errors_base": int(b["errors"]), "errors_tuned": int(t["errors"]),
                          "total": int(b["total"]), "pnd_base": _pnd_value(b), "pnd_tuned": _pnd_value(t),
                          "improvement": 100 * relative_improvement(_pnd_value(b), _pnd_value(t)),
-                         "z": z, "significant": sig})
+                         "z": z, "significant": sig, **_ranking_columns(b, t)})
     return rows
+
+
+def _ranking_columns(b: dict[str, Any], t: dict[str, Any]) -> dict[str, float | None]:
+    """MRR/MAP/P@1 of both encoders and Eq. 1 with s = +1 (higher is better), in percent."""
+    out: dict[str, float | None] = {}
+    for m in RANKING:
+        mb, mt = b.get(m), t.get(m)
+        out[f"{m}_base"], out[f"{m}_tuned"] = mb, mt
+        out[f"{m}_improvement"] = (None if mb is None or mt is None else
+                                   100 * relative_improvement(mb, mt, lower_is_better=False))
+    return out
+
+
+def table2_rows(ds_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 2: one row per (model, run, dataset) with ``<metric>_<c|d>_pct`` for PND, MRR, MAP
+    and P@1, and the PND significance ``pnd_<c|d>_sig`` (the paper's grey cells)."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in ds_rows:
+        row = out.setdefault((r["model"], r["qrun_id"], r["dataset"]), {
+            "model": r["model"], "qrun_id": r["qrun_id"], "dataset": r["dataset"],
+            "eval_set": r["eval_set"]})
+        m = r["measure"][0]
+        row[f"pnd_{m}_pct"], row[f"pnd_{m}_sig"] = r["improvement"], r["significant"]
+        for metric in RANKING:
+            row[f"{metric}_{m}_pct"] = r.get(f"{metric}_improvement")
+    return list(out.values())
 
 
 def xnli_rows(model: str, qrun_id: str, base: pl.DataFrame, tuned: pl.DataFrame,
@@ -132,14 +197,15 @@ def lr_curve_rows(model: str, qrun_id: str, config: dict[str, Any],
     lr = config.get("lr_effective", config.get("lr"))
     return [{"model": model, "qrun_id": qrun_id, "lr": lr, "dataset": r["dataset"],
              "measure": r["measure"], "improvement": r["improvement"], "significant": r["significant"]}
-            for r in ds_rows]
+            for r in ds_rows if r["dataset"] in DATASETS]
 
 
 def markdown(table: pl.DataFrame) -> str:
     """Paper-style markdown per model; non-significant improvements carry a dagger (grey in the paper)."""
     out = ["# Query-tower tuning: PND improvement (%) vs the untuned encoder", "",
            "`†` = not significant (pooled two-proportion z-test, |z| <= z_critical). "
-           "XNLI columns: language pairs significantly improved/worsened.", ""]
+           "XNLI columns: language pairs significantly improved/worsened. Runs tuned on "
+           "arxiv-<domain> are compared on arxiv without that domain (App. K).", ""]
     head = ["qrun", "lr"] + [f"{ds} {m[0]}%" for ds in DATASETS for m in MEASURES] + [
         f"xnli {t} {m[0]}+/-" for t in ("ent-neutr", "ent-contr") for m in MEASURES]
     for model in table["model"].unique(maintain_order=True):
@@ -159,6 +225,34 @@ def markdown(table: pl.DataFrame) -> str:
     return "\n".join(out)
 
 
+def table2_markdown(rows: pl.DataFrame) -> str:
+    """Paper 2's Table 2 layout per model and run: datasets down, PND/MRR/MAP/P@1 x c%/d% across.
+    Only the default-regime runs (Table 2 is E5 at the defaults) when there are any."""
+    out = ["# Query-tower tuning: improvement (%) on the Table 2 datasets", "",
+           "I = s (M~ - M) / M (Eq. 1): s = -1 for PND, +1 for MRR, MAP, P@1; c = cosine, "
+           "d = distance. `†` = PND change not significant (pooled z-test). table2.csv has every run.", ""]
+    if not rows.height:
+        return "\n".join(out + ["no evaluated query runs", ""])
+    default = rows.filter(pl.col("qrun_id") == "default")
+    order = {ds: i for i, ds in enumerate((*TABLE2_DATASETS, *DATASETS))}
+    rows = (default if default.height else rows).with_columns(
+        pl.col("dataset").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_o"))
+    rows = rows.sort("model", "qrun_id", "_o", maintain_order=True)
+    head = ["dataset"] + [f"{name} {m}%" for name in TABLE2_METRICS.values() for m in "cd"]
+    for (model, qrun), sub in rows.group_by("model", "qrun_id", maintain_order=True):
+        out += [f"## {model} / {qrun}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in sub.iter_rows(named=True):
+            cells = [r["dataset"] if r["eval_set"] == r["dataset"] else r["eval_set"]]
+            for metric in TABLE2_METRICS:
+                for m in "cd":
+                    v = r.get(f"{metric}_{m}_pct")
+                    mark = "" if metric != "pnd" or r.get(f"pnd_{m}_sig") in (True, None) else "†"
+                    cells.append("" if v is None or math.isnan(v) else f"{v + 0.0:.2f}{mark}")
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------- I/O
 def _read_xnli(path: Path) -> pl.DataFrame:
     return pl.read_parquet(path) if path.exists() else pl.DataFrame(
@@ -167,7 +261,8 @@ def _read_xnli(path: Path) -> pl.DataFrame:
 
 def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """The run config from the tune-query manifest; without one, what the id and metrics say
-    (ids come from :func:`embtune.sweep.query_runs`: ``default`` or ``lr-1e-07``)."""
+    (ids come from :func:`embtune.sweep.query_runs`: ``default``, ``lr-1e-07``,
+    ``train_data-arxiv-math``)."""
     manifest = run_dir / "manifest.json"
     if manifest.exists() and read_json(manifest).get("run_config"):
         return read_json(manifest)["run_config"]
@@ -176,7 +271,10 @@ def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     lr = metrics.get("lr_effective")
     if lr is None and sweep == "lr":
         lr = float(qrun.split("-", 1)[1])
-    return {"sweep": sweep, "lr_effective": lr}
+    config = {"sweep": sweep, "lr_effective": lr}
+    if sweep == "train_data":  # ``train_data-arxiv-math``: App. K needs the tuning domain
+        config["train_data"] = qrun.split("-", 1)[1]
+    return config
 
 
 def collect(query_runs_dir: Path, z_critical: float,
@@ -200,7 +298,8 @@ def collect(query_runs_dir: Path, z_critical: float,
                 skipped.append(f"{model}/{run_dir.name}")
                 continue
             config = _run_config(run_dir, metrics)
-            rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"), z_critical)
+            rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"),
+                                z_critical, config)
             heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"), z_critical)
             table.append(table1_row(model, run_dir.name, config, rows, heat))
             ds_long += rows
@@ -227,6 +326,9 @@ def write_outputs(out: Path, table: pl.DataFrame, got: dict[str, Any]) -> None:
     table.write_csv(out / "table1.csv")
     write_text(out / "table1.md", markdown(table) if table.height else "# no evaluated query runs\n")
     pl.DataFrame(got["long"], infer_schema_length=None).write_csv(out / "pnd_long.csv")
+    table2 = pl.DataFrame(table2_rows(got["long"]), infer_schema_length=None)
+    table2.write_csv(out / "table2.csv")
+    write_text(out / "table2.md", table2_markdown(table2))
     heat = pl.concat(got["heat"]) if got["heat"] else pl.DataFrame(schema=HEAT_SCHEMA)
     write_parquet(out / "xnli_heatmap.parquet", heat.cast(HEAT_SCHEMA))  # type: ignore[arg-type]
     write_parquet(out / "lr_curves.parquet", _frame(got["curves"], CURVE_SCHEMA))

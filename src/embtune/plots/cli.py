@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from embtune.io import atomic_dir, atomic_path, check_replaceable, read_json, write_json, write_text  # noqa: E402
-from embtune.plots.report import Spec, paper1_specs, paper2_specs, read_table, report_markdown  # noqa: E402
+from embtune.plots.report import (Spec, paper1_specs, paper2_specs, query_table_sections,  # noqa: E402
+                                  read_table, report_markdown)
 
 
 def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
@@ -74,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(tmp / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
                                         for s in specs])
-    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report))
+    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report)
+               + query_table_sections(args.query_table_dir))
     made = [s for s in specs if not s.skipped]
     print(f"figures: {len(made)} written to {args.out}, {len(specs) - len(made)} skipped; report {args.report}")
     for s in specs:

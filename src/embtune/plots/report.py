@@ -324,3 +324,16 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
         else:
             lines += [f"### {s.name}", "", s.caption, "", f"![{s.name}]({rel}/{s.name}.png)", ""]
     return "\n".join(lines) + "\n"
+
+
+def query_table_sections(directory: Path | None) -> str:
+    """Paper 2's Tables 1 and 2 as query-table wrote them (``table1.md``, ``table2.md``: PND
+    c%/d% with significance, XNLI +/-, and Table 2's MRR/MAP/P@1), headings one level down so
+    they nest in the report. Empty when there is no query-table output."""
+    parts = []
+    for name in ("table1.md", "table2.md"):
+        path = directory / name if directory is not None else None
+        if path is not None and path.is_file():
+            parts.append("\n".join("#" + line if line.startswith("#") else line
+                                   for line in path.read_text(encoding="utf-8").splitlines()))
+    return "\n\n".join(parts) + "\n" if parts else ""
