@@ -63,7 +63,7 @@ rule fit_scaling:
     shell:
         "embtune fit-scaling --runs {input} --huber-delta {params.cfg[huber_delta]} "
         "--bootstrap {params.cfg[bootstrap]} --holdout {params.cfg[holdout]} --seed {params.seed} "
-        "--out {output} > {log} 2>&1"
+        "--chinchilla-coefficients {params.cfg[chinchilla_coefficients]} --out {output} > {log} 2>&1"
 
 
 rule recipe:
