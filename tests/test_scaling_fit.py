@@ -12,7 +12,8 @@ from scipy.optimize import lsq_linear
 
 from embtune.io import read_json, write_parquet
 from embtune.scaling import fit_cli, runs_table
-from embtune.scaling.fit import Problem, fit_law, fixed_parameters, objective, solve_coefficients
+from embtune.scaling.fit import (Problem, bootstrap_trust, fit_law, fixed_parameters, objective,
+                                 solve_coefficients)
 from embtune.scaling.fit_cli import fit_all, fit_method_laws
 from embtune.scaling.laws import CHINCHILLA, MODIFIED, chinchilla_law, make_features
 from embtune.scaling.synthetic import PAPER_BUDGETS, PYTHIA, TRUE_PARAMS, synthetic_runs
@@ -190,6 +191,17 @@ def test_bootstrap_interval_covers_the_truth_and_reports_its_starts():
     for key in ("alpha", "beta"):
         lo, hi = boot["ci95"][key]
         assert lo <= truth[key] <= hi, key
+
+
+def test_bootstrap_resamples_at_a_bound_beyond_the_95_percent_tail_make_a_fit_untrustworthy():
+    def fit(count):
+        return {"at_bound": [], "near_bound": [], "trust_issues": [], "trustworthy": True,
+                "bootstrap": {"n": 200, "at_bound_counts": {"E": count}}}
+    ok, bad = fit(5), fit(6)                      # 2.5% of 200 = 5 resamples: the 95% tail
+    bootstrap_trust(ok)
+    bootstrap_trust(bad)
+    assert ok["trustworthy"] and ok["near_bound"] == []
+    assert not bad["trustworthy"] and bad["near_bound"] == ["E"] and "6 of 200" in bad["trust_issues"][0]
 
 
 def test_real_valued_chinchilla_reading_fits_the_same_data():

@@ -22,7 +22,7 @@ Search, and why it cannot miss a basin inside the grid's range:
      coefficient whose term is < 1e-4 of every fitted loss (its bound 0, which log space only
      approaches). Such a fit is ``converged: false``.
    - ``near_bound``: a bound within 2 Gauss-Newton standard errors (α = 0.01 ± 0.03 says "no N
-     term" as loudly as α = 0 does).
+     term" as loudly as α = 0 does), or reached by more than 2.5% of the bootstrap resamples.
    - ``unidentified``: an exponent whose terms all vanish.
    Any of them, or a failed optimizer, makes the fit ``trustworthy: false``.
 Bootstrap: multinomial weights (identical to resampling rows), each refit warm-started from the
@@ -53,6 +53,7 @@ GRID_CHUNK = 512
 RIDGE = 1e-10
 N_STARTS = 8             # L-BFGS starts from distinct grid basins
 BOOT_STARTS = 3          # bootstrap refits start from the best optimum + up to 2 other optima
+BOOT_AT_BOUND = 0.025    # share of resamples at a bound above which the 95% interval reaches it
 RIVAL_OPTIMUM = 0.2      # ... within 20% of the best objective: resampling moves the objective
                          # by ~1/√rows, so such an optimum can be a resample's best
 
@@ -62,7 +63,7 @@ SEARCH = {  # recorded in fits.json settings: how every fit was searched and jud
     "exponent_grid": [EXPONENT_GRID[0], EXPONENT_GRID[-1], len(EXPONENT_GRID)],
     "b_s_grid": [B_S_GRID[0], B_S_GRID[-1], len(B_S_GRID)],
     "n_starts": N_STARTS, "bootstrap_starts": BOOT_STARTS, "at_bound": NEAR_BOUND, "near_bound_se": NEAR_SE,
-    "vanishing_term": VANISHING_TERM, "s_spread_min": S_SPREAD_MIN,
+    "vanishing_term": VANISHING_TERM, "s_spread_min": S_SPREAD_MIN, "bootstrap_at_bound": BOOT_AT_BOUND,
 }
 
 
@@ -400,17 +401,22 @@ def bootstrap(prob: Problem, starts: list[np.ndarray], n: int, seed: int) -> dic
     refitted from every start in ``starts`` (free parameters), the best kept."""
     rng = np.random.default_rng(seed)
     rows, failed, bounded = [], 0, 0
+    per_name: dict[str, int] = {}
     for _ in range(n):
         w = rng.multinomial(len(prob.y), np.full(len(prob.y), 1.0 / len(prob.y))).astype(float)
         res = min((run_lbfgs(prob, s, w, maxiter=300) for s in starts), key=lambda r: r.fun)
         theta = prob.full(res.x)
         failed += int(not res.success and res.status != 1)
-        bounded += int(bool(bound_issues(prob, theta)))
+        hit = bound_issues(prob, theta)
+        bounded += int(bool(hit))
+        for name in hit:
+            per_name[name] = per_name.get(name, 0) + 1
         raw = prob.law.to_raw(theta, prob.x)
         rows.append(list(raw.values()))
     names = list(prob.law.to_raw(prob.full(starts[0]), prob.x))
     lo, med, hi = np.percentile(np.asarray(rows), [2.5, 50, 97.5], axis=0)
     return {"n": n, "seed": seed, "starts": len(starts), "n_not_converged": failed, "n_at_bound": bounded,
+            "at_bound_counts": dict(sorted(per_name.items())),
             "ci95": {k: [float(lo[j]), float(hi[j])] for j, k in enumerate(names)},
             "median": {k: float(med[j]) for j, k in enumerate(names)}}
 
@@ -453,4 +459,17 @@ def fit_law(law: Law, N: np.ndarray, D: np.ndarray, S: np.ndarray, loss: np.ndar
             out["holdout"] = holdout_metrics(law, out["params"], N[hold], D[hold], S[hold], loss[hold])
         if n_bootstrap > 0:
             out["bootstrap"] = bootstrap(prob, optima[:boot_starts], n_bootstrap, seed)
+            bootstrap_trust(out)
     return out
+
+
+def bootstrap_trust(fit: dict[str, Any]) -> None:
+    """A parameter that ends at a bound in more than 2.5% of the resamples has a 95% percentile
+    interval that reaches the bound: near a bound, by the bootstrap's own measure."""
+    boot = fit["bootstrap"]
+    for name, count in boot["at_bound_counts"].items():
+        if count > BOOT_AT_BOUND * boot["n"] and name not in fit["at_bound"] + fit["near_bound"]:
+            fit["near_bound"] = sorted(fit["near_bound"] + [name])
+            fit["trust_issues"].append(f"near bound: {name} ends at a bound in {count} of {boot['n']} "
+                                       "bootstrap resamples (its 95% interval reaches the bound)")
+            fit["trustworthy"] = False
