@@ -8,57 +8,207 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from scipy.optimize import lsq_linear
 
 from embtune.io import read_json, write_parquet
 from embtune.scaling import fit_cli, runs_table
-from embtune.scaling.fit import fit_law
+from embtune.scaling.fit import (Problem, bootstrap_trust, fit_law, fixed_parameters, objective,
+                                 solve_coefficients)
 from embtune.scaling.fit_cli import fit_all, fit_method_laws
-from embtune.scaling.laws import CHINCHILLA, MODIFIED, make_features
-from embtune.scaling.synthetic import PYTHIA, TRUE_PARAMS, synthetic_runs
+from embtune.scaling.laws import CHINCHILLA, MODIFIED, chinchilla_law, make_features
+from embtune.scaling.synthetic import PAPER_BUDGETS, PYTHIA, TRUE_PARAMS, synthetic_runs
 
 NOISE = 0.01
 
 
-def grid(with_s: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """8 model sizes × 6 budgets (× 4 trainable fractions), D = C / 6N as in an IsoFLOP grid."""
-    rows = [(n, c / (6 * n), s) for n in np.geomspace(1e6, 3e9, 8) for c in np.geomspace(1e15, 1e18, 6)
-            for s in ((1.0, 0.5, 0.1, 0.01) if with_s else (1.0,))]
+def isoflop_grid(design: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Paper 1's IsoFLOP grid: the 8 Pythia sizes (non-embedding N ≈ 12·layers·hidden²) × its 6
+    budgets, D = C / FLOP per token, times the method's trainable fractions S:
+    full S = 1, C = 6ND; freeze S = k/6 (forward all, backward + update the trainable part),
+    C = 2N(1 + 2S)·D; lora S small (forward + backward through all, update the adapters),
+    C = 2N(2 + S)·D."""
+    fractions = {"full": (1.0,), "freeze": tuple(k / 6 for k in range(1, 7)), "lora": (0.002, 0.01, 0.05, 0.2)}
+    per_token = {"full": lambda s: 6.0, "freeze": lambda s: 2 * (1 + 2 * s), "lora": lambda s: 2 * (2 + s)}
+    rows = [(n, c / (per_token[design](s) * n), s) for n in (12.0 * layers * hidden ** 2 for _, hidden, layers in PYTHIA)
+            for c in PAPER_BUDGETS for s in fractions[design]]
     return tuple(np.array(col) for col in zip(*rows))  # type: ignore[return-value]
 
 
-def noisy(law, params, N, D, S, seed=0):
+def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+
+def draw_truth(law, rng, N, D, wide=False):
+    """Random raw parameters in a plausible range, set through each term's size at the centre of
+    the grid (every term visible in the data): exponents 0.15-0.8 (0.05-1.2 when ``wide``),
+    E 0.1-1, N and D terms 0.2-2 at the centre; the modified law's numerator changes by up to ±10%
+    of its size per unit ln D, its S term adds 30-150% to the D term at S = 0, b_s 0.5-4."""
+    n0, d0 = np.exp(np.log(N).mean()), np.exp(np.log(D).mean())
+    lo, hi = (0.05, 1.2) if wide else (0.15, 0.8)
+    alpha, beta = rng.uniform(lo, hi), rng.uniform(lo, hi)
+    E, tn, td = ((_log_uniform(rng, 0.02, 3.0), _log_uniform(rng, 0.02, 5.0), _log_uniform(rng, 0.02, 5.0))
+                 if wide else (_log_uniform(rng, 0.1, 1.0), _log_uniform(rng, 0.2, 2.0), _log_uniform(rng, 0.2, 2.0)))
+    if law.name == "chinchilla":
+        return {"E": E, "A": tn * n0 ** alpha, "B": td * d0 ** beta, "alpha": alpha, "beta": beta}
+    slope = rng.uniform(-0.1, 0.1) * tn
+    b_s, share = _log_uniform(rng, 0.5, 4.0), rng.uniform(0.3, 1.5)
+    return {"E": E, "a_d": slope * n0 ** alpha, "b_d": (tn - slope * np.log(d0)) * n0 ** alpha,
+            "alpha": alpha, "a_s": share * td * d0 ** beta, "b_s": b_s, "c_s": td * d0 ** beta, "beta": beta}
+
+
+def synthetic_fit(law, design, noise, seed, wide=False):
+    """Draw a truth, sample the grid with lognormal noise, fit with the largest model held out.
+    Returns (fit, truth, objective of the truth on the training rows, held-out truth, rows)."""
     rng = np.random.default_rng(seed)
-    return law.loss(params, N, D, S) * np.exp(rng.normal(0, NOISE, len(N)))
+    N, D, S = isoflop_grid(design)
+    truth = draw_truth(law, rng, N, D, wide)
+    clean = law.loss(truth, N, D, S)
+    loss = clean * np.exp(rng.normal(0, noise, len(N)))
+    hold = N == N.max()
+    fit = fit_law(law, N, D, S, loss, holdout=hold)
+    x = make_features(N[~hold], D[~hold], S[~hold])
+    prob = Problem(law, x, np.log(loss[~hold]), 1e-3, fixed_parameters(law, x)[0])
+    truth_obj = objective(law.from_raw(truth, x)[prob.free], prob, np.ones(len(prob.y)))[0]
+    pred = law.loss(fit["params"], N[hold], D[hold], S[hold])
+    return fit, truth, truth_obj, float(np.sqrt(np.mean(np.log(pred / clean[hold]) ** 2)))
 
 
-def test_chinchilla_recovers_known_parameters_and_predicts_held_out_model():
-    true = {"E": 0.3, "A": 60.0, "B": 400.0, "alpha": 0.3, "beta": 0.35}
-    N, D, S = grid(False)
-    loss = noisy(CHINCHILLA, true, N, D, S)
-    fit = fit_law(CHINCHILLA, N, D, S, loss, holdout=N == N.max(), n_bootstrap=40)
-    p = fit["params"]
-    assert fit["converged"] and fit["grad_norm"] < 1e-3
-    assert p["alpha"] == pytest.approx(true["alpha"], abs=0.03)
-    assert p["beta"] == pytest.approx(true["beta"], abs=0.02)
-    assert p["E"] == pytest.approx(true["E"], abs=0.05)
-    assert fit["holdout"]["rmse_log"] < 2 * NOISE          # held-out error within the noise
-    lo, hi = fit["bootstrap"]["ci95"]["beta"]
-    assert lo <= true["beta"] <= hi
+def check_global_and_within_noise(fit, truth_obj, err_vs_truth, noise):
+    """What no local optimum passes: an objective no worse than the true parameters', a training
+    error at the noise level, and held-out predictions (largest model, never fitted) within the
+    noise of both the observed and the noise-free losses. The noise level is the reference."""
+    assert fit["objective"] <= truth_obj * (1 + 1e-9)
+    assert fit["train_rmse_log"] < 1.3 * noise
+    assert fit["holdout"]["rmse_log"] < 2.0 * noise
+    assert err_vs_truth < 1.5 * noise
 
 
-def test_modified_law_recovers_known_parameters():
-    true = {"E": 0.15, "a_d": -2.0, "b_d": 80.0, "alpha": 0.3, "a_s": 300.0, "b_s": 1.5,
-            "c_s": 200.0, "beta": 0.35}
-    N, D, S = grid(True)
-    loss = noisy(MODIFIED, true, N, D, S, seed=1)
-    fit = fit_law(MODIFIED, N, D, S, loss, holdout=N == N.max())
-    p = fit["params"]
-    assert fit["converged"]
-    for key, tol in (("alpha", 0.03), ("beta", 0.02), ("b_s", 0.1)):
-        assert p[key] == pytest.approx(true[key], abs=tol), key
-    assert p["a_s"] == pytest.approx(true["a_s"], rel=0.15)
-    assert fit["holdout"]["rmse_log"] < 2 * NOISE
-    assert fit["train_rmse_log"] < 1.2 * NOISE
+# Parameter tolerances scale with the noise; each is about twice the worst error seen over 40
+# draws per design and noise level (the error of a least-squares estimate is ∝ noise).
+REL_TOL = {"alpha": 10, "beta": 10, "E": 30, "b_s": 15}
+
+
+@pytest.mark.parametrize("noise", [0.001, 0.01, 0.03])
+def test_chinchilla_recovers_random_truths_on_an_isoflop_grid(noise):
+    for seed in range(5):
+        fit, truth, truth_obj, err = synthetic_fit(CHINCHILLA, "full", noise, seed)
+        assert fit["trustworthy"] and fit["converged"] and fit["at_bound"] == [], (seed, fit["trust_issues"])
+        check_global_and_within_noise(fit, truth_obj, err, noise)
+        for key in ("alpha", "beta", "E"):
+            assert abs(fit["params"][key] / truth[key] - 1) < REL_TOL[key] * noise, (seed, key)
+
+
+@pytest.mark.parametrize("noise", [0.001, 0.01, 0.03])
+def test_modified_law_recovers_random_truths_on_a_freezing_grid(noise):
+    for seed in range(5):
+        fit, truth, truth_obj, err = synthetic_fit(MODIFIED, "freeze", noise, seed)
+        assert fit["trustworthy"] and fit["converged"] and fit["at_bound"] == [], (seed, fit["trust_issues"])
+        check_global_and_within_noise(fit, truth_obj, err, noise)
+        for key in ("alpha", "beta", "E", "b_s"):
+            assert abs(fit["params"][key] / truth[key] - 1) < REL_TOL[key] * noise, (seed, key)
+
+
+def test_modified_law_on_a_lora_grid_is_global_and_flags_what_it_cannot_identify():
+    """LoRA's S ≤ 0.2 barely curves (1−S)^b_s, exponents down to 0.05 make E and a power term
+    near-collinear: the fit must still be global and within the noise, and whatever it cannot
+    pin down must be flagged, never reported as converged."""
+    flagged = 0
+    for seed in range(20, 30):
+        fit, _, truth_obj, err = synthetic_fit(MODIFIED, "lora", NOISE, seed, wide=True)
+        check_global_and_within_noise(fit, truth_obj, err, NOISE)
+        if not fit["trustworthy"]:
+            flagged += 1
+            assert fit["at_bound"] or fit["near_bound"] or fit["unidentified"]
+        if fit["at_bound"]:
+            assert fit["converged"] is False
+    assert flagged < 10
+
+
+# A truth with a Kaplan-like β = 0.05 and a small S term, drawn by ``draw_truth(wide=True)`` on a
+# slightly different grid: the previous single-grid fitter (benchmarks/baseline_fit.py) stopped
+# with β at its bound 0, 1.6-1.8× the truth's objective and 1.5-1.7× the noise in training error,
+# on 5 of these 6 noise draws, and reported `converged: true`.
+SMALL_BETA_TRUTH = {"E": 0.059206313563670385, "a_d": -0.699856387749933, "b_d": 24.430608370601973,
+                    "alpha": 0.23482941821680897, "a_s": 0.0642665920193229, "b_s": 3.9247113076698716,
+                    "c_s": 0.05164791471172671, "beta": 0.050358840446654195}
+
+
+def test_small_exponent_truth_that_trapped_the_single_grid_fitter_is_fitted_globally():
+    N, D, S = isoflop_grid("lora")
+    clean = MODIFIED.loss(SMALL_BETA_TRUTH, N, D, S)
+    hold = N == N.max()
+    x = make_features(N[~hold], D[~hold], S[~hold])
+    for seed in range(6):
+        loss = clean * np.exp(np.random.default_rng(seed).normal(0, NOISE, len(N)))
+        fit = fit_law(MODIFIED, N, D, S, loss, holdout=hold)
+        prob = Problem(MODIFIED, x, np.log(loss[~hold]), 1e-3, fixed_parameters(MODIFIED, x)[0])
+        truth_obj = objective(MODIFIED.from_raw(SMALL_BETA_TRUTH, x)[prob.free], prob, np.ones(len(prob.y)))[0]
+        err = float(np.sqrt(np.mean(np.log(MODIFIED.loss(fit["params"], N[hold], D[hold], S[hold]) / clean[hold]) ** 2)))
+        check_global_and_within_noise(fit, truth_obj, err, NOISE)
+        assert "beta" not in fit["at_bound"] + fit["near_bound"]     # the old fit: β = 0, "converged"
+
+
+def test_degenerate_data_is_flagged_at_a_bound_not_reported_converged():
+    """Losses that rise slightly with N (no law term makes a bigger model worse with α, A ≥ 0) and
+    ignore S: the optimum is on the boundary (α = 0, or A → 0; b_s for the modified law), which
+    must be reported as at a bound, untrustworthy and not converged."""
+    N, D, S = isoflop_grid("freeze")
+    for seed in range(3):
+        noise = np.exp(np.random.default_rng(seed).normal(0, NOISE, len(N)))
+        loss = (0.5 + 30.0 / D ** 0.3) * (N / 1e8) ** 0.01 * noise
+        for law in (CHINCHILLA, MODIFIED):
+            fit = fit_law(law, N, D, S, loss, holdout=N == N.max())
+            assert fit["at_bound"], (seed, law.name)
+            assert fit["trustworthy"] is False and fit["converged"] is False
+            assert any(issue.startswith("at bound") for issue in fit["trust_issues"])
+            if law is CHINCHILLA:
+                assert set(fit["at_bound"]) <= {"A", "alpha"}
+
+
+def test_profile_grid_coefficients_are_the_exact_constrained_least_squares():
+    """solve_coefficients against scipy's bounded least squares (an independent solver) on random
+    bases, with c ≥ 0 on the first three columns and a fixed column."""
+    rng = np.random.default_rng(3)
+    phi = rng.lognormal(0, 1, (6, 40, 5))
+    loss = rng.lognormal(0, 0.3, 40)
+    coef = solve_coefficients(phi, loss, {3: 0.4}, (True, True, True, False, False))
+    for k in range(6):
+        a = phi[k][:, [0, 1, 2, 4]] / loss[:, None]
+        b = 1 - 0.4 * phi[k][:, 3] / loss
+        ref = lsq_linear(a, b, bounds=([0, 0, 0, -np.inf], [np.inf] * 4), tol=1e-12, method="bvls").x
+        np.testing.assert_allclose(coef[k][[0, 1, 2, 4]], ref, rtol=1e-6, atol=1e-9)
+        assert coef[k][3] == 0.4
+
+
+def test_bootstrap_interval_covers_the_truth_and_reports_its_starts():
+    rng = np.random.default_rng(7)
+    N, D, S = isoflop_grid("full")
+    truth = draw_truth(CHINCHILLA, rng, N, D)
+    loss = CHINCHILLA.loss(truth, N, D, S) * np.exp(rng.normal(0, NOISE, len(N)))
+    fit = fit_law(CHINCHILLA, N, D, S, loss, n_bootstrap=60, seed=1)
+    boot = fit["bootstrap"]
+    assert boot["n"] == 60 and boot["starts"] >= 1 and boot["n_at_bound"] == 0
+    for key in ("alpha", "beta"):
+        lo, hi = boot["ci95"][key]
+        assert lo <= truth[key] <= hi, key
+
+
+def test_bootstrap_resamples_at_a_bound_beyond_the_95_percent_tail_make_a_fit_untrustworthy():
+    def fit(count):
+        return {"at_bound": [], "near_bound": [], "trust_issues": [], "trustworthy": True,
+                "bootstrap": {"n": 200, "at_bound_counts": {"E": count}}}
+    ok, bad = fit(5), fit(6)                      # 2.5% of 200 = 5 resamples: the 95% tail
+    bootstrap_trust(ok)
+    bootstrap_trust(bad)
+    assert ok["trustworthy"] and ok["near_bound"] == []
+    assert not bad["trustworthy"] and bad["near_bound"] == ["E"] and "6 of 200" in bad["trust_issues"][0]
+
+
+def test_real_valued_chinchilla_reading_fits_the_same_data():
+    """App. E's 'A, B, C ∈ ℝ' reading: same law, coefficients not sign-constrained."""
+    fit, truth, truth_obj, err = synthetic_fit(chinchilla_law("real"), "full", NOISE, 0)
+    check_global_and_within_noise(fit, truth_obj, err, NOISE)
+    assert abs(fit["params"]["beta"] / truth["beta"] - 1) < REL_TOL["beta"] * NOISE
 
 
 def test_modified_law_beats_chinchilla_on_held_out_model_when_s_matters():
@@ -73,11 +223,17 @@ def test_modified_law_beats_chinchilla_on_held_out_model_when_s_matters():
 
 
 def test_unidentified_s_terms_are_pinned_not_fitted():
-    N, D, S = grid(False)          # S = 1 everywhere (full fine-tuning)
-    loss = noisy(MODIFIED, TRUE_PARAMS["full"], N, D, S)
+    N, D, S = isoflop_grid("full")          # S = 1 everywhere (full fine-tuning)
+    rng = np.random.default_rng(0)
+    loss = MODIFIED.loss(TRUE_PARAMS["full"], N, D, S) * np.exp(rng.normal(0, NOISE, len(N)))
     fit = fit_law(MODIFIED, N, D, S, loss)
-    assert fit["fixed"] == {"a_s": 0.0, "b_s": 1.0}
+    assert fit["fixed"] == {"a_s": 0.0, "b_s": 1.0} and "no spread in S" in fit["fixed_reason"]
     assert fit["params"]["a_s"] == 0.0
+    # bias tuning: S ≈ 1e-3 with a spread of 0.5%: the curvature b_s is pinned, a_s still fitted
+    S_bias = np.where(N == N.min(), 0.0010, 0.0060)
+    loss = MODIFIED.loss(TRUE_PARAMS["freeze"], N, D, S_bias) * np.exp(rng.normal(0, NOISE, len(N)))
+    fit = fit_law(MODIFIED, N, D, S_bias, loss)
+    assert fit["fixed"] == {"b_s": 1.0} and fit["params"]["a_s"] != 0.0
 
 
 def test_too_few_rows_is_a_recorded_skip():
@@ -88,7 +244,7 @@ def test_too_few_rows_is_a_recorded_skip():
 
 @pytest.mark.parametrize("law", [CHINCHILLA, MODIFIED])
 def test_internal_raw_round_trip_and_analytic_gradient(law):
-    N, D, S = grid(True)
+    N, D, S = isoflop_grid("freeze")
     x = make_features(N, D, S)
     raw = TRUE_PARAMS["lora"] if law is MODIFIED else {"E": 0.3, "A": 60.0, "B": 400.0, "alpha": 0.3, "beta": 0.35}
     theta = law.from_raw(raw, x)
@@ -174,3 +330,48 @@ def test_parallel_fit_equals_serial():
     serial = fit_all(runs, n_boot=5)
     parallel = fit_all(runs, n_boot=5, workers=2)
     assert parallel["laws"] == serial["laws"]
+
+
+def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_path, capsys):
+    """Full fine-tuning whose loss ignores N: the Chinchilla fit ends with α at its bound, and
+    every place that shows the fit says so."""
+    from embtune import summary
+    from embtune.plots.figures import predicted_vs_actual_figure
+    from embtune.plots.report import fits_markdown, predicted_actual_data
+    from embtune.scaling import recipe as recipe_mod
+
+    flat = {**TRUE_PARAMS["full"], "a_d": 0.0, "b_d": 0.0}
+    runs = synthetic_runs(models=PYTHIA[:5], budgets=PAPER_BUDGETS[:4], methods=("full",), params={"full": flat})
+    write_parquet(tmp_path / "runs.parquet", runs)
+    assert fit_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--bootstrap", "0",
+                         "--out", str(tmp_path / "fits.json")]) == 0
+    assert "WARNING: untrustworthy fit full/chinchilla" in capsys.readouterr().out
+    fits = read_json(tmp_path / "fits.json")
+    chin = fits["laws"]["full"]["chinchilla"]
+    assert chin["trustworthy"] is False and chin["converged"] is False and "alpha" in chin["at_bound"]
+    assert {"method": "full", "law": "chinchilla"}.items() <= fits["untrustworthy"][0].items()
+
+    report = "\n".join(fits_markdown(fits))
+    assert "**Untrustworthy fits**" in report and "| full | chinchilla |" in report and "**NO**" in report
+
+    data = predicted_actual_data(runs, fits, "final_train_loss")
+    note = data.filter((pl.col("law") == "chinchilla"))["trust"].unique().to_list()
+    assert len(note) == 1 and note[0].startswith("UNTRUSTWORTHY: at bound") and "alpha" in note[0]
+    titles = [ax.get_title() for ax in predicted_vs_actual_figure(data, "t").axes]
+    assert any("chinchilla" in t and "UNTRUSTWORTHY" in t for t in titles)
+
+    out = tmp_path / "recipe.json"
+    assert recipe_mod.main(["--budget", "1e16", "--fits", str(tmp_path / "fits.json"), "--runs",
+                            str(tmp_path / "runs.parquet"), "--out", str(out)]) == 0
+    assert "WARNING: UNTRUSTWORTHY FIT: the chinchilla law of full" in capsys.readouterr().out
+    rec = read_json(out)
+    assert rec["trustworthy"] is False and rec["fit_trust"]["untrustworthy"][0]["law"] == "chinchilla"
+    assert rec["predicted_loss_by_law"]["chinchilla"]["trustworthy"] is False
+
+    assert summary.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
+                         "--recipes", str(out), "--out", str(tmp_path / "metrics.json")]) == 0
+    assert "WARNING: untrustworthy fit full/chinchilla" in capsys.readouterr().out
+    metrics = read_json(tmp_path / "metrics.json")
+    assert "full/chinchilla" in metrics["fits"]["untrustworthy_fits"]
+    assert metrics["fits"]["laws"]["full"]["chinchilla"]["trustworthy"] is False
+    assert next(iter(metrics["recipes"].values()))["trustworthy"] is False

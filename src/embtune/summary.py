@@ -35,9 +35,23 @@ def training_summary(runs: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+def laws_summary(fits: dict[str, Any]) -> dict[str, Any]:
+    """Per method and law: trustworthy, at_bound and the held-out error (the fit's headline)."""
+    out: dict[str, Any] = {}
+    for method, laws in sorted(fits.get("laws", {}).items()):
+        for name, fit in sorted(laws.items()):
+            if isinstance(fit, dict) and "params" in fit:
+                out.setdefault(method, {})[name] = {
+                    "trustworthy": bool(fit.get("trustworthy", True)), "at_bound": fit.get("at_bound", []),
+                    "holdout_rmse_log": _finite(fit.get("holdout", {}).get("rmse_log"))}
+    return out
+
+
 def fits_summary(fits: dict[str, Any]) -> dict[str, Any]:
     lines = fits.get("frontier", {}).get("lines", {})
     return {
+        "laws": laws_summary(fits),
+        "untrustworthy_fits": [f"{u['method']}/{u['law']}" for u in fits.get("untrustworthy", [])],
         "frontier": {m: {"slope": _finite(v.get("slope")), "intercept": _finite(v.get("intercept"))}
                      for m, v in sorted(lines.items()) if "slope" in v},
         "crossovers": [{"methods": c["methods"], "budget": _finite(c.get("budget"))}
@@ -47,7 +61,7 @@ def fits_summary(fits: dict[str, Any]) -> dict[str, Any]:
 
 
 def recipes_summary(recipes: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("method", "model", "tokens", "steps", "predicted_loss", "extrapolated")
+    keys = ("method", "model", "tokens", "steps", "predicted_loss", "extrapolated", "trustworthy")
     return {f"{r['budget']:.3g}": {k: _finite(r.get(k)) for k in keys} for r in recipes}
 
 
@@ -75,5 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "query_tuning": query_summary(args.query_table_dir) if args.query_table_dir else [],
     }
     io.write_json(args.out, summary)
+    for name in summary["fits"]["untrustworthy_fits"]:
+        print(f"WARNING: untrustworthy fit {name} (a parameter at a bound): see fits.json")
     print(f"summary -> {args.out}")
     return 0

@@ -63,7 +63,7 @@ rule fit_scaling:
     shell:
         "embtune fit-scaling --runs {input:q} --huber-delta {params.cfg[huber_delta]:q} "
         "--bootstrap {params.cfg[bootstrap]:q} --holdout {params.cfg[holdout]:q} --seed {params.seed:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--chinchilla-coefficients {params.cfg[chinchilla_coefficients]:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule recipe:

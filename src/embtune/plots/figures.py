@@ -157,7 +157,8 @@ def scatter_figure(df: pl.DataFrame, xlabel: str, ylabel: str, title: str, *, lo
 
 
 def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
-    """Fig. 16: one panel per (method, law). Columns: method, law, predicted, actual, split."""
+    """Fig. 16: one panel per (method, law). Columns: method, law, predicted, actual, split and
+    optional trust ('' or why the fit is untrustworthy: its panel is titled and marked in red)."""
     keys = df.select("method", "law").unique(maintain_order=True).rows()
     fig, axes = _grid(len(keys), title)
     for ax, (method, law) in zip(axes, keys):
@@ -170,6 +171,11 @@ def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
         hi = float(max(sub["predicted"].max(), sub["actual"].max()))
         ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
         _style(ax, f"{method}: {law}", "predicted loss", "actual loss", True, True)
+        note = sub["trust"][0] if "trust" in sub.columns else ""
+        if note:
+            ax.set_title(f"{method}: {law}\n{textwrap.shorten(note, 48)}", fontsize=9, color="tab:red")
+            ax.text(0.5, 0.5, "UNTRUSTWORTHY FIT", transform=ax.transAxes, ha="center", va="center",
+                    fontsize=12, color="tab:red", alpha=0.35, rotation=30)
         ax.legend(fontsize=7)
     return fig
 

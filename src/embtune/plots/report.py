@@ -123,8 +123,18 @@ def predicted_actual_data(runs: pl.DataFrame, fits: dict[str, Any], metric: str)
             pred = law.loss(fit["params"], rows["N"].to_numpy(), rows["D"].to_numpy(), rows["S"].to_numpy())
             frames.append(pl.DataFrame({"method": method, "law": name, "run_id": rows["run_id"],
                                         "predicted": pred, "actual": rows[metric],
-                                        "split": np.where(test, "test", "train")}))
+                                        "split": np.where(test, "test", "train"),
+                                        "trust": trust_note(fit)}))
     return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def trust_note(fit: dict[str, Any]) -> str:
+    """'' for a trustworthy fit, else a short reason shown next to it (figure titles, tables)."""
+    if fit.get("trustworthy", True):
+        return ""
+    if fit.get("at_bound"):
+        return "UNTRUSTWORTHY: at bound " + ", ".join(fit["at_bound"])
+    return "UNTRUSTWORTHY: " + ("; ".join(fit.get("trust_issues", [])) or "see fits.json")
 
 
 def _spec(name: str, caption: str, data: pl.DataFrame, draw: Callable[[pl.DataFrame], Figure],
@@ -210,8 +220,10 @@ def law_specs(runs: pl.DataFrame, fits: dict[str, Any], metric: str, ylab: str) 
     else:
         specs.append(_skip("fig17_loss_vs_n_by_tokens", "Fig. 17", f"{ok.height} finished runs (< 4)"))
     pa = predicted_actual_data(runs, fits, metric)
+    bad = ", ".join(f"{u['method']}/{u['law']}" for u in fits.get("untrustworthy", []))
     specs.append(_spec("fig16_predicted_vs_actual", "Fig. 16: predicted vs actual loss, both laws "
-                       "(red: fitted rows, blue: held-out largest model)", pa,
+                       "(red: fitted rows, blue: held-out largest model)"
+                       + (f". UNTRUSTWORTHY fits (a parameter at a bound): {bad}" if bad else ""), pa,
                        lambda d: F.predicted_vs_actual_figure(d, "Predicted vs actual loss")))
     return specs
 
@@ -254,29 +266,41 @@ def _g(x: Any) -> str:
     return "—" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
 
 
+def _fit_row(method: str, name: str, f: dict[str, Any]) -> str:
+    ps = ", ".join(f"{k}={_g(v)}" for k, v in f["params"].items())
+    trust = "yes" if f.get("trustworthy", True) else f"**NO** ({'; '.join(f.get('trust_issues', []))})"
+    ms = f.get("multistart", {})
+    starts = f"{ms['n_at_best']}/{ms['n_starts']}" if ms else "—"
+    return (f"| {method} | {name} | {ps} | {trust} | {', '.join(f.get('at_bound', [])) or '—'} | "
+            f"{f['converged']} | {starts} | {f['grad_norm']:.1e} | {f['train_rmse_log']:.4f} | "
+            f"{_g(f.get('holdout', {}).get('rmse_log'))} |")
+
+
 def fits_markdown(fits: dict[str, Any]) -> list[str]:
     """The fits table: parameters (6 significant digits here; full precision in fits.json)."""
+    st = fits["settings"]
     out = ["## Scaling-law fits", "",
-           f"Loss column `{fits['settings']['loss_column']}`, Huber δ = {fits['settings']['huber_delta']}, "
-           f"bootstrap = {fits['settings']['bootstrap']}, held out: {fits['settings']['holdout']}.", "",
-           "| method | law | parameters | converged | ‖grad‖ | train RMSE(log) | held-out RMSE(log) |",
-           "|---|---|---|---|---|---|---|"]
+           f"Loss column `{st['loss_column']}`, Huber δ = {st['huber_delta']} on ln L residuals, "
+           f"bootstrap = {st['bootstrap']}, held out: {st['holdout']}.", ""]
+    out += [f"- {name}: `{formula}`" for name, formula in st.get("laws", {}).items()] + [""]
+    bad = fits.get("untrustworthy", [])
+    if bad:
+        out += ["**Untrustworthy fits** — a parameter at a bound (an optimum on the boundary is a failed "
+                "fit, not a result) or a failed optimizer; do not read their parameters:", ""]
+        out += [f"- **{u['method']} / {u['law']}**: {'; '.join(u['issues'])}" for u in bad] + [""]
+    out += ["| method | law | parameters | trustworthy | at bound | converged | starts at best | ‖grad‖ "
+            "| train RMSE(log) | held-out RMSE(log) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for method, laws in fits.get("laws", {}).items():
         if "skipped" in laws:
-            out.append(f"| {method} | — | skipped: {laws['skipped']} | | | | |")
+            out.append(f"| {method} | — | skipped: {laws['skipped']} | | | | | | | |")
             continue
         for name in LAWS:
             f = laws.get(name, {})
-            if "skipped" in f:
-                out.append(f"| {method} | {name} | skipped: {f['skipped']} | | | | |")
-                continue
-            ps = ", ".join(f"{k}={_g(v)}" for k, v in f["params"].items())
-            conv = f"{f['converged']}" + (f" (at bound: {', '.join(f['at_bounds'])})" if f.get("at_bounds") else "")
-            out.append(f"| {method} | {name} | {ps} | {conv} | {f['grad_norm']:.1e} | "
-                       f"{f['train_rmse_log']:.4f} | {_g(f.get('holdout', {}).get('rmse_log'))} |")
+            out.append(f"| {method} | {name} | skipped: {f['skipped']} | | | | | | | |" if "skipped" in f
+                       else _fit_row(method, name, f))
         if "comparison" in laws:
             out.append(f"| {method} | **better on held-out ({laws['holdout_model']})** | "
-                       f"{laws['comparison']['better']} | | | | |")
+                       f"{laws['comparison']['better']} | | | | | | | |")
     out += ["", "## Frontier lines: ln(loss) = slope·ln(C) + intercept", "",
             "| method | slope | intercept | points | C range |", "|---|---|---|---|---|"]
     for method, line in fits.get("frontier", {}).get("lines", {}).items():

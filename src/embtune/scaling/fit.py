@@ -1,27 +1,70 @@
-"""Fit a loss law in log space with a Huber loss (Epoch AI's Chinchilla-replication recipe).
+"""Fit a loss law in log space with a Huber loss (Hoffmann et al.; Epoch AI's replication), from
+starting points that cover every parameter's plausible range, and say when a fit is not to be
+trusted.
 
 Objective: mean_i w_i·Huber_δ(log L_i − log L̂_i) / δ, minimised with scipy L-BFGS-B and an
-analytic gradient. Why each piece:
-- log space + Huber (δ = 1e-3): robust to the few runs with an outlying loss (paper 1, App. E).
-- a grid of starting points, evaluated vectorised, then L-BFGS from the best few: the objective
-  is non-convex and a single start lands in poor minima.
-- dividing by δ and by the total weight keeps the gradient O(1) whatever δ and the row count are,
-  so the default tolerances mean the same thing for every fit.
-- bootstrap by multinomial *weights* started from the full-data optimum: identical to resampling
-  rows, but each refit is a few L-BFGS iterations, so 1,000 resamples take seconds.
-Convergence is reported (scipy status/message, projected-gradient norm), never assumed.
+analytic gradient. Dividing by δ and by the total weight keeps the gradient O(1) whatever δ and
+the row count are, so the tolerances mean the same thing for every fit (the minimiser is that of
+the paper's summed Huber loss).
+
+Search, and why it cannot miss a basin inside the grid's range:
+1. Profile grid (variable projection). Both laws are linear in their coefficients once the
+   exponents are fixed (``laws`` module docstring). For every point of a grid over the exponents
+   (α, β: 0.02-4 in 26% steps; b_s: 0.05-16) the coefficients are solved *exactly* by relative
+   least squares (≈ least squares on log L), with positive coefficients kept ≥ 0 exactly (all
+   active sets of the sign constraints are solved and the best feasible one kept). So no
+   coefficient needs a grid of its own, and none can be too narrow.
+2. L-BFGS-B on the Huber objective from the ``N_STARTS`` best grid points, each at least two grid
+   steps from every better start (distinct basins). The best optimum wins; how many starts
+   reached it is reported.
+3. Trust: an optimum on the boundary is a failed fit, not a result.
+   - ``at_bound``: a parameter within 0.1% of its bound interval of a box bound, or a positive
+     coefficient whose term is < 1e-4 of every fitted loss (its bound 0, which log space only
+     approaches). Such a fit is ``converged: false``.
+   - ``near_bound``: a bound within 2 Gauss-Newton standard errors (α = 0.01 ± 0.03 says "no N
+     term" as loudly as α = 0 does), or reached by more than 2.5% of the bootstrap resamples.
+   - ``unidentified``: an exponent whose terms all vanish.
+   Any of them, or a failed optimizer, makes the fit ``trustworthy: false``.
+Bootstrap: multinomial weights (identical to resampling rows), each refit warm-started from the
+full-data optimum and up to two other distinct optima the multi-start found within 20% of it,
+the best kept: a refit is a few L-BFGS iterations, so 1,000 resamples cost seconds, not 1,000
+grid searches. Resamples that end at a bound are counted (``n_at_bound``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
 
-from embtune.scaling.laws import Features, Law, make_features
+from embtune.scaling.laws import B_S_GRID, EXPONENT_GRID, TINY, Features, Law, make_features
+
+NEAR_BOUND = 1e-3        # fraction of a parameter's bound interval that counts as "at the bound"
+VANISHING_TERM = 1e-4    # a positive term below this share of every fitted loss: coefficient ≈ 0
+S_SPREAD_MIN = 0.01      # spread of 1 − S below which b_s (the curvature in S) is not identified
+NEAR_SE = 2.0            # a bound within this many standard errors: "near a bound"
+SAME_OPTIMUM_RTOL = 1e-4  # starts whose objective is within this of the best reached the best
+START_FLOOR = 0.01       # a positive coefficient starts at >= this share of the smallest loss
+GRID_CHUNK = 512
+RIDGE = 1e-10
+N_STARTS = 8             # L-BFGS starts from distinct grid basins
+BOOT_STARTS = 3          # bootstrap refits start from the best optimum + up to 2 other optima
+BOOT_AT_BOUND = 0.025    # share of resamples at a bound above which the 95% interval reaches it
+RIVAL_OPTIMUM = 0.2      # ... within 20% of the best objective: resampling moves the objective
+                         # by ~1/√rows, so such an optimum can be a resample's best
+
+SEARCH = {  # recorded in fits.json settings: how every fit was searched and judged
+    "method": "profile grid over the exponents (coefficients solved exactly), then L-BFGS-B "
+              "from the best distinct grid points; best objective wins",
+    "exponent_grid": [EXPONENT_GRID[0], EXPONENT_GRID[-1], len(EXPONENT_GRID)],
+    "b_s_grid": [B_S_GRID[0], B_S_GRID[-1], len(B_S_GRID)],
+    "n_starts": N_STARTS, "bootstrap_starts": BOOT_STARTS, "at_bound": NEAR_BOUND, "near_bound_se": NEAR_SE,
+    "vanishing_term": VANISHING_TERM, "s_spread_min": S_SPREAD_MIN, "bootstrap_at_bound": BOOT_AT_BOUND,
+}
 
 
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
@@ -56,12 +99,23 @@ class Problem:
         return theta
 
 
-def fixed_parameters(law: Law, x: Features) -> dict[int, float]:
-    """Parameters the data cannot identify, pinned: with no spread in 1−S (full or bias tuning
-    alone) a_s·(1−S)^b_s + c_s is one constant, so a_s = 0 and b_s = 1 and only c_s is fitted."""
-    if law.name == "modified" and np.ptp(x.s1) < 1e-9:
-        return {law.params.index("a_s"): 0.0, law.params.index("b_s"): 1.0}
-    return {}
+def fixed_parameters(law: Law, x: Features) -> tuple[dict[int, float], str | None]:
+    """Parameters the data cannot identify, pinned, with the reason.
+
+    No spread in 1−S (full fine-tuning alone): a_s·(1−S)^b_s + c_s is one constant, so a_s = 0
+    and b_s = 1. A spread below ``S_SPREAD_MIN`` (bias tuning: S ≈ 1e-3 for every model): the
+    curvature of (1−S)^b_s changes no loss by more than ~b_s²·spread²/2, so a_s and b_s are not
+    separately identified; b_s = 1 makes the S term linear in S and a_s is still fitted."""
+    if law.name != "modified":
+        return {}, None
+    spread = float(np.ptp(x.s1))
+    a_s, b_s = law.params.index("a_s"), law.params.index("b_s")
+    if spread < 1e-9:
+        return {a_s: 0.0, b_s: 1.0}, "no spread in S: a_s = 0, b_s = 1 (only c_s is fitted)"
+    if spread < S_SPREAD_MIN:
+        return {b_s: 1.0}, (f"S spans {spread:.2g} < {S_SPREAD_MIN}: the curvature b_s is not "
+                            "identified, so b_s = 1 (the S term is linear in S)")
+    return {}, None
 
 
 def huber(r: np.ndarray, delta: float) -> np.ndarray:
@@ -82,23 +136,109 @@ def objective(theta_free: np.ndarray, prob: Problem, w: np.ndarray) -> tuple[flo
     return value, grad
 
 
-def grid_values(prob: Problem, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-    """All grid starting points (free parameters only) and their objective values, vectorised."""
-    axes = [np.asarray(prob.law.grid[i], float) for i in prob.free]
-    points = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
-    xc = prob.x.column()
-    values = np.empty(len(points))
-    for lo in range(0, len(points), chunk):
-        block = points[lo:lo + chunk]
-        theta = [None] * len(prob.law.params)
-        for j, i in enumerate(prob.free):
-            theta[i] = block[:, j]
-        for i, v in prob.fixed.items():
-            theta[i] = np.full(len(block), v)
+# ---- 1. profile grid ---------------------------------------------------------------------------
+
+
+def exponent_grid(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """(values (k, m), integer grid index (k, m)) of every exponent grid point; a fixed exponent
+    has the single value it is fixed at."""
+    law = prob.law
+    axes = [np.array([prob.fixed[law.n_coef + j]]) if law.n_coef + j in prob.fixed else np.asarray(g, float)
+            for j, g in enumerate(law.grid)]
+    idx = np.stack(np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij"), -1).reshape(-1, len(axes))
+    return np.stack([a[idx[:, j]] for j, a in enumerate(axes)], axis=1), idx
+
+
+def solve_coefficients(phi: np.ndarray, loss: np.ndarray, fixed: dict[int, float],
+                       nonneg: tuple[bool, ...]) -> np.ndarray:
+    """Coefficients c (k, p) minimising Σ_i ((L_i − φ_i·c)/L_i)² for each of k bases φ (k, n, p),
+    with ``fixed`` coefficients held and c_j ≥ 0 where ``nonneg``: every active set of the sign
+    constraints is solved and the best feasible solution kept, which is the exact constrained
+    optimum of this convex problem (at most 2³ small solves)."""
+    k, _, p = phi.shape
+    free = [j for j in range(p) if j not in fixed]
+    target = np.ones(phi.shape[:2])
+    for j, v in fixed.items():
+        target -= v * phi[..., j] / loss
+    z = phi[..., free] / loss[:, None]
+    scale = np.sqrt((z * z).sum(axis=1))
+    scale = np.where(scale > 0, scale, 1.0)
+    z = z / scale[:, None, :]
+    zt = z.transpose(0, 2, 1)
+    gram = zt @ z                                  # batched matmul: ~10x faster than einsum here
+    h = (zt @ target[..., None])[..., 0]
+    tt = (target * target).sum(axis=1)
+    signs = [nonneg[j] for j in free]
+    best_rss, best = np.full(k, np.inf), np.zeros((k, len(free)))
+    for active in itertools.product(*[(True, False) if s else (True,) for s in signs]):
+        cols = [i for i, a in enumerate(active) if a]
+        c = np.zeros((k, len(free)))
+        if cols:
+            g = gram[:, cols][:, :, cols] + RIDGE * np.eye(len(cols))
+            c[:, cols] = np.linalg.solve(g, h[:, cols][..., None])[..., 0]
+        feasible = np.ones(k, bool)
+        for i in cols:
+            if signs[i]:
+                feasible &= c[:, i] >= 0
+        rss = tt - 2 * (c * h).sum(axis=1) + (c * (gram @ c[..., None])[..., 0]).sum(axis=1)
+        better = feasible & (rss < best_rss)
+        best_rss[better], best[better] = rss[better], c[better]
+    coef = np.zeros((k, p))
+    coef[:, free] = best / scale
+    for j, v in fixed.items():
+        coef[:, j] = v
+    return coef
+
+
+def internal_from_coefficients(law: Law, coef: np.ndarray, nl: np.ndarray, floor: float) -> np.ndarray:
+    """Internal θ (k, P) from coefficients and exponents: logs of positive coefficients, at least
+    ``floor``, clipped into their bounds. Why the floor: a coefficient the least squares set to 0
+    would start at log 0 → its lower bound, where its gradient is e^−30 ≈ 0 and L-BFGS could never
+    bring the term back; at 1% of the smallest loss it is negligible but alive."""
+    lin = np.where(law.log_coef, np.log(np.maximum(coef, floor)), coef)
+    for j in range(law.n_coef):
+        lo, hi = law.bounds[j]
+        lin[:, j] = np.clip(lin[:, j], -np.inf if lo is None else lo, np.inf if hi is None else hi)
+    return np.concatenate([lin, nl], axis=1)
+
+
+def profile_grid(prob: Problem, chunk: int = GRID_CHUNK) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every exponent grid point with its exact coefficients: (θ (k, P), Huber objective (k,),
+    grid index (k, m))."""
+    law = prob.law
+    nl, idx = exponent_grid(prob)
+    loss = np.exp(prob.y)
+    fixed_coef = {i: (float(np.exp(v)) if law.log_coef[i] else v) for i, v in prob.fixed.items()
+                  if i < law.n_coef}
+    thetas = np.empty((len(nl), len(law.params)))
+    values = np.empty(len(nl))
+    for lo in range(0, len(nl), chunk):
+        block = nl[lo:lo + chunk]
+        phi, _ = law.basis(block, prob.x)
+        coef = solve_coefficients(phi, loss, fixed_coef, law.log_coef)
+        theta = internal_from_coefficients(law, coef, block, START_FLOOR * float(loss.min()))
+        pred = (phi @ law.coefficients(theta)[..., None])[..., 0]
         with np.errstate(all="ignore"):
-            r = prob.y[:, None] - prob.law.log_predict(theta, xc)
-        values[lo:lo + chunk] = np.nan_to_num(huber(r, prob.delta).mean(axis=0), nan=np.inf)
-    return points, values
+            r = prob.y - np.log(np.maximum(pred, TINY))
+        thetas[lo:lo + chunk] = theta
+        values[lo:lo + chunk] = np.nan_to_num(huber(r, prob.delta).mean(axis=1) / prob.delta,
+                                              nan=np.inf)
+    return thetas, values, idx
+
+
+def distinct_starts(values: np.ndarray, idx: np.ndarray, n: int) -> list[int]:
+    """The best grid point, then repeatedly the best one at least two grid steps (Chebyshev
+    distance in grid indices) from every start already taken: one start per basin."""
+    free_pt = np.isfinite(values)
+    chosen: list[int] = []
+    while len(chosen) < n and free_pt.any():
+        i = int(np.flatnonzero(free_pt)[np.argmin(values[free_pt])])
+        chosen.append(i)
+        free_pt &= np.max(np.abs(idx - idx[i]), axis=1) > 1
+    return chosen
+
+
+# ---- 2. L-BFGS ---------------------------------------------------------------------------------
 
 
 def _bounds(prob: Problem) -> list[tuple[float | None, float | None]]:
@@ -122,54 +262,161 @@ def projected_grad_norm(res: Any, prob: Problem) -> float:
     return float(np.linalg.norm(g))
 
 
-def fit_problem(prob: Problem, n_starts: int = 6) -> dict[str, Any]:
-    """Grid search, then L-BFGS-B from the best ``n_starts`` grid points; the best optimum wins."""
+# ---- 3. trust ----------------------------------------------------------------------------------
+
+
+def bound_issues(prob: Problem, theta: np.ndarray) -> dict[str, str]:
+    """{paper's parameter name: why it is at a bound} for the free parameters of ``theta``: a box
+    bound, or (for a coefficient kept > 0 through its log) a term that vanishes, i.e. bound 0."""
+    law, out = prob.law, {}
+    for i in prob.free:
+        lo, hi = law.bounds[i]
+        width = (hi - lo) if lo is not None and hi is not None else max(1.0, abs(lo or hi or 0.0))
+        name = law.raw_names[i]
+        if lo is not None and theta[i] <= lo + NEAR_BOUND * width:
+            out[name] = f"{name}: {law.params[i]} = {theta[i]:.4g} at its lower bound {lo:g}"
+        elif hi is not None and theta[i] >= hi - NEAR_BOUND * width:
+            out[name] = f"{name}: {law.params[i]} = {theta[i]:.4g} at its upper bound {hi:g}"
+    share = term_shares(law, theta, prob.x)
+    for j in range(law.n_coef):
+        name = law.raw_names[j]
+        if law.log_coef[j] and j in prob.free and name not in out and share[j] < VANISHING_TERM:
+            out[name] = f"{name}: its term is < {VANISHING_TERM:g} of every fitted loss, i.e. at its bound 0"
+    return out
+
+
+def standard_errors(prob: Problem, theta: np.ndarray) -> np.ndarray:
+    """Gauss-Newton standard errors of the free internal parameters: s²·(JᵀJ)⁻¹ with J the
+    Jacobian of ln L̂ and s² the residual variance. Columns are scaled to unit norm and inverted
+    through the eigenvalues, floored at 1e-12: a direction the data do not constrain gets a huge
+    error (a pseudo-inverse would silently give it none)."""
+    logp, jac = prob.law.log_and_jacobian(theta, prob.x)
+    j = jac[:, prob.free]
+    r = prob.y - logp
+    s2 = float(r @ r) / max(len(r) - len(prob.free), 1)
+    norm = np.sqrt((j * j).sum(axis=0))
+    norm = np.where(norm > 0, norm, 1e-300)
+    lam, vec = np.linalg.eigh((j / norm).T @ (j / norm))
+    var = (vec ** 2 / np.maximum(lam, 1e-12)).sum(axis=1) * s2 / norm ** 2
+    return np.sqrt(var)
+
+
+def near_bound_issues(prob: Problem, theta: np.ndarray, se: np.ndarray, skip: set[str]) -> dict[str, str]:
+    """{name: why} for free parameters whose bound lies within ``NEAR_SE`` standard errors: the
+    data cannot tell the estimate from the bound value (e.g. α = 0.01 ± 0.03 is 'no N term')."""
+    law, out = prob.law, {}
+    for k, i in enumerate(prob.free):
+        lo, hi = law.bounds[i]
+        name = law.raw_names[i]
+        if name in skip:
+            continue
+        for side, bound, gap in (("lower", lo, theta[i] - (lo or 0.0)), ("upper", hi, (hi or 0.0) - theta[i])):
+            if bound is not None and gap <= NEAR_SE * se[k]:
+                out[name] = (f"{name}: {law.params[i]} = {theta[i]:.4g} ± {se[k]:.2g} (1 s.e.), within "
+                             f"{NEAR_SE:g} standard errors of its {side} bound {bound:g}")
+                break
+    return out
+
+
+def term_shares(law: Law, theta: np.ndarray, x: Features) -> np.ndarray:
+    """max over rows of |c_j·φ_j| / L for each coefficient j."""
+    terms = law.terms(theta, x)
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(np.max(np.abs(terms) / np.abs(terms.sum(axis=1, keepdims=True)), axis=0))
+
+
+def unidentified(prob: Problem, theta: np.ndarray) -> dict[str, str]:
+    """{exponent: why} for free exponents whose terms all vanish (the whole N term, D term or S
+    term below ``VANISHING_TERM`` of every loss): the data say nothing about them, wherever they are."""
+    law, out = prob.law, {}
+    terms = law.terms(theta, prob.x)
+    total = np.abs(terms.sum(axis=1))
+    for k, group in enumerate(law.exponent_terms):
+        i = law.n_coef + k
+        if i in prob.fixed:
+            continue
+        with np.errstate(all="ignore"):
+            share = float(np.nan_to_num(np.max(np.abs(terms[:, list(group)].sum(axis=1)) / total)))
+        if share < VANISHING_TERM:
+            out[law.raw_names[i]] = (f"{law.raw_names[i]}: the terms it shapes are < {VANISHING_TERM:g} "
+                                     "of every fitted loss, so it is not identified")
+    return out
+
+
+def judge(prob: Problem, res: Any) -> dict[str, Any]:
+    """The trust fields of a fit record (module docstring, point 3)."""
+    theta = prob.full(res.x)
+    at_bound, loose = bound_issues(prob, theta), unidentified(prob, theta)
+    se = standard_errors(prob, theta)
+    near = near_bound_issues(prob, theta, se, set(at_bound))
+    issues = ([f"at bound: {v}" for v in at_bound.values()] + [f"near bound: {v}" for v in near.values()]
+              + [f"unidentified: {v}" for v in loose.values()])
+    if not res.success:
+        issues.append(f"optimizer: {res.message}")
+    return {"converged": bool(res.success and not at_bound),
+            "trustworthy": bool(res.success and not issues and np.isfinite(res.fun)),
+            "at_bound": sorted(at_bound), "near_bound": sorted(near), "unidentified": sorted(loose),
+            "trust_issues": issues, "stderr": {prob.law.params[i]: float(e) for i, e in zip(prob.free, se)}}
+
+
+def fit_problem(prob: Problem, n_starts: int = N_STARTS) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """Profile grid, L-BFGS-B from the ``n_starts`` best distinct grid points; the best optimum
+    wins. Returns the fit record and the distinct optima found (best first, free parameters)."""
     w = np.ones_like(prob.y)
-    points, values = grid_values(prob)
-    best = None
-    for idx in np.argsort(values)[:n_starts]:
-        res = run_lbfgs(prob, points[idx], w)
-        if best is None or res.fun < best.fun:
-            best = res
+    thetas, values, idx = profile_grid(prob)
+    starts = distinct_starts(values, idx, n_starts)
+    results = sorted((run_lbfgs(prob, thetas[i][prob.free], w) for i in starts), key=lambda r: r.fun)
+    best = results[0]
     theta = prob.full(best.x)
-    resid = prob.y - prob.law.log_predict(theta, prob.x)
-    at_bounds = [prob.law.params[i] for i, (lo, hi) in zip(prob.free, _bounds(prob))
-                 if (lo is not None and theta[i] <= lo + 1e-4 * max(1.0, abs(lo)))
-                 or (hi is not None and theta[i] >= hi - 1e-4 * max(1.0, abs(hi)))]
-    return {
-        "at_bounds": at_bounds,   # internal parameters stuck at a bound: the optimum is not interior
+    trust = judge(prob, best)
+    out = {
+        "law": prob.law.formula,
         "params": prob.law.to_raw(theta, prob.x),
-        "internal": {"theta": theta.tolist(), "ln_n0": prob.x.ln_n0, "ln_d0": prob.x.ln_d0},
-        "fixed": {prob.law.params[i]: v for i, v in prob.fixed.items()},
+        **{k: v for k, v in trust.items() if k != "stderr"},
         "objective": float(best.fun),
-        "converged": bool(best.success),
+        "multistart": {"grid_points": int(len(values)), "n_starts": len(starts),
+                       "n_at_best": int(sum(r.fun <= best.fun * (1 + SAME_OPTIMUM_RTOL) + 1e-12 for r in results)),
+                       "objectives": [float(r.fun) for r in results]},
+        "optimizer_success": bool(best.success),
         "status": int(best.status),
         "message": str(best.message),
         "iterations": int(best.nit),
         "grad_norm": projected_grad_norm(best, prob),
-        "grid_size": int(len(points)),
-        "n_starts": int(min(n_starts, len(points))),
+        "internal": {"names": list(prob.law.params), "theta": theta.tolist(), "stderr": trust["stderr"],
+                     "ln_n0": prob.x.ln_n0, "ln_d0": prob.x.ln_d0},
+        "fixed": {prob.law.raw_names[i]: v for i, v in prob.fixed.items()},
         "n_train": int(len(prob.y)),
-        "train_rmse_log": float(np.sqrt(np.mean(resid ** 2))),
+        "train_rmse_log": float(np.sqrt(np.mean((prob.y - prob.law.log_predict(theta, prob.x)) ** 2))),
     }
+    optima = [best.x]
+    for r in results[1:]:
+        if (best.fun * (1 + SAME_OPTIMUM_RTOL) < r.fun <= best.fun * (1 + RIVAL_OPTIMUM)
+                and all(np.max(np.abs(r.x - o)) > 1e-3 for o in optima)):
+            optima.append(r.x)
+    return out, optima
 
 
-def bootstrap(prob: Problem, theta: np.ndarray, n: int, seed: int) -> dict[str, Any]:
-    """Percentile intervals of the raw parameters over ``n`` multinomial-weight resamples."""
+def bootstrap(prob: Problem, starts: list[np.ndarray], n: int, seed: int) -> dict[str, Any]:
+    """Percentile intervals of the raw parameters over ``n`` multinomial-weight resamples, each
+    refitted from every start in ``starts`` (free parameters), the best kept."""
     rng = np.random.default_rng(seed)
-    start = theta[prob.free]
-    rows, failed = [], 0
+    rows, failed, bounded = [], 0, 0
+    per_name: dict[str, int] = {}
     for _ in range(n):
         w = rng.multinomial(len(prob.y), np.full(len(prob.y), 1.0 / len(prob.y))).astype(float)
-        res = run_lbfgs(prob, start, w, maxiter=300)
-        if not res.success and res.status != 1:
-            failed += 1
-        raw = prob.law.to_raw(prob.full(res.x), prob.x)
-        rows.append([raw[k] for k in raw])
-    names = list(prob.law.to_raw(theta, prob.x))
-    arr = np.asarray(rows)
-    lo, med, hi = np.percentile(arr, [2.5, 50, 97.5], axis=0)
-    return {"n": n, "seed": seed, "n_not_converged": failed,
+        res = min((run_lbfgs(prob, s, w, maxiter=300) for s in starts), key=lambda r: r.fun)
+        theta = prob.full(res.x)
+        failed += int(not res.success and res.status != 1)
+        hit = bound_issues(prob, theta)
+        bounded += int(bool(hit))
+        for name in hit:
+            per_name[name] = per_name.get(name, 0) + 1
+        raw = prob.law.to_raw(theta, prob.x)
+        rows.append(list(raw.values()))
+    names = list(prob.law.to_raw(prob.full(starts[0]), prob.x))
+    lo, med, hi = np.percentile(np.asarray(rows), [2.5, 50, 97.5], axis=0)
+    return {"n": n, "seed": seed, "starts": len(starts), "n_not_converged": failed, "n_at_bound": bounded,
+            "at_bound_counts": dict(sorted(per_name.items())),
             "ci95": {k: [float(lo[j]), float(hi[j])] for j, k in enumerate(names)},
             "median": {k: float(med[j]) for j, k in enumerate(names)}}
 
@@ -187,7 +434,7 @@ def holdout_metrics(law: Law, params: dict[str, float], N: np.ndarray, D: np.nda
 
 def fit_law(law: Law, N: np.ndarray, D: np.ndarray, S: np.ndarray, loss: np.ndarray, *,
             delta: float = 1e-3, holdout: np.ndarray | None = None, n_bootstrap: int = 0,
-            seed: int = 0, n_starts: int = 6) -> dict[str, Any]:
+            seed: int = 0, n_starts: int = N_STARTS, boot_starts: int = BOOT_STARTS) -> dict[str, Any]:
     """Fit ``law`` on the rows not in ``holdout``; report held-out error and bootstrap CIs.
 
     Returns ``{"skipped": reason}`` when there are too few rows to identify the law."""
@@ -195,7 +442,7 @@ def fit_law(law: Law, N: np.ndarray, D: np.ndarray, S: np.ndarray, loss: np.ndar
     hold = np.zeros(len(loss), bool) if holdout is None else np.asarray(holdout, bool)
     train = ~hold
     x = make_features(N[train], D[train], S[train])
-    fixed = fixed_parameters(law, x)
+    fixed, why = fixed_parameters(law, x)
     n_free = len(law.params) - len(fixed)
     if train.sum() < n_free + 2:
         return {"skipped": f"{int(train.sum())} training rows < {n_free} free parameters + 2"}
@@ -203,10 +450,26 @@ def fit_law(law: Law, N: np.ndarray, D: np.ndarray, S: np.ndarray, loss: np.ndar
         return {"skipped": "no spread in N or in D among the training rows"}
     prob = Problem(law, x, np.log(loss[train]), delta, fixed)
     with single_threaded_blas():
-        out = fit_problem(prob, n_starts)
-        theta = np.asarray(out["internal"]["theta"])
+        out, optima = fit_problem(prob, n_starts)
+        if why:
+            out["fixed_reason"] = why
+        if x.n_s_clipped:
+            out["n_s_clipped"] = x.n_s_clipped     # rows with S outside [0, 1], treated as 0 or 1
         if hold.any():
             out["holdout"] = holdout_metrics(law, out["params"], N[hold], D[hold], S[hold], loss[hold])
         if n_bootstrap > 0:
-            out["bootstrap"] = bootstrap(prob, theta, n_bootstrap, seed)
+            out["bootstrap"] = bootstrap(prob, optima[:boot_starts], n_bootstrap, seed)
+            bootstrap_trust(out)
     return out
+
+
+def bootstrap_trust(fit: dict[str, Any]) -> None:
+    """A parameter that ends at a bound in more than 2.5% of the resamples has a 95% percentile
+    interval that reaches the bound: near a bound, by the bootstrap's own measure."""
+    boot = fit["bootstrap"]
+    for name, count in boot["at_bound_counts"].items():
+        if count > BOOT_AT_BOUND * boot["n"] and name not in fit["at_bound"] + fit["near_bound"]:
+            fit["near_bound"] = sorted(fit["near_bound"] + [name])
+            fit["trust_issues"].append(f"near bound: {name} ends at a bound in {count} of {boot['n']} "
+                                       "bootstrap resamples (its 95% interval reaches the bound)")
+            fit["trustworthy"] = False

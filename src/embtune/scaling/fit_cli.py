@@ -1,12 +1,16 @@
 """Stage ``fit-scaling``: scaling laws per method, frontier lines, crossovers, optimal-N lines.
 
 fits.json keys:
-  settings         {loss_column, huber_delta, bootstrap, holdout, seed}
+  settings         {loss_column, huber_delta, bootstrap, holdout, seed, chinchilla_coefficients,
+                    objective, laws: {name: formula}, search}
   methods          methods with at least one finished run
   laws             {method: {chinchilla: FIT, modified: FIT, holdout_model, comparison}}
-                   FIT = {params (raw, full precision), converged, status, message, grad_norm,
-                   objective, iterations, n_train, train_rmse_log, holdout{...}, bootstrap{ci95,
-                   median, n, n_not_converged}, internal{...}, fixed{...}} or {skipped: reason}
+                   FIT = {law, params (raw, full precision), trustworthy, converged, at_bound,
+                   trust_issues, objective, multistart{grid_points, n_starts, n_at_best,
+                   objectives}, optimizer_success, status, message, grad_norm, iterations,
+                   n_train, train_rmse_log, holdout{...}, bootstrap{ci95, median, n, starts,
+                   n_not_converged, n_at_bound}, internal{...}, fixed{...}} or {skipped: reason}
+  untrustworthy    [{method, law, at_bound, issues}]: every fit not to be trusted, in one place
   optimal_points   {method: [{run_id, model, budget, C, N, D, <loss>, freeze_fraction, lora_rank}]}
   optimal_n        {method: {slope, intercept, n_points, x_min, x_max, rmse_log} | {skipped}}
   frontier         {lines: {method: {slope, intercept, ..., bootstrap{slopes, intercepts}}},
@@ -34,7 +38,8 @@ from embtune.io import provenance, write_json
 from embtune.scaling.fit import fit_law
 from embtune.scaling.frontier import crossovers, fit_line
 from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
-from embtune.scaling.laws import LAWS
+from embtune.scaling.fit import SEARCH
+from embtune.scaling.laws import laws as law_set
 from embtune.scaling.runs_table import nonfinite_runs
 
 METHOD_ORDER = ("full", "freeze", "bias", "lora")
@@ -51,7 +56,7 @@ def law_rows(runs: pl.DataFrame, method: str, metric: str) -> pl.DataFrame:
 
 
 def fit_method_laws(rows: pl.DataFrame, metric: str, delta: float, n_boot: int,
-                    holdout: str, seed: int) -> dict[str, Any]:
+                    holdout: str, seed: int, chinchilla_coefficients: str = "positive") -> dict[str, Any]:
     """Both laws for one method; the largest model is held out when asked (paper 1, App. E)."""
     if rows.is_empty():
         return {"skipped": "no finished runs with N, D and S"}
@@ -64,11 +69,12 @@ def fit_method_laws(rows: pl.DataFrame, metric: str, delta: float, n_boot: int,
         else:
             hold = N == N.max()
             out["holdout_model"] = rows.filter(pl.col("N") == N.max())["model"][0]
-    for name, law in LAWS.items():
+    laws = law_set(chinchilla_coefficients)
+    for name, law in laws.items():
         out[name] = fit_law(law, N, D, S, y, delta=delta, holdout=hold if hold.any() else None,
                             n_bootstrap=n_boot, seed=seed)
-    errs = {k: out[k]["holdout"]["rmse_log"] for k in LAWS if "holdout" in out[k]}
-    if len(errs) == len(LAWS):
+    errs = {k: out[k]["holdout"]["rmse_log"] for k in laws if "holdout" in out[k]}
+    if len(errs) == len(laws):
         out["comparison"] = {"holdout_rmse_log": errs, "better": min(errs, key=errs.get)}
     return out
 
@@ -84,11 +90,21 @@ def mteb_correlation(runs: pl.DataFrame, metric: str) -> dict[str, Any]:
     return {"spearman_rho": float(rho), "p_value": float(p), "n": int(rows.height)}
 
 
+def untrustworthy_fits(laws: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every fitted law that is not to be trusted (at a bound, or the optimizer failed)."""
+    return [{"method": method, "law": name, "at_bound": fit.get("at_bound", []),
+             "issues": fit.get("trust_issues", [])}
+            for method, fitted in laws.items() for name, fit in fitted.items()
+            if isinstance(fit, dict) and "trustworthy" in fit and not fit["trustworthy"]]
+
+
 def _fit_laws_per_method(runs: pl.DataFrame, methods: list[str], metric: str, delta: float,
-                         n_boot: int, holdout: str, seed: int, workers: int) -> list[dict[str, Any]]:
+                         n_boot: int, holdout: str, seed: int, workers: int,
+                         chinchilla_coefficients: str) -> list[dict[str, Any]]:
     """Law fits of every method; methods are independent, so ``workers`` > 1 fits them in
     parallel processes (results identical to the serial run: each fit has its own seed)."""
-    jobs = [(law_rows(runs, m, metric), metric, delta, n_boot, holdout, seed) for m in methods]
+    jobs = [(law_rows(runs, m, metric), metric, delta, n_boot, holdout, seed, chinchilla_coefficients)
+            for m in methods]
     if workers <= 1 or len(jobs) <= 1:
         return [fit_method_laws(*job) for job in jobs]
     # spawn, not fork: polars keeps a thread pool, and forking a threaded process can deadlock
@@ -98,16 +114,20 @@ def _fit_laws_per_method(runs: pl.DataFrame, methods: list[str], metric: str, de
 
 def fit_all(runs: pl.DataFrame, *, metric: str = "final_train_loss", delta: float = 1e-3,
             n_boot: int = 1000, holdout: str = "largest_model", seed: int = 0,
-            workers: int = 1) -> dict[str, Any]:
+            workers: int = 1, chinchilla_coefficients: str = "positive") -> dict[str, Any]:
     """Everything fits.json holds (pure; see the module docstring for the keys)."""
     methods = methods_of(runs, metric)
     out: dict[str, Any] = {
         "settings": {"loss_column": metric, "huber_delta": delta, "bootstrap": n_boot,
-                     "holdout": holdout, "seed": seed},
+                     "holdout": holdout, "seed": seed, "chinchilla_coefficients": chinchilla_coefficients,
+                     "objective": "mean Huber_delta(ln L - ln L_hat) / delta over the training rows",
+                     "laws": {k: v.formula for k, v in law_set(chinchilla_coefficients).items()},
+                     "search": SEARCH},
         "methods": methods, "laws": {}, "optimal_points": {}, "optimal_n": {},
         "frontier": {"lines": {}},
     }
-    laws = _fit_laws_per_method(runs, methods, metric, delta, n_boot, holdout, seed, workers)
+    laws = _fit_laws_per_method(runs, methods, metric, delta, n_boot, holdout, seed, workers,
+                                chinchilla_coefficients)
     for method, fitted in zip(methods, laws):
         out["laws"][method] = fitted
         pts = optimal_points(runs, method, metric)
@@ -115,6 +135,7 @@ def fit_all(runs: pl.DataFrame, *, metric: str = "final_train_loss", delta: floa
         out["optimal_n"][method] = optimal_n_fit(pts)
         out["frontier"]["lines"][method] = fit_line(pts["budget"].to_numpy(), pts[metric].to_numpy(),
                                                     n_boot, seed)
+    out["untrustworthy"] = untrustworthy_fits(out["laws"])
     out["frontier"]["crossovers"] = crossovers(out["frontier"]["lines"])
     budgets = ok_rows(runs, metric)["budget"].drop_nulls()
     out["frontier"]["budget_range"] = [float(budgets.min()), float(budgets.max())] if len(budgets) else None
@@ -141,16 +162,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--holdout", choices=["largest_model", "none"], default="largest_model")
     ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chinchilla-coefficients", choices=["positive", "real"], default="positive",
+                    help="A, B, E of the Chinchilla law in R+ (paper 1 §4.3, default) or R (App. E)")
     ap.add_argument("--workers", type=int, default=1, help="processes for the per-method fits")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     runs = pl.read_parquet(args.runs)
     fits = fit_all(runs, metric=args.loss_column, delta=args.huber_delta,
                    n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
-                   workers=args.workers)
+                   workers=args.workers, chinchilla_coefficients=args.chinchilla_coefficients)
     fits["provenance"] = provenance(stable=True, runs=str(args.runs))
     fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)  # finished, NaN/inf loss
     write_json(args.out, finite_json(fits))
+    for bad in fits["untrustworthy"]:
+        print(f"WARNING: untrustworthy fit {bad['method']}/{bad['law']}: {'; '.join(bad['issues'])}")
     for c in fits["frontier"]["crossovers"]:
         print(f"crossover {c['methods']}: {c.get('budget')}")
     print(f"fit-scaling: methods {fits['methods']} -> {args.out}")

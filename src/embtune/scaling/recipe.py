@@ -6,7 +6,10 @@
 3. tokens  = C / FLOP-per-token of (model, method, hyper-parameter) from the analytic counts;
 4. pairs, steps = tokens / tokens-per-pair (measured in the runs), / batch size;
 5. hyper-parameter = the best LoRA rank / frozen fraction observed at the nearest budget;
-6. predicted loss with a bootstrap interval; ``extrapolated`` when C is outside the fitted range.
+6. predicted loss with a bootstrap interval; ``extrapolated`` when C is outside the fitted range;
+7. the method's scaling-law fits predict the loss of the plan too (a cross-check of the frontier
+   line), and a plan whose method has an untrustworthy law fit says so (``trustworthy: false``,
+   ``fit_trust``, a warning): its parameters sit at a bound and must not be read as a result.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from embtune.io import read_json, write_json
 from embtune.models.flops import model_counts
 from embtune.scaling.frontier import best_method, predict_interval, predict_log
 from embtune.scaling.isoflop import isoflop, ok_rows
+from embtune.scaling.laws import LAWS
 
 
 def suite_from_runs(runs: pl.DataFrame) -> list[dict[str, Any]]:
@@ -99,6 +103,21 @@ def plan_tokens(model: dict[str, Any], method: str, hyper: dict[str, Any], budge
             "trainable_fraction": counts.trainable_fraction}
 
 
+def law_check(fits: dict[str, Any], method: str, plan: dict[str, Any]) -> dict[str, Any]:
+    """The method's law fits at the planned (N, D, S): predicted loss and trust of each."""
+    checked, bad, predicted = [], [], {}
+    for name, fit in (fits.get("laws", {}).get(method) or {}).items():
+        if name not in LAWS or not isinstance(fit, dict) or "params" not in fit:
+            continue
+        checked.append(name)
+        loss = LAWS[name].loss(fit["params"], plan["n_total"], plan["tokens"], plan["trainable_fraction"])
+        predicted[name] = {"loss": float(loss), "trustworthy": bool(fit.get("trustworthy", True))}
+        if not fit.get("trustworthy", True):
+            bad.append({"law": name, "at_bound": fit.get("at_bound", []), "issues": fit.get("trust_issues", [])})
+    return {"fit_trust": {"trustworthy": not bad, "method": method, "checked": checked, "untrustworthy": bad},
+            "predicted_loss_by_law": predicted}
+
+
 def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
                 suite: list[dict[str, Any]] | None = None, batch_size: int | None = None,
                 tokens_per_pair: float | None = None) -> dict[str, Any]:
@@ -136,8 +155,13 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
         "predicted_loss": loss, "predicted_loss_ci95": predict_interval(line, budget),
         "predicted_loss_by_method": {m: math.exp(predict_log(v, budget)) for m, v in lines.items() if "slope" in v},
         "fitted_budget_range": [lo, hi], "extrapolated": extrapolated,
+        **law_check(fits, method, plan),
         "warnings": [],
     }
+    recipe["trustworthy"] = recipe["fit_trust"]["trustworthy"]
+    for bad in recipe["fit_trust"]["untrustworthy"]:
+        recipe["warnings"].append(f"UNTRUSTWORTHY FIT: the {bad['law']} law of {method} "
+                                  f"({'; '.join(bad['issues'])}); this recipe rests on it")
     if extrapolated:
         recipe["warnings"].append(f"budget {budget:.3g} is outside the fitted range [{lo:.3g}, {hi:.3g}] "
                                   f"of the {method} frontier line: extrapolation")
