@@ -4,7 +4,7 @@ C = 2·N_F·D + 2·N_B·D + 2·N_U·D, where D is the number of real (non-paddin
 (query + positive, after truncation; the authors' code logs the same ``attention_mask.sum()`` as
 "forward tokens") and N_F, N_B, N_U are the non-token-embedding parameters run forward,
 back-propagated through, and updated (the paper's words: "used in the forward pass to process
-each token"). Per method, with N the base model's non-token-embedding parameters (embedding
+each token"; docs/fidelity.md#P1-FLOPS, #P1-LORA-FLOPS). Per method, with N the base model's non-token-embedding parameters (embedding
 lookups excluded: token embeddings, and GPT-2's learned position table, also a lookup):
 
 - full: N_F = N_B = N_U = N, so C = 6·N·D;
@@ -64,7 +64,7 @@ class ParamCounts:
 
     @property
     def trainable_fraction(self) -> float:
-        """S in the paper's modified law: N_U / N_F, in [0, 1] (see the module docstring)."""
+        """S in the paper's modified law: N_U / N_F, in [0, 1] (docs/fidelity.md#P1-TRAINABLE-FRACTION)."""
         return self.n_update / self.n_forward
 
 

@@ -76,7 +76,7 @@ def _lookup_tables(base: torch.nn.Module, family: families.Family) -> set[int]:
 
 
 def count_params(model: torch.nn.Module, method: str) -> ParamCounts:
-    """N, N_F, N_B, N_U from the actual parameters (embedding lookups excluded, as in the paper).
+    """N, N_F, N_B, N_U from the actual parameters (embedding lookups excluded: docs/fidelity.md#P1-FLOPS).
 
     N: the base model's parameters. N_F: everything that runs per token, LoRA adapters included
     (unmerged, they run beside the base weights). N_B: N_F less the modules below the first one

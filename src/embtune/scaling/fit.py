@@ -5,7 +5,7 @@ trusted.
 Objective: mean_i w_i·Huber_δ(log L_i − log L̂_i) / δ, minimised with scipy L-BFGS-B and an
 analytic gradient. Dividing by δ and by the total weight keeps the gradient O(1) whatever δ and
 the row count are, so the tolerances mean the same thing for every fit (the minimiser is that of
-the paper's summed Huber loss).
+the paper's summed Huber loss; docs/fidelity.md#P1-FIT).
 
 Search, and why it cannot miss a basin inside the grid's range:
 1. Profile grid (variable projection). Both laws are linear in their coefficients once the

@@ -4,7 +4,7 @@ Per method, ln(loss) = a·ln(C) + b through that method's optimal points; the fr
 minimum over methods at each C, and a crossover is where two lines meet:
 a1·lnC + b1 = a2·lnC + b2  =>  lnC = (b2 − b1)/(a1 − a2), solved exactly from full-precision fits.
 
-Why full precision matters: the paper's rounded lines, ln L = −0.21·ln C + 8.39 (full) and
+Why full precision matters (docs/fidelity.md#P1-FRONTIER): the paper's rounded lines, ln L = −0.21·ln C + 8.39 (full) and
 ln L = −0.22·ln C + 8.93 (LoRA), cross at ln C = 0.54/0.01 = 54, i.e. C ≈ 2.8e23 FLOP — not the
 9.06e16 FLOP the paper states (and uses in Algorithm 1). Two-digit slopes cannot locate a
 crossover of nearly parallel lines; we therefore store and use unrounded coefficients.

@@ -17,7 +17,7 @@ Internal parameters (what the optimiser sees): coefficients first, then exponent
 variables n = ln(N/N0), d = ln(D/D0) (N0, D0 = geometric means of the fitted rows), which keeps
 every coefficient O(1). A coefficient that must be positive is stored as its log, so Chinchilla
 is exactly Epoch AI's form log L = LSE(e, a − α·n, b − β·d). Results are reported in *raw* units
-(the paper's formula on N, D) through the exact conversions ``to_raw``/``from_raw``.
+(the paper's formula on N, D: docs/fidelity.md#P1-LAW-CHINCHILLA, #P1-LAW-MODIFIED) through the exact conversions ``to_raw``/``from_raw``.
 """
 
 from __future__ import annotations

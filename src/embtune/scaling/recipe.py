@@ -1,7 +1,8 @@
 """Stage ``recipe``: paper 1's Algorithm 1 from our own fits — budget in, training plan out.
 
 1. method  = lowest predicted loss among the per-method frontier lines at C (not a hard-coded
-             threshold: the paper's 9.06e16 does not follow from its own rounded lines);
+             threshold: the paper's 9.06e16 does not follow from its own rounded lines;
+             docs/fidelity.md#P1-RECIPE);
 2. model   = the suite model nearest in ln N to that method's optimal-N line at C;
 3. tokens  = C / FLOP-per-token of (model, method, hyper-parameter) from the analytic counts;
 4. pairs, steps = tokens / tokens-per-pair (measured in the runs), / batch size;
