@@ -21,7 +21,8 @@ Outputs (``--out DIR``): ``table1.csv`` / ``table1.md`` (one row per model and r
 ``pnd_long.csv`` (per model, run, dataset, measure: counts, improvement, z), ``xnli_heatmap.parquet``
 (model, qrun_id, relation, measure, query_lang, text_lang, errors_base, errors_tuned, total,
 improvement, z, significant), ``lr_curves.parquet`` (model, qrun_id, lr, dataset, measure,
-improvement, significant), ``manifest.json`` last.
+improvement, significant), the tables of :mod:`embtune.evaluate.paper2_tables` (Table 3, arxiv
+levels, Fig. 2(a) counts, Figs 4-5 data, Tables 14-15), ``manifest.json`` last.
 """
 
 from __future__ import annotations
@@ -59,10 +60,10 @@ def compare_counts(n0: int, n1: int, total: int, z_critical: float) -> tuple[flo
 
 
 def dataset_rows(model: str, qrun_id: str, base: dict[str, Any], tuned: dict[str, Any],
-                 z_critical: float) -> list[dict[str, Any]]:
-    """Long rows for the triplet datasets present in both pnd.json files."""
+                 z_critical: float, datasets: Sequence[str] = DATASETS) -> list[dict[str, Any]]:
+    """Long rows for the triplet ``datasets`` present in both pnd.json files."""
     rows = []
-    for ds in DATASETS:
+    for ds in datasets:
         for measure in MEASURES:
             b, t = base.get(ds, {}).get(measure), tuned.get(ds, {}).get(measure)
             if not b or not t:
@@ -242,10 +243,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     got, missing = collect(Path(args.query_runs_dir), args.z_critical,
                            set(args.runs) if args.runs is not None else None)
     table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
+    from embtune.evaluate.paper2_tables import collect_extras, write_extras
+
+    extras = collect_extras(Path(args.query_runs_dir), args.z_critical,
+                            set(args.runs) if args.runs is not None else None)
     with atomic_path(args.out) as out:  # the folder appears complete or not at all
         write_outputs(out, table, got)
+        write_extras(out, extras)   # Table 3, arxiv levels, Fig. 2(a), Figs 4-5, Tables 14-15
         write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
-                                                     skipped_runs=got["skipped"]))
+                                                     skipped_runs=got["skipped"],
+                                                     no_layer_changes=extras["no_layer_changes"]))
     print(f"query-table: {table.height} runs, {len(missing)} without evaluation -> {args.out}")
     return 0
