@@ -18,6 +18,17 @@ row per (query_lang, text_lang, relation, measure) with integer ``errors`` and `
 ``pnd_manifest.json`` (not ``manifest.json``: ``DIR`` is a query run's directory, whose
 ``manifest.json`` is tune-query's and records the run config). ``pnd.json`` is written last and
 an old one is removed first, so ``pnd.json`` present means the other two files belong to it.
+
+arxiv difficulty levels (App. H, Fig. 6): ``arxiv-first`` / ``arxiv-title`` are the random level
+(``--arxiv-random-level``, 21 = ``n_negatives + 1``) used throughout the paper; ``--arxiv-levels``
+adds the other levels of each requested flavour as ``arxiv-first-L7`` etc. All levels of a flavour
+share one exact text -> code table (:class:`TextCodes`, polars joins), so each anchor and each
+abstract is embedded once for all levels and the 21 files never become Python strings row by row;
+``pnd.json["arxiv_levels"]`` maps flavour -> level -> dataset id.
+
+Both towers tuned (App. L, Fig. 11a): ``--doc-model-dir`` replaces the base model as the document
+tower; its cache store is keyed by that folder's fingerprint, so the frozen base's document
+embeddings are never reused for it.
 """
 
 from __future__ import annotations
@@ -38,10 +49,13 @@ from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check
                                           model_fingerprint)
 from embtune.evaluate.pnd import MEASURES, TIES, Measure, Ties, closeness, triplet_set_pnd, xnli_pnd
 from embtune.evaluate.ranking import ranking_metrics
-from embtune.io import provenance, write_json, write_parquet
+from embtune.errors import DataError
+from embtune.io import provenance, read_parquet, write_json, write_parquet
 
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
-# the harder levels are built by build-arxiv-negatives for Figure-6-style studies.
+# the harder levels (Fig. 6) are scored with --arxiv-levels.
+ARXIV_FLAVOURS = ("first", "title")
+ARXIV_RANDOM_LEVEL = 21   # n_negatives + 1 with the paper's 20 negatives (App. B.1)
 TRIPLET_FILES = {
     "msmarco": "msmarco/eval.parquet",
     "msmarco-hard": "msmarco/eval_hard.parquet",
@@ -130,6 +144,109 @@ def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> X
                      {k: v["hypothesis"].to_list() for k, v in by_lang.items()})
 
 
+def arxiv_dataset_id(flavour: str, level: int, random_level: int = ARXIV_RANDOM_LEVEL) -> str:
+    """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``."""
+    return f"arxiv-{flavour}" if level == random_level else f"arxiv-{flavour}-L{level}"
+
+
+def arxiv_level_file(flavour: str, level: int) -> str:
+    """The build-arxiv-negatives output holding one flavour and difficulty level."""
+    return f"arxiv/triplets_{flavour}_L{level}.parquet"
+
+
+class TextCodes:
+    """Exact text -> integer code table, grown with polars hash joins (native, exact string
+    equality), so the 21 level files of a flavour (253,140 rows each in the paper) map onto one
+    list of unique texts without creating a Python string per row; only new texts are listed."""
+
+    def __init__(self) -> None:
+        self._table = pl.DataFrame(schema={"text": pl.String, "code": pl.Int64})
+
+    def __len__(self) -> int:
+        return self._table.height
+
+    def codes(self, texts: pl.Series) -> np.ndarray:
+        """Codes of ``texts`` in order; unseen texts get the next codes, first occurrence first."""
+        frame = texts.cast(pl.String).alias("text").to_frame()
+        joined = frame.join(self._table, on="text", how="left", maintain_order="left")
+        if joined["code"].null_count():
+            new = joined.filter(pl.col("code").is_null()).select("text").unique(maintain_order=True)
+            start = self._table.height
+            self._table = pl.concat([self._table, new.with_columns(
+                pl.int_range(start, start + new.height, dtype=pl.Int64).alias("code"))])
+            joined = frame.join(self._table, on="text", how="left", maintain_order="left")
+        return joined["code"].to_numpy()
+
+    def texts(self) -> list[str]:
+        """Unique texts in code order."""
+        return self._table["text"].to_list()
+
+
+@dataclass(frozen=True)
+class CodedTriplets:
+    """One arxiv triplet file: row i = (anchor, positive, negative) as codes into the shared
+    query-text and document-text tables."""
+
+    anchor: np.ndarray
+    positive: np.ndarray
+    negative: np.ndarray
+
+
+def read_arxiv_level(path: Path, exclude_prefix: str | None = None) -> pl.DataFrame:
+    """The three text columns of one level file (App. K drops a category prefix first)."""
+    cols = ["anchor", "positive", "negative"] + (["categories"] if exclude_prefix else [])
+    frame = read_parquet(path, "arxiv triplets from build-arxiv-negatives (is the level in "
+                         "data.arxiv.levels?)")
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: missing columns {missing} (has {frame.columns}); expected the "
+                        f"build-arxiv-negatives triplet columns anchor, positive, negative, categories")
+    if exclude_prefix:
+        frame = frame.filter(~frame["categories"].str.split(" ").list.eval(
+            pl.element().str.starts_with(exclude_prefix)).list.any())
+    return frame.select("anchor", "positive", "negative")
+
+
+def code_arxiv_levels(frames: dict[str, pl.DataFrame], queries: TextCodes,
+                      docs: TextCodes) -> dict[str, CodedTriplets]:
+    """Code every level's columns against the shared tables (anchors -> queries; positives and
+    negatives -> docs: a negative is another paper's positive, so it is usually already there)."""
+    return {name: CodedTriplets(queries.codes(f["anchor"]), docs.codes(f["positive"]),
+                                docs.codes(f["negative"])) for name, f in frames.items()}
+
+
+def evaluate_arxiv_levels(paths: dict[str, Path], cache: EmbedCache, towers: Towers,
+                          batch_size: int, measures: Sequence[Measure], ties: Ties = "error",
+                          exclude_prefix: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """PND and ranking metrics of several arxiv level files (dataset id -> file) sharing their
+    texts: each unique anchor / document is embedded once (and read from ``cache``), then every
+    level is counted from row gathers of the two embedding tables."""
+    queries, docs = TextCodes(), TextCodes()
+    coded = {}
+    for name, path in paths.items():   # one file in memory at a time; only codes are kept
+        coded |= code_arxiv_levels({name: read_arxiv_level(path, exclude_prefix)}, queries, docs)
+    q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, queries.texts(),
+                    batch_size)
+    d = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, docs.texts(), batch_size)
+    return {name: score_coded(q, d, c, measures, ties) for name, c in coded.items()}
+
+
+def score_coded(q: np.ndarray, d: np.ndarray, c: CodedTriplets, measures: Sequence[Measure],
+                ties: Ties = "error") -> dict[str, dict[str, Any]]:
+    """Counts of one coded triplet file: query row i competes its one positive and one negative."""
+    rows = np.arange(len(c.anchor))
+    if not len(rows):
+        return {m: {**triplet_set_pnd(np.zeros((0, 1)), np.zeros((0, 1)), rows, np.zeros((0, 1)),
+                                      rows, m, ties).as_dict()} for m in measures}
+    qa, pos, neg = q[c.anchor], d[c.positive], d[c.negative]
+    out: dict[str, dict[str, Any]] = {}
+    for m in measures:
+        counts = triplet_set_pnd(qa, pos, rows, neg, rows, m, ties).as_dict()
+        counts.update(_ranking(qa, pos, rows, neg, rows, m))
+        out[m] = counts
+    return out
+
+
 # ---------------------------------------------------------------- evaluation
 def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_size: int,
                       measures: Sequence[Measure], ties: Ties = "error") -> dict[str, dict[str, Any]]:
@@ -215,14 +332,21 @@ class LazyEncoder:
 
 
 def build_towers(spec: dict[str, Any], query_model_dir: str | None,
-                 precision: str = "fp32") -> Towers:
+                 precision: str = "fp32", doc_model_dir: str | None = None) -> Towers:
+    """Query tower: ``query_model_dir`` or the base model; document tower: ``doc_model_dir`` (both
+    towers tuned, App. L) or the base model. Each tower's cache identity is its folder's content
+    fingerprint, so a tuned document tower never reads the frozen base's stored embeddings."""
     from embtune.models.encoders import resolve_encoder_path
 
     base_path = resolve_encoder_path(spec)
-    doc = LazyEncoder(base_path, precision)
-    doc_fp = model_fingerprint(base_path)
+    base, base_fp = LazyEncoder(base_path, precision), model_fingerprint(base_path)
     query, query_fp = (LazyEncoder(query_model_dir, precision), model_fingerprint(query_model_dir)) \
-        if query_model_dir else (doc, doc_fp)
+        if query_model_dir else (base, base_fp)
+    if doc_model_dir and not Path(doc_model_dir).is_dir():
+        raise DataError(f"{doc_model_dir}: --doc-model-dir is not a directory; expected the tuned "
+                        f"document tower that tune-query writes as doc_model/ (tune_doc_tower: true)")
+    doc, doc_fp = (LazyEncoder(doc_model_dir, precision), model_fingerprint(doc_model_dir)) \
+        if doc_model_dir else (base, base_fp)
     return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
                   spec.get("doc_prefix", "") or "")
 
@@ -233,9 +357,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="encoder spec JSON: name, source, id, query_prefix, doc_prefix")
     ap.add_argument("--query-model-dir", default=None,
                     help="query tower (sentence-transformers folder); default: the base model")
+    ap.add_argument("--doc-model-dir", default=None,
+                    help="document tower when both towers were tuned (App. L, Fig. 11a); "
+                         "default: the frozen base model")
     ap.add_argument("--datasets", nargs="+", default=["msmarco", "arxiv-first", "arxiv-title", "xnli"],
                     choices=DATASETS)
     ap.add_argument("--data-dir", required=True, help="{processed}")
+    ap.add_argument("--arxiv-levels", type=int, nargs="*", default=[],
+                    help="extra arxiv difficulty levels (1 = hardest) scored for each arxiv flavour "
+                         "in --datasets, as arxiv-<flavour>-L<k> (App. H, Fig. 6)")
+    ap.add_argument("--arxiv-random-level", type=int, default=ARXIV_RANDOM_LEVEL,
+                    help="the level of arxiv-first / arxiv-title: the random negative "
+                         "(n_negatives + 1; 21 in the paper)")
     ap.add_argument("--exclude-category-prefix", default=None,
                     help="arxiv: drop rows with a category starting with this (App. K)")
     ap.add_argument("--xnli-languages", nargs="+", default=None, help="default: all in the file")
@@ -254,12 +387,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def arxiv_plan(datasets: Sequence[str], levels: Sequence[int],
+               random_level: int = ARXIV_RANDOM_LEVEL) -> dict[str, dict[int, str]]:
+    """flavour -> level -> dataset id for the arxiv flavours in ``datasets`` (random level first)."""
+    bad = sorted({lv for lv in levels if not 1 <= lv <= random_level})
+    if bad:
+        raise DataError(f"--arxiv-levels {bad}: levels run from 1 (hardest) to {random_level} "
+                        f"(the random negative)")
+    plan: dict[str, dict[int, str]] = {}
+    for flavour in ARXIV_FLAVOURS:
+        if f"arxiv-{flavour}" in datasets:
+            plan[flavour] = {lv: arxiv_dataset_id(flavour, lv, random_level)
+                             for lv in [random_level, *sorted(set(levels) - {random_level})]}
+    return plan
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
     spec = json.loads(args.model_json)
-    towers = build_towers(spec, args.query_model_dir, args.precision)
+    towers = build_towers(spec, args.query_model_dir, args.precision, args.doc_model_dir)
     data_dir, out_dir = Path(args.data_dir), Path(args.out)
+    levels = arxiv_plan(args.datasets, args.arxiv_levels, args.arxiv_random_level)
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
         result: dict[str, Any] = {}
@@ -270,6 +419,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 xnli_rows = evaluate_xnli(table, cache, towers, args.batch_size, args.measures,
                                           args.ties, args.xnli_text_prefix)
                 result["xnli"] = xnli_summary(xnli_rows, table)
+            elif name.startswith("arxiv-") and name.removeprefix("arxiv-") in levels:
+                paths = {ds: data_dir / arxiv_level_file(name.removeprefix("arxiv-"), lv)
+                         for lv, ds in levels[name.removeprefix("arxiv-")].items()}
+                result |= evaluate_arxiv_levels(paths, cache, towers, args.batch_size, args.measures,
+                                                args.ties, args.exclude_category_prefix)
+                for ds in paths:
+                    print(f"evaluate-pnd: {ds}: {_brief(result[ds], args.measures)}")
+                continue
             else:
                 frame = pl.read_parquet(data_dir / TRIPLET_FILES[name])
                 ts = (msmarco_triplets(frame) if name.startswith("msmarco")
@@ -278,8 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  args.ties)
             print(f"evaluate-pnd: {name}: {_brief(result[name], args.measures)}")
         result["encoder_calls"] = cache.stats.as_dict()
+    result["arxiv_levels"] = {f: {str(lv): ds for lv, ds in m.items()} for f, m in levels.items()}
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
-                       "precision": args.precision,
+                       "doc_model_dir": args.doc_model_dir, "precision": args.precision,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
     (out_dir / "pnd.json").unlink(missing_ok=True)   # the commit marker goes first, comes back last
     write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
