@@ -129,3 +129,14 @@ def test_cli_scores_the_levels_asked_for(tmp_path):
     assert res["arxiv_levels"] == {"first": {"21": "arxiv-first", "2": "arxiv-first-L2"}}
     assert "arxiv-first-L1" not in res and res["arxiv-first-L2"]["cos"]["total"] == 12
     assert res["encoder_calls"]["texts_encoded"] == 12 + 12      # anchors + abstracts, once
+
+
+@pytest.mark.parametrize("measure", ["cos", "dist"])
+def test_indexed_closeness_is_bit_identical_to_closeness_of_gathered_rows(measure):
+    from embtune.evaluate.pnd import closeness, indexed_closeness, prepare
+
+    rng = np.random.default_rng(3)
+    q, t = rng.normal(size=(50, 16)).astype(np.float32), rng.normal(size=(70, 16)).astype(np.float32)
+    qi, ti = rng.integers(0, 50, 1000), rng.integers(0, 70, 1000)
+    got = indexed_closeness(prepare(q, measure), qi, prepare(t, measure), ti, measure, chunk=64)
+    assert np.array_equal(got, closeness(q[qi], t[ti], measure))    # exact, not approximate

@@ -192,3 +192,28 @@ def _prepared_closeness(q: np.ndarray, t: np.ndarray, measure: Measure,
             np.multiply(part, part, out=part)
         out[start:stop] = part.sum(axis=-1)
     return out if measure == "cos" else -np.sqrt(out)
+
+
+def indexed_closeness(queries: np.ndarray, q_index: np.ndarray, texts: np.ndarray,
+                      t_index: np.ndarray, measure: Measure, chunk: int = 8192) -> np.ndarray:
+    """``closeness(queries[q_index], texts[t_index])`` for inputs already passed through
+    :func:`prepare` (float64, unit rows for cos), gathering rows chunk by chunk.
+
+    Why: arxiv's 21 difficulty levels pair the same few hundred thousand embeddings millions of
+    times; preparing each table once and gathering in chunks avoids a float64 copy of every pair
+    list. Every row goes through the same operations as in :func:`closeness`, so the scores are
+    bit-identical to it."""
+    q_index, t_index = np.asarray(q_index, np.int64), np.asarray(t_index, np.int64)
+    if q_index.shape != t_index.shape:
+        raise ValueError(f"indexed_closeness: {q_index.shape} query and {t_index.shape} text indices")
+    out = np.empty(q_index.size, dtype=np.float64)
+    for start in range(0, q_index.size, chunk):
+        stop = min(start + chunk, q_index.size)
+        out[start:stop] = _prepared_closeness(queries[q_index[start:stop]], texts[t_index[start:stop]],
+                                              measure)
+    return out
+
+
+def prepare(x: np.ndarray, measure: Measure) -> np.ndarray:
+    """float64 rows as :func:`closeness` uses them (unit-normalised for cos)."""
+    return _prepared(x, measure)
