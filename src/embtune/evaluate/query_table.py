@@ -44,7 +44,7 @@ RELATIONS = ("neutral", "contradiction")
 XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
 CONFIG_COLUMNS = ("sweep", "lr", "lr_effective", "freeze", "batch_size", "margin", "weight_decay",
                   "scheduler", "scheduler_unit", "optimizer", "patience", "train_data", "lr_scaling",
-                  "distance")
+                  "distance", "tune_doc_tower")
 
 
 def _pnd_value(entry: dict[str, Any]) -> float:
