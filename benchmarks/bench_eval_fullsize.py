@@ -90,19 +90,17 @@ def count_triplets(name: str, n_pos, n_neg, dim: int, rng) -> tuple[float, float
     """(fast seconds, extrapolated naive seconds, counts) for one triplet set."""
     import numpy as np
 
-    from embtune.evaluate.pnd import closeness, triplet_set_pnd
-    from embtune.evaluate.pnd_eval import _ranking
+    from embtune.evaluate.pnd import triplet_set_pnd
+    from embtune.evaluate.pnd_eval import score_triplets
 
     nq = n_pos.size
     q = _emb(rng, nq, dim)
     pos_query, neg_query = np.repeat(np.arange(nq), n_pos), np.repeat(np.arange(nq), n_neg)
-    p, n = q[pos_query] + _emb(rng, pos_query.size, dim), q[neg_query] + 1.1 * _emb(rng, neg_query.size, dim)
+    p, n = q[pos_query] + _emb(rng, pos_query.size, dim), 1.2 * _emb(rng, neg_query.size, dim)
     t0 = time.perf_counter()
-    counts = {}
-    for m in ("cos", "dist"):
-        counts[m] = triplet_set_pnd(q, p, pos_query, n, neg_query, m).errors
-        _ranking(q, p, pos_query, n, neg_query, m)
+    got = score_triplets(q, p, pos_query, n, neg_query, ("cos", "dist"))
     fast = time.perf_counter() - t0
+    counts = {m: got[m]["errors"] for m in got}
     sample = rng.choice(nq, size=min(nq, 2000), replace=False)
     naive, ref = naive_triplets(q, p, pos_query, n, neg_query, sample)
     sub_q = np.isin(pos_query, sample), np.isin(neg_query, sample)

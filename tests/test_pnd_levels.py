@@ -140,3 +140,13 @@ def test_indexed_closeness_is_bit_identical_to_closeness_of_gathered_rows(measur
     qi, ti = rng.integers(0, 50, 1000), rng.integers(0, 70, 1000)
     got = indexed_closeness(prepare(q, measure), qi, prepare(t, measure), ti, measure, chunk=64)
     assert np.array_equal(got, closeness(q[qi], t[ti], measure))    # exact, not approximate
+
+
+@pytest.mark.parametrize("measure", ["cos", "dist"])
+def test_pair_closeness_is_bit_identical_to_closeness(measure):
+    from embtune.evaluate.pnd import closeness, pair_closeness
+
+    rng = np.random.default_rng(4)
+    q, t = rng.normal(size=(30, 16)).astype(np.float32), rng.normal(size=(500, 16)).astype(np.float32)
+    qi = rng.integers(0, 30, 500)
+    assert np.array_equal(pair_closeness(q, qi, t, measure, chunk=37), closeness(q[qi], t, measure))

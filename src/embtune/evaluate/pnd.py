@@ -131,10 +131,25 @@ def triplet_set_pnd(query_emb: np.ndarray, pos_emb: np.ndarray, pos_query: np.nd
     ``pos_query[k]`` / ``neg_query[k]`` give the row of ``query_emb`` that positive/negative k
     belongs to (MSMARCO eval: lists per sample; arxiv: one positive and one negative per row)."""
     pos_query, neg_query = np.asarray(pos_query, np.int64), np.asarray(neg_query, np.int64)
-    pos_score = closeness(query_emb[pos_query], pos_emb, measure)
-    neg_score = closeness(query_emb[neg_query], neg_emb, measure)
+    pos_score = pair_closeness(query_emb, pos_query, pos_emb, measure)
+    neg_score = pair_closeness(query_emb, neg_query, neg_emb, measure)
     errors, totals = grouped_errors(pos_score, pos_query, neg_score, neg_query, len(query_emb), ties)
     return summarise(errors, totals)
+
+
+def pair_closeness(queries: np.ndarray, q_index: np.ndarray, texts: np.ndarray, measure: Measure,
+                   chunk: int = 8192) -> np.ndarray:
+    """``closeness(queries[q_index], texts)`` chunk by chunk, bit-identical to it (every row goes
+    through the same operations). Why: a full-size set (HotpotQA: ~780k negatives) would
+    otherwise hold several float64 copies of all its pairs at once (~10 GB at dimension 384)."""
+    q_index = np.asarray(q_index, np.int64)
+    if q_index.shape[0] != len(texts):
+        raise ValueError(f"pair_closeness: {q_index.shape[0]} query indices for {len(texts)} texts")
+    out = np.empty(q_index.shape[0], dtype=np.float64)
+    for start in range(0, q_index.shape[0], chunk):
+        stop = min(start + chunk, q_index.shape[0])
+        out[start:stop] = closeness(queries[q_index[start:stop]], texts[start:stop], measure)
+    return out
 
 
 def xnli_pnd(premises: dict[str, np.ndarray], hypotheses: dict[str, np.ndarray],

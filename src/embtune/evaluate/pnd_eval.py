@@ -47,8 +47,8 @@ import polars as pl
 
 from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check_precision,
                                           model_fingerprint)
-from embtune.evaluate.pnd import (MEASURES, TIES, Measure, Ties, closeness, grouped_errors,
-                                  indexed_closeness, prepare, summarise, triplet_set_pnd, xnli_pnd)
+from embtune.evaluate.pnd import (MEASURES, TIES, Measure, Ties, grouped_errors,
+                                  indexed_closeness, pair_closeness, prepare, summarise, xnli_pnd)
 from embtune.evaluate.ranking import ranking_metrics
 from embtune.errors import DataError
 from embtune.io import provenance, read_parquet, write_json, write_parquet
@@ -266,10 +266,19 @@ def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_s
     q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, ts.queries, batch_size)
     p = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.positives, batch_size)
     n = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.negatives, batch_size)
+    return score_triplets(q, p, ts.pos_query, n, ts.neg_query, measures, ties)
+
+
+def score_triplets(q: np.ndarray, p: np.ndarray, pos_query: np.ndarray, n: np.ndarray,
+                   neg_query: np.ndarray, measures: Sequence[Measure],
+                   ties: Ties = "error") -> dict[str, dict[str, Any]]:
+    """PND counts (as :func:`embtune.evaluate.pnd.triplet_set_pnd`) and ranking metrics of a
+    triplet set, from its embeddings; scores are computed once per measure and shared."""
     out: dict[str, dict[str, Any]] = {}
     for m in measures:
-        counts = triplet_set_pnd(q, p, ts.pos_query, n, ts.neg_query, m, ties).as_dict()
-        counts.update(_ranking(q, p, ts.pos_query, n, ts.neg_query, m))
+        pos, neg = pair_closeness(q, pos_query, p, m), pair_closeness(q, neg_query, n, m)
+        counts = summarise(*grouped_errors(pos, pos_query, neg, neg_query, len(q), ties)).as_dict()
+        counts.update(_ranking_scores(pos, pos_query, neg, neg_query, len(q)))
         out[m] = counts
     return out
 
@@ -277,8 +286,8 @@ def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_s
 def _ranking(q: np.ndarray, p: np.ndarray, pos_query: np.ndarray, n: np.ndarray,
              neg_query: np.ndarray, measure: Measure) -> dict[str, float]:
     """MRR/MAP/P@1 with each query's positives and negatives as its candidate list."""
-    return _ranking_scores(closeness(q[pos_query], p, measure), pos_query,
-                           closeness(q[neg_query], n, measure), neg_query, len(q))
+    return _ranking_scores(pair_closeness(q, pos_query, p, measure), pos_query,
+                           pair_closeness(q, neg_query, n, measure), neg_query, len(q))
 
 
 def _ranking_scores(pos_score: np.ndarray, pos_query: np.ndarray, neg_score: np.ndarray,
