@@ -150,3 +150,26 @@ def test_pair_closeness_is_bit_identical_to_closeness(measure):
     q, t = rng.normal(size=(30, 16)).astype(np.float32), rng.normal(size=(500, 16)).astype(np.float32)
     qi = rng.integers(0, 30, 500)
     assert np.array_equal(pair_closeness(q, qi, t, measure, chunk=37), closeness(q[qi], t, measure))
+
+
+def test_one_vs_one_ranking_equals_the_general_ranking_with_ties():
+    from embtune.evaluate.pnd_eval import _ranking_scores, one_vs_one_ranking
+
+    rng = np.random.default_rng(5)
+    pos, neg = rng.integers(0, 4, 300).astype(float), rng.integers(0, 4, 300).astype(float)  # many ties
+    rows = np.arange(300)
+    assert one_vs_one_ranking(pos, neg) == pytest.approx(_ranking_scores(pos, rows, neg, rows, 300), rel=1e-12)
+
+
+def test_chunked_scores_do_not_depend_on_threads(monkeypatch):
+    from embtune.evaluate.pnd import closeness, indexed_closeness, pair_closeness, prepare
+
+    rng = np.random.default_rng(6)
+    q, t = rng.normal(size=(40, 8)).astype(np.float32), rng.normal(size=(900, 8)).astype(np.float32)
+    qi = rng.integers(0, 40, 900)
+    ref = closeness(q[qi], t, "cos")
+    for threads in ("1", "3"):
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        assert np.array_equal(pair_closeness(q, qi, t, "cos", chunk=50), ref)
+        assert np.array_equal(indexed_closeness(prepare(q, "cos"), qi, prepare(t, "cos"),
+                                                np.arange(900), "cos", chunk=50), ref)

@@ -23,6 +23,9 @@ Counting is O(n log n): negatives are sorted once and each positive is located w
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -146,10 +149,36 @@ def pair_closeness(queries: np.ndarray, q_index: np.ndarray, texts: np.ndarray, 
     if q_index.shape[0] != len(texts):
         raise ValueError(f"pair_closeness: {q_index.shape[0]} query indices for {len(texts)} texts")
     out = np.empty(q_index.shape[0], dtype=np.float64)
-    for start in range(0, q_index.shape[0], chunk):
-        stop = min(start + chunk, q_index.shape[0])
+
+    def part(start: int, stop: int) -> None:
         out[start:stop] = closeness(queries[q_index[start:stop]], texts[start:stop], measure)
+
+    _in_chunks(q_index.shape[0], chunk, part)
     return out
+
+
+def workers() -> int:
+    """Threads for the chunked scoring loops: ``OMP_NUM_THREADS`` when set (Snakemake sets it
+    to a rule's ``threads``), else the cores this process may run on."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _in_chunks(n: int, chunk: int, part: Callable[[int, int], None]) -> None:
+    """Run ``part(start, stop)`` over [0, n) in chunks, on :func:`workers` threads. Each chunk
+    writes its own slice and numpy releases the GIL in the gathers and reductions, so threads
+    scale; results do not depend on the split (every row's operations are the same)."""
+    spans = [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
+    n_workers = min(workers(), len(spans))
+    if n_workers <= 1:
+        for start, stop in spans:
+            part(start, stop)
+        return
+    with ThreadPoolExecutor(n_workers) as pool:
+        for future in [pool.submit(part, start, stop) for start, stop in spans]:
+            future.result()
 
 
 def xnli_pnd(premises: dict[str, np.ndarray], hypotheses: dict[str, np.ndarray],
@@ -222,10 +251,12 @@ def indexed_closeness(queries: np.ndarray, q_index: np.ndarray, texts: np.ndarra
     if q_index.shape != t_index.shape:
         raise ValueError(f"indexed_closeness: {q_index.shape} query and {t_index.shape} text indices")
     out = np.empty(q_index.size, dtype=np.float64)
-    for start in range(0, q_index.size, chunk):
-        stop = min(start + chunk, q_index.size)
-        out[start:stop] = _prepared_closeness(queries[q_index[start:stop]], texts[t_index[start:stop]],
-                                              measure)
+
+    def part(start: int, stop: int) -> None:
+        out[start:stop] = _prepared_closeness(queries[q_index[start:stop]],
+                                              texts[t_index[start:stop]], measure)
+
+    _in_chunks(q_index.size, chunk, part)
     return out
 
 
