@@ -173,3 +173,17 @@ def test_chunked_scores_do_not_depend_on_threads(monkeypatch):
         assert np.array_equal(pair_closeness(q, qi, t, "cos", chunk=50), ref)
         assert np.array_equal(indexed_closeness(prepare(q, "cos"), qi, prepare(t, "cos"),
                                                 np.arange(900), "cos", chunk=50), ref)
+
+
+@pytest.mark.parametrize("ties", ["error", "not_error"])
+def test_one_vs_one_errors_equals_grouped_errors(ties):
+    from embtune.evaluate.pnd import grouped_errors, one_vs_one_errors, prepare, _prepared
+
+    rng = np.random.default_rng(7)
+    pos, neg = rng.integers(0, 3, 200).astype(float), rng.integers(0, 3, 200).astype(float)
+    rows = np.arange(200)
+    errors, totals = grouped_errors(pos, rows, neg, rows, 200, ties)
+    assert np.array_equal(one_vs_one_errors(pos, neg, ties), errors) and (totals == 1).all()
+    x = rng.normal(size=(100, 8)).astype(np.float32)
+    for m in ("cos", "dist"):
+        assert np.array_equal(prepare(x, m, chunk=7), _prepared(x, m))   # chunking changes no bit

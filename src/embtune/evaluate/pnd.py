@@ -260,6 +260,24 @@ def indexed_closeness(queries: np.ndarray, q_index: np.ndarray, texts: np.ndarra
     return out
 
 
-def prepare(x: np.ndarray, measure: Measure) -> np.ndarray:
-    """float64 rows as :func:`closeness` uses them (unit-normalised for cos)."""
-    return _prepared(x, measure)
+def prepare(x: np.ndarray, measure: Measure, chunk: int = 8192) -> np.ndarray:
+    """float64 rows as :func:`closeness` uses them (unit-normalised for cos), filled chunk by
+    chunk into one array: a 253,140 x 384 table needs one float64 copy, not three temporaries."""
+    x = np.asarray(x)
+    out = np.empty(x.shape, dtype=np.float64)
+
+    def part(start: int, stop: int) -> None:
+        out[start:stop] = _prepared(x[start:stop], measure)
+
+    _in_chunks(x.shape[0] if x.ndim else 0, chunk, part)
+    return out
+
+
+def one_vs_one_errors(pos: np.ndarray, neg: np.ndarray, ties: Ties = "error") -> np.ndarray:
+    """Per-query errors when each query has exactly one positive and one negative (arxiv): the
+    O(n) special case of :func:`grouped_errors` (no sort), under the same tie rule."""
+    _side(ties)
+    pos, neg = _finite(pos), _finite(neg)
+    if pos.shape != neg.shape:
+        raise ValueError(f"one_vs_one_errors: {pos.shape} positives and {neg.shape} negatives")
+    return (pos <= neg if ties == "error" else pos < neg).astype(np.int64)

@@ -48,7 +48,8 @@ import polars as pl
 from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check_precision,
                                           model_fingerprint)
 from embtune.evaluate.pnd import (MEASURES, TIES, Measure, Ties, grouped_errors,
-                                  indexed_closeness, pair_closeness, prepare, summarise, xnli_pnd)
+                                  indexed_closeness, one_vs_one_errors, pair_closeness, prepare,
+                                  summarise, xnli_pnd)
 from embtune.evaluate.ranking import ranking_metrics
 from embtune.errors import DataError
 from embtune.io import provenance, read_parquet, write_json, write_parquet
@@ -252,8 +253,7 @@ def score_levels(q: np.ndarray, d: np.ndarray, coded: dict[str, CodedTriplets],
             n = len(c.anchor)
             pos, neg = scores[start:start + n], scores[start + n:start + 2 * n]
             start += 2 * n
-            rows = np.arange(n)
-            counts = summarise(*grouped_errors(pos, rows, neg, rows, n, ties)).as_dict()
+            counts = summarise(one_vs_one_errors(pos, neg, ties), np.ones(n, np.int64)).as_dict()
             counts.update(one_vs_one_ranking(pos, neg))
             out[name][m] = counts
     return out
