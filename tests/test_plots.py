@@ -12,7 +12,6 @@ from matplotlib.figure import Figure
 
 from embtune.io import write_json, write_parquet
 from embtune.plots import cli as plots_cli
-from embtune.plots.figures import heatmap_figure, lr_sweep_figure
 from embtune.plots.report import paper1_specs
 from embtune.scaling.fit_cli import fit_all
 from embtune.scaling.synthetic import PYTHIA, synthetic_runs
@@ -23,20 +22,23 @@ EXPECTED = ["fig01_frontier_loss", "fig02a_isoflop_full", "fig02b_isoflop_freeze
             "fig04a_isoflop_bias", "fig04b_isoflop_lora", "fig05_lora_rank", "fig06_optimal_n",
             "fig07_isoflop_mteb_full", "fig11_frontier_mteb", "fig13_optimal_n_mteb", "fig14_loss_vs_mteb",
             "fig15_loss_vs_flops_full", "fig16_predicted_vs_actual", "fig17_loss_vs_n_by_tokens",
-            "fig18_loss_vs_flops_freeze", "fig19_loss_vs_flops_lora", "p2_heatmap_e5_cos", "p2_lr_sweep_e5"]
+            "fig18_loss_vs_flops_freeze", "fig19_loss_vs_flops_lora",
+            "p2_fig01_xnli_improvement_e5_default", "p2_fig02_lr_e5"]
 
 
 def query_tables(directory):
+    """The query-table files the paper-2 figures read, with their real names and columns."""
     rng = np.random.default_rng(0)
     directory.mkdir()
-    pl.DataFrame([{"model": "e5", "measure": "cos", "query_lang": q, "text_lang": t,
-                   "improvement": float(rng.normal(1, 3)), "significant": bool(rng.random() < 0.5)}
-                  for q in LANGS for t in LANGS]).write_csv(directory / "xnli_improvement.csv")
+    pl.DataFrame([{"model": "e5", "qrun_id": "default", "relation": rel, "measure": m, "query_lang": q,
+                   "text_lang": t, "errors_base": 100, "errors_tuned": 90, "total": 1000,
+                   "improvement": float(rng.normal(1, 3)), "z": 0.0, "significant": bool(rng.random() < 0.5)}
+                  for rel in ("neutral", "contradiction") for m in ("cos", "dist")
+                  for q in LANGS for t in LANGS]).write_parquet(directory / "xnli_heatmap.parquet")
     pl.DataFrame([{"model": "e5", "qrun_id": f"lr-{lr:g}", "lr": lr, "dataset": ds, "measure": "cos",
                    "improvement": float(rng.normal(2, 1)), "significant": bool(rng.random() < 0.7)}
-                  for lr in (1e-8, 5e-8, 1e-7, 2e-7) for ds in ("msmarco", "xnli")]).write_csv(directory / "lr.csv")
-
-
+                  for lr in (1e-8, 5e-8, 1e-7, 2e-7) for ds in ("msmarco", "arxiv-first")]
+                 ).write_parquet(directory / "lr_curves.parquet")
 @pytest.fixture(scope="module")
 def small():
     runs = synthetic_runs(models=PYTHIA[:4], budgets=[1.5e15, 6e15, 2.4e16], ranks=[8, 64])
@@ -56,8 +58,8 @@ def test_figures_cli_writes_png_pdf_csv_and_report(tmp_path, small):
     for name in EXPECTED:
         for ext in ("png", "pdf", "csv"):
             assert (out / f"{name}.{ext}").stat().st_size > 0, f"{name}.{ext}"
-    heat = pl.read_csv(out / "p2_heatmap_e5_cos.csv")
-    assert heat.height == 15 * 15
+    heat = pl.read_csv(out / "p2_fig01_xnli_improvement_e5_default.csv")
+    assert heat.height == 2 * 2 * 15 * 15
     text = report.read_text()
     assert "## Scaling-law fits" in text and "## Recipe" in text and "](figs/fig01_frontier_loss.png)" in text
     index = json.loads((out / "index.json").read_text())
@@ -72,14 +74,3 @@ def test_thin_data_gives_recorded_skips_not_fake_figures():
     assert "MTEB" in specs["fig14_loss_vs_mteb"].skipped
     assert "skipped" in fits["frontier"]["lines"]["full"]             # one budget: no line
     assert "skipped" in fits["laws"]["full"]["chinchilla"]
-
-
-def test_figure_functions_return_figures():
-    rng = np.random.default_rng(1)
-    heat = pl.DataFrame([{"query_lang": q, "text_lang": t, "improvement": float(rng.normal()),
-                          "significant": bool(rng.random() < 0.5)} for q in LANGS for t in LANGS])
-    assert isinstance(heatmap_figure(heat, "h"), Figure)
-    lr = pl.DataFrame({"lr": [1e-8, 1e-7], "dataset": ["xnli"] * 2, "measure": ["cos"] * 2,
-                       "improvement": [1.0, -2.0], "significant": [True, False]})
-    fig = lr_sweep_figure(lr, "lr")
-    assert fig.axes[0].get_xscale() == "log" and fig.axes[0].get_xlabel() == "learning rate"

@@ -386,3 +386,56 @@ def test_query_table_end_to_end(tmp_path):
     assert "## m1" in md and "10.00" in md and "†" in md and "1/1" in md
     from embtune.io import read_json
     assert read_json(out / "manifest.json")["missing_evaluations"] == ["m1/lr-2e-07"]
+
+
+# ------------------------------------------------------------------ both towers tuned (App. L)
+def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder_path, tmp_path):
+    """tune_doc_tower: the saved doc tower differs from the base (never in the frozen embedding
+    block) and from the query tower; evaluate-pnd --doc-model-dir stores and uses the tuned
+    tower's document embeddings under its own fingerprint, never the base model's."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from embtune.evaluate import pnd_eval
+    from embtune.evaluate.embed_cache import _read_shards, model_fingerprint, store_key, text_hash
+
+    _write(tmp_path / "data", _triplets(12), _triplets(6, offset=100))
+    out = tmp_path / "run"
+    run = _run(qrun_id="tune_doc_tower-True", sweep="tune_doc_tower", tune_doc_tower=True)
+    assert qt.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
+                    "--out-dir", str(out), "--cache-dir", str(tmp_path / "cache"), "--threads", "1"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["tune_doc_tower"] is True and metrics["best_epoch"] >= 1
+    assert metrics["doc_forward_passes"] == 0        # nothing of a moving tower goes to the cache
+    base = SentenceTransformer(encoder_path, device="cpu").state_dict()
+    doc = SentenceTransformer(str(out / "doc_model"), device="cpu").state_dict()
+    query = SentenceTransformer(str(out / "model"), device="cpu").state_dict()
+    doc_changed = {k for k in base if not torch.equal(base[k], doc[k])}
+    assert doc_changed and not any(".embeddings." in k for k in doc_changed)
+    assert any(not torch.equal(doc[k], query[k]) for k in doc_changed)   # two independent towers
+    frame = pl.read_csv(out / "layer_changes_doc.csv")
+    assert frame.filter(pl.col("changed"))["name"].to_list() == sorted(doc_changed)
+
+    texts = ["Paris is the capital of France.", "Bees live in hives.", "Honey comes from nectar."]
+    (tmp_path / "data" / "msmarco" / "eval.parquet").unlink(missing_ok=True)
+    pl.DataFrame({"query": ["capital of france", "bees"], "positives": [[texts[0]], [texts[2]]],
+                  "negatives": [[texts[1]], [texts[0], texts[1]]]}).write_parquet(
+        tmp_path / "data" / "msmarco" / "eval.parquet")
+    spec = run["model"]
+    argv = ["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"), "--datasets", "msmarco",
+            "--query-model-dir", str(out / "model"), "--cache-dir", str(tmp_path / "ecache"),
+            "--no-progress", "--doc-model-dir", str(out / "doc_model"), "--out", str(out)]
+    assert pnd_eval.main(argv) == 0
+    res = json.loads((out / "pnd.json").read_text())
+    doc_fp = model_fingerprint(str(out / "doc_model"))
+    assert res["model"]["doc_fingerprint"] == doc_fp != model_fingerprint(encoder_path)
+    store = _read_shards(tmp_path / "ecache" / store_key(doc_fp, "doc", "", "fp32"))
+    assert set(store) == {text_hash(t) for t in texts}          # every document, tuned tower only
+    assert not (tmp_path / "ecache" / store_key(model_fingerprint(encoder_path), "doc", "", "fp32")).exists()
+    with torch.inference_mode():
+        tuned = SentenceTransformer(str(out / "doc_model"), device="cpu").encode(texts, batch_size=1)
+        frozen = SentenceTransformer(encoder_path, device="cpu").encode(texts, batch_size=1)
+    cached = np.stack([store[text_hash(t)] for t in texts])
+    assert np.allclose(cached, tuned, atol=1e-6) and not np.allclose(cached, frozen, atol=1e-6)
+    with pytest.raises(Exception, match="not a directory"):
+        pnd_eval.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])

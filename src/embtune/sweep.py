@@ -155,7 +155,7 @@ def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Sk
 
 
 QUERY_SWEEP_KEYS = ("lr", "freeze", "batch_size", "margin", "weight_decay", "train_data",
-                    "scheduler", "optimizer", "patience")
+                    "scheduler", "optimizer", "patience", "tune_doc_tower")
 
 
 def _fmt(value: Any) -> str:

@@ -89,7 +89,7 @@ rule query_table:
     output:
         directory(f"{RES}/analysis/query_tuning"),
     params:
-        code=code_version('evaluate/query_table.py', 'evaluate/stats.py'),
+        code=code_version('evaluate/query_table.py', 'evaluate/stats.py', 'evaluate/paper2_tables.py', 'evaluate/layer_changes.py'),
         z=config["evaluate"]["pnd"]["z_critical"],
         runs_dir=f"{RES}/query_runs",
         runs=[f"{m}/{q}" for m, q in sorted(QRUNS)],

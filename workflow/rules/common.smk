@@ -198,6 +198,30 @@ def pnd_data_inputs(wildcards):
 PND_EXCLUDE_DOMAINS = sorted({d for r in QRUNS.values() if (d := narrow_domain(r["train_data"]))})
 
 
+def arxiv_level_args():
+    """--arxiv-levels (App. H, Fig. 6) and the random level, when an arxiv flavour is evaluated;
+    a level that data.arxiv.levels does not build fails here, not in the middle of an evaluation."""
+    if not any(d.startswith("arxiv-") for d in PND_DATASETS):
+        return []
+    built = set(config["data"]["arxiv"]["levels"])
+    wanted = config["evaluate"]["pnd"].get("arxiv_levels")
+    wanted = sorted(built if wanted is None else set(wanted))
+    random_level = config["data"]["arxiv"]["n_negatives"] + 1
+    missing = sorted(({random_level} | set(wanted)) - built)
+    if missing:
+        raise WorkflowError(f"evaluate.pnd.arxiv_levels / query_tuning.evaluate_on need arxiv levels "
+                            f"{missing}, which data.arxiv.levels {sorted(built)} does not build")
+    return ["--arxiv-random-level", str(random_level), "--arxiv-levels", *map(str, wanted)]
+
+
+def pnd_doc_model(wildcards):
+    """Both towers tuned (App. L): documents are embedded with the run's tuned doc tower, which
+    tune-query writes as doc_model/ in the same atomic run directory as model/."""
+    if not qrun_config(wildcards).get("tune_doc_tower"):
+        return []
+    return ["--doc-model-dir", f"{RES}/query_runs/{wildcards.qmodel}/{wildcards.qrun}/doc_model"]
+
+
 def pnd_exclusion(wildcards):
     return ["--exclude-domains", *PND_EXCLUDE_DOMAINS] if PND_EXCLUDE_DOMAINS else []
 

@@ -7,7 +7,8 @@
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
 PND_RULE_ARGS = ["--ties", config["evaluate"]["pnd"].get("ties", "error"),
-                 "--xnli-text-prefix", config["evaluate"]["pnd"].get("xnli_text_prefix", "doc")]
+                 "--xnli-text-prefix", config["evaluate"]["pnd"].get("xnli_text_prefix", "doc"),
+                 *arxiv_level_args()]   # App. H levels: integers from the validated config
 
 
 def mteb_max_length_arg(wildcards):
@@ -95,6 +96,7 @@ rule evaluate_pnd_query:
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
         exclusion=pnd_exclusion,
+        doc_model=pnd_doc_model,
     threads: 1
     resources:
         **EVAL_RESOURCES,
@@ -106,4 +108,4 @@ rule evaluate_pnd_query:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model:q} "
         "--datasets {params.datasets:q} --data-dir {params.data_dir:q} --cache-dir {params.cache:q} "
         "--measures {params.measures:q} --batch-size {params.batch:q} --precision {params.precision:q} "
-        "{params.rules:q} {params.exclusion:q} --out {params.out_dir:q} > {log:q} 2>&1"
+        "{params.rules:q} {params.exclusion:q} {params.doc_model:q} --out {params.out_dir:q} > {log:q} 2>&1"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 import torch
@@ -86,3 +86,30 @@ def layer_changes(original: Mapping[str, torch.Tensor], tuned: Mapping[str, torc
 def top_layers(frame: pl.DataFrame, rank_column: str, k: int = 2) -> list[str]:
     """The ``k`` most-changed short layer names by one rank column (Tables 14-15 list two)."""
     return frame.filter(pl.col(rank_column).is_not_null()).sort(rank_column).head(k)["layer"].to_list()
+
+
+def aggregate_top_layers(frames: Sequence[pl.DataFrame], rank_column: str, k: int = 2) -> pl.DataFrame:
+    """Tables 14-15 over several runs of one learning rate: the ``k`` layers most often among a
+    run's top ``k`` by ``rank_column``.
+
+    Why counts: the paper lists two layers per learning rate from one run each; with several runs
+    per rate (seeds, repeats) a layer's claim is how many of them put it in their top ``k``
+    (``n_top`` of ``n_runs``), ties broken by the mean rank over the runs that changed it
+    (``mean_rank``, lower first), then by name. With one run this is exactly its top ``k``.
+    Columns: position (1..k), layer, n_top, n_runs, mean_rank."""
+    schema = {"position": pl.Int64, "layer": pl.String, "n_top": pl.Int64, "n_runs": pl.Int64,
+              "mean_rank": pl.Float64}
+    ranked = [f.filter(pl.col(rank_column).is_not_null()).select("layer", pl.col(rank_column).alias("rank"))
+              for f in frames]
+    ranked = [f for f in ranked if f.height]
+    if not ranked:
+        return pl.DataFrame(schema=schema)
+    long = pl.concat([f.with_columns(pl.lit(i).alias("run")) for i, f in enumerate(ranked)])
+    agg = (long.group_by("layer")
+           .agg((pl.col("rank") <= k).sum().cast(pl.Int64).alias("n_top"),
+                pl.col("rank").cast(pl.Float64).mean().alias("mean_rank"))
+           .filter(pl.col("n_top") > 0)
+           .sort(["n_top", "mean_rank", "layer"], descending=[True, False, False]).head(k))
+    return agg.with_row_index("position", offset=1).select(
+        pl.col("position").cast(pl.Int64), "layer", "n_top",
+        pl.lit(len(frames), dtype=pl.Int64).alias("n_runs"), "mean_rank")

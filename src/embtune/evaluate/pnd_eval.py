@@ -29,6 +29,17 @@ row per (query_lang, text_lang, relation, measure) with integer ``errors`` and `
 ``pnd_manifest.json`` (not ``manifest.json``: ``DIR`` is a query run's directory, whose
 ``manifest.json`` is tune-query's and records the run config). ``pnd.json`` is written last and
 an old one is removed first, so ``pnd.json`` present means the other two files belong to it.
+
+arxiv difficulty levels (App. H, Fig. 6): ``arxiv-first`` / ``arxiv-title`` are the random level
+(``--arxiv-random-level``, 21 = ``n_negatives + 1``) used throughout the paper; ``--arxiv-levels``
+adds the other levels of each requested flavour as ``arxiv-first-L7`` etc. All levels of a flavour
+share one exact text -> code table (:class:`TextCodes`, polars joins), so each anchor and each
+abstract is embedded once for all levels and the 21 files never become Python strings row by row;
+``pnd.json["arxiv_levels"]`` maps flavour -> level -> dataset id.
+
+Both towers tuned (App. L, Fig. 11a): ``--doc-model-dir`` replaces the base model as the document
+tower; its cache store is keyed by that folder's fingerprint, so the frozen base's document
+embeddings are never reused for it.
 """
 
 from __future__ import annotations
@@ -47,12 +58,17 @@ import polars as pl
 
 from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check_precision,
                                           model_fingerprint)
-from embtune.evaluate.pnd import MEASURES, TIES, Measure, Ties, closeness, triplet_set_pnd, xnli_pnd
+from embtune.evaluate.pnd import (MEASURES, TIES, Measure, Ties, grouped_errors,
+                                  indexed_closeness, one_vs_one_errors, pair_closeness, prepare,
+                                  summarise, xnli_pnd)
 from embtune.evaluate.ranking import ranking_metrics
+from embtune.errors import DataError
 from embtune.io import provenance, read_parquet, write_json, write_parquet
 
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
-# the harder levels are built by build-arxiv-negatives for Figure-6-style studies.
+# the harder levels (Fig. 6) are scored with --arxiv-levels.
+ARXIV_FLAVOURS = ("first", "title")
+ARXIV_RANDOM_LEVEL = 21   # n_negatives + 1 with the paper's 20 negatives (App. B.1)
 TRIPLET_FILES = {
     "msmarco": "msmarco/eval.parquet",
     "msmarco-hard": "msmarco/eval_hard.parquet",      # App. A: samples with >= 65 negatives
@@ -165,6 +181,131 @@ def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> X
                      {k: v["hypothesis"].to_list() for k, v in by_lang.items()})
 
 
+def arxiv_dataset_id(flavour: str, level: int, random_level: int = ARXIV_RANDOM_LEVEL) -> str:
+    """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``."""
+    return f"arxiv-{flavour}" if level == random_level else f"arxiv-{flavour}-L{level}"
+
+
+def arxiv_level_file(flavour: str, level: int) -> str:
+    """The build-arxiv-negatives output holding one flavour and difficulty level."""
+    return f"arxiv/triplets_{flavour}_L{level}.parquet"
+
+
+class TextCodes:
+    """Exact text -> integer code table, grown with polars hash joins (native, exact string
+    equality), so the 21 level files of a flavour (253,140 rows each in the paper) map onto one
+    list of unique texts without creating a Python string per row; only new texts are listed."""
+
+    def __init__(self) -> None:
+        self._table = pl.DataFrame(schema={"text": pl.String, "code": pl.Int64})
+
+    def __len__(self) -> int:
+        return self._table.height
+
+    def codes(self, texts: pl.Series) -> np.ndarray:
+        """Codes of ``texts`` in order; unseen texts get the next codes, first occurrence first."""
+        frame = texts.cast(pl.String).alias("text").to_frame()
+        joined = frame.join(self._table, on="text", how="left", maintain_order="left")
+        if joined["code"].null_count():
+            new = joined.filter(pl.col("code").is_null()).select("text").unique(maintain_order=True)
+            start = self._table.height
+            self._table = pl.concat([self._table, new.with_columns(
+                pl.int_range(start, start + new.height, dtype=pl.Int64).alias("code"))])
+            joined = frame.join(self._table, on="text", how="left", maintain_order="left")
+        return joined["code"].to_numpy()
+
+    def texts(self) -> list[str]:
+        """Unique texts in code order."""
+        return self._table["text"].to_list()
+
+
+@dataclass(frozen=True)
+class CodedTriplets:
+    """One arxiv triplet file: row i = (anchor, positive, negative) as codes into the shared
+    query-text and document-text tables."""
+
+    anchor: np.ndarray
+    positive: np.ndarray
+    negative: np.ndarray
+
+
+def read_arxiv_level(path: Path, exclude_prefix: str | None = None) -> pl.DataFrame:
+    """The three text columns of one level file (App. K drops a category prefix first)."""
+    cols = ["anchor", "positive", "negative"] + (["categories"] if exclude_prefix else [])
+    frame = read_parquet(path, "arxiv triplets from build-arxiv-negatives (is the level in "
+                         "data.arxiv.levels?)")
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: missing columns {missing} (has {frame.columns}); expected the "
+                        f"build-arxiv-negatives triplet columns anchor, positive, negative, categories")
+    if exclude_prefix:
+        frame = frame.filter(~frame["categories"].str.split(" ").list.eval(
+            pl.element().str.starts_with(exclude_prefix)).list.any())
+    return frame.select("anchor", "positive", "negative")
+
+
+def code_arxiv_levels(frames: dict[str, pl.DataFrame], queries: TextCodes,
+                      docs: TextCodes) -> dict[str, CodedTriplets]:
+    """Code every level's columns against the shared tables (anchors -> queries; positives and
+    negatives -> docs: a negative is another paper's positive, so it is usually already there)."""
+    return {name: CodedTriplets(queries.codes(f["anchor"]), docs.codes(f["positive"]),
+                                docs.codes(f["negative"])) for name, f in frames.items()}
+
+
+def evaluate_arxiv_levels(paths: dict[str, Path], cache: EmbedCache, towers: Towers,
+                          batch_size: int, measures: Sequence[Measure], ties: Ties = "error",
+                          exclude_prefix: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """PND and ranking metrics of several arxiv level files (dataset id -> file) sharing their
+    texts: each unique anchor / document is embedded once (and read from ``cache``), then every
+    level is counted from row gathers of the two embedding tables."""
+    queries, docs = TextCodes(), TextCodes()
+    coded = {}
+    for name, path in paths.items():   # one file in memory at a time; only codes are kept
+        coded |= code_arxiv_levels({name: read_arxiv_level(path, exclude_prefix)}, queries, docs)
+    q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, queries.texts(),
+                    batch_size)
+    d = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, docs.texts(), batch_size)
+    return score_levels(q, d, coded, measures, ties)
+
+
+def score_levels(q: np.ndarray, d: np.ndarray, coded: dict[str, CodedTriplets],
+                 measures: Sequence[Measure], ties: Ties = "error") -> dict[str, dict[str, dict[str, Any]]]:
+    """Counts and ranking metrics of coded triplet files: in each row the anchor competes its one
+    positive against its one negative.
+
+    Why pairs: across levels the same (anchor, positive) pairs recur in every file and many
+    (anchor, negative) pairs too, so each distinct (query row, document row) pair is scored once
+    per measure (:func:`indexed_closeness`, bit-identical to :func:`closeness`) and every file
+    reads its scores back."""
+    n_doc = max(len(d), 1)
+    keys = np.concatenate([c.anchor * n_doc + x for c in coded.values() for x in (c.positive, c.negative)])
+    pairs, inverse = np.unique(keys, return_inverse=True)
+    out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in coded}
+    for m in measures:
+        scores = indexed_closeness(prepare(q, m), pairs // n_doc, prepare(d, m), pairs % n_doc, m)[inverse]
+        start = 0
+        for name, c in coded.items():
+            n = len(c.anchor)
+            pos, neg = scores[start:start + n], scores[start + n:start + 2 * n]
+            start += 2 * n
+            counts = summarise(one_vs_one_errors(pos, neg, ties), np.ones(n, np.int64)).as_dict()
+            counts.update(one_vs_one_ranking(pos, neg))
+            out[name][m] = counts
+    return out
+
+
+def one_vs_one_ranking(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
+    """:func:`_ranking_scores` when every query has one positive and one negative (arxiv): the
+    positive ranks first iff strictly closer (ties pessimistic, as in
+    :mod:`embtune.evaluate.ranking`), so MRR = MAP = mean(1 or 1/2) and P@1 = the share ranked
+    first; O(n) instead of a sort per level."""
+    if not len(pos):
+        return {"mrr": float("nan"), "map": float("nan"), "p_at_1": float("nan")}
+    first = np.asarray(pos) > np.asarray(neg)
+    rr = float(np.mean(np.where(first, 1.0, 0.5)))
+    return {"mrr": rr, "map": rr, "p_at_1": float(np.mean(first))}
+
+
 # ---------------------------------------------------------------- evaluation
 def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_size: int,
                       measures: Sequence[Measure], ties: Ties = "error") -> dict[str, dict[str, Any]]:
@@ -172,10 +313,19 @@ def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_s
     q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, ts.queries, batch_size)
     p = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.positives, batch_size)
     n = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.negatives, batch_size)
+    return score_triplets(q, p, ts.pos_query, n, ts.neg_query, measures, ties)
+
+
+def score_triplets(q: np.ndarray, p: np.ndarray, pos_query: np.ndarray, n: np.ndarray,
+                   neg_query: np.ndarray, measures: Sequence[Measure],
+                   ties: Ties = "error") -> dict[str, dict[str, Any]]:
+    """PND counts (as :func:`embtune.evaluate.pnd.triplet_set_pnd`) and ranking metrics of a
+    triplet set, from its embeddings; scores are computed once per measure and shared."""
     out: dict[str, dict[str, Any]] = {}
     for m in measures:
-        counts = triplet_set_pnd(q, p, ts.pos_query, n, ts.neg_query, m, ties).as_dict()
-        counts.update(_ranking(q, p, ts.pos_query, n, ts.neg_query, m))
+        pos, neg = pair_closeness(q, pos_query, p, m), pair_closeness(q, neg_query, n, m)
+        counts = summarise(*grouped_errors(pos, pos_query, neg, neg_query, len(q), ties)).as_dict()
+        counts.update(_ranking_scores(pos, pos_query, neg, neg_query, len(q)))
         out[m] = counts
     return out
 
@@ -183,14 +333,23 @@ def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_s
 def _ranking(q: np.ndarray, p: np.ndarray, pos_query: np.ndarray, n: np.ndarray,
              neg_query: np.ndarray, measure: Measure) -> dict[str, float]:
     """MRR/MAP/P@1 with each query's positives and negatives as its candidate list."""
+    return _ranking_scores(pair_closeness(q, pos_query, p, measure), pos_query,
+                           pair_closeness(q, neg_query, n, measure), neg_query, len(q))
+
+
+def _ranking_scores(pos_score: np.ndarray, pos_query: np.ndarray, neg_score: np.ndarray,
+                    neg_query: np.ndarray, n_queries: int) -> dict[str, float]:
+    """:func:`_ranking` from closeness scores already computed."""
+    if not n_queries:
+        return {"mrr": float("nan"), "map": float("nan"), "p_at_1": float("nan")}
     group = np.concatenate([pos_query, neg_query])
-    score = np.concatenate([closeness(q[pos_query], p, measure), closeness(q[neg_query], n, measure)])
+    score = np.concatenate([pos_score, neg_score])
     rel = np.concatenate([np.ones(len(pos_query), bool), np.zeros(len(neg_query), bool)])
     order = np.argsort(group, kind="stable")
     group, score, rel = group[order], score[order], rel[order]
-    sizes = np.bincount(group, minlength=len(q))
+    sizes = np.bincount(group, minlength=n_queries)
     slot = np.arange(len(group)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    shape = (len(q), int(sizes.max(initial=0)))
+    shape = (n_queries, int(sizes.max(initial=0)))
     mats = [np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)]
     for mat, values in zip(mats, (score, rel, np.ones_like(rel))):
         mat[group, slot] = values
@@ -220,13 +379,17 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
                       batch_size: int, measures: Sequence[Measure], *,
                       exclude_domains: Sequence[str] = (), xnli_languages: Sequence[str] | None = None,
                       ties: Ties = "error", xnli_text_prefix: str = "doc",
+                      levels: dict[str, dict[int, str]] | None = None,
                       log: Any = print) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """pnd.json's dataset entries and the XNLI count rows for ``names``.
 
-    Each arxiv dataset also gets one entry per domain in ``exclude_domains`` (App. K), scored from
-    the same cached embeddings as the full set."""
+    An arxiv flavour in ``levels`` (:func:`arxiv_plan`) is scored at every listed difficulty level
+    (App. H), each distinct text embedded once for all of them. Each arxiv dataset also gets one
+    entry per domain in ``exclude_domains`` (App. K), scored from the same cached embeddings as
+    the full set."""
     result: dict[str, Any] = {}
     xnli_rows: list[dict[str, Any]] = []
+    levels = levels or {}
     for name in names:
         if name == "xnli":
             table = xnli_table(read_parquet(data_dir / XNLI_FILE, "the prepare-xnli table"),
@@ -236,11 +399,20 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
             result["xnli"] = xnli_summary(xnli_rows, table)
             log(f"evaluate-pnd: xnli: {_brief(result['xnli'], measures)}")
             continue
+        flavour = name.removeprefix("arxiv-")
+        if name in ARXIV_DATASETS and flavour in levels:
+            paths = {ds: data_dir / arxiv_level_file(flavour, lv) for lv, ds in levels[flavour].items()}
+            result |= evaluate_arxiv_levels(paths, cache, towers, batch_size, measures, ties)
+            for ds in paths:
+                log(f"evaluate-pnd: {ds}: {_brief(result[ds], measures)}")
         columns = list(ARXIV_COLUMNS if name in ARXIV_DATASETS else GROUPED_COLUMNS)
+        variants = {} if name in result else {name: None}
+        if name in ARXIV_DATASETS:
+            variants |= {excluded_key(name, d): d for d in exclude_domains}
+        if not variants:
+            continue
         frame = read_parquet(data_dir / TRIPLET_FILES[name],
                              f"the {name} evaluation table with columns {columns}", columns)
-        variants = {name: None} | ({excluded_key(name, d): d for d in exclude_domains}
-                                   if name in ARXIV_DATASETS else {})
         for key, domain in variants.items():
             ts = arxiv_triplets(frame, domain) if name in ARXIV_DATASETS else grouped_triplets(frame)
             result[key] = evaluate_triplets(ts, cache, towers, batch_size, measures, ties)
@@ -282,14 +454,21 @@ class LazyEncoder:
 
 
 def build_towers(spec: dict[str, Any], query_model_dir: str | None,
-                 precision: str = "fp32") -> Towers:
+                 precision: str = "fp32", doc_model_dir: str | None = None) -> Towers:
+    """Query tower: ``query_model_dir`` or the base model; document tower: ``doc_model_dir`` (both
+    towers tuned, App. L) or the base model. Each tower's cache identity is its folder's content
+    fingerprint, so a tuned document tower never reads the frozen base's stored embeddings."""
     from embtune.models.encoders import resolve_encoder_path
 
     base_path = resolve_encoder_path(spec)
-    doc = LazyEncoder(base_path, precision)
-    doc_fp = model_fingerprint(base_path)
+    base, base_fp = LazyEncoder(base_path, precision), model_fingerprint(base_path)
     query, query_fp = (LazyEncoder(query_model_dir, precision), model_fingerprint(query_model_dir)) \
-        if query_model_dir else (doc, doc_fp)
+        if query_model_dir else (base, base_fp)
+    if doc_model_dir and not Path(doc_model_dir).is_dir():
+        raise DataError(f"{doc_model_dir}: --doc-model-dir is not a directory; expected the tuned "
+                        f"document tower that tune-query writes as doc_model/ (tune_doc_tower: true)")
+    doc, doc_fp = (LazyEncoder(doc_model_dir, precision), model_fingerprint(doc_model_dir)) \
+        if doc_model_dir else (base, base_fp)
     return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
                   spec.get("doc_prefix", "") or "")
 
@@ -300,12 +479,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="encoder spec JSON: name, source, id, query_prefix, doc_prefix")
     ap.add_argument("--query-model-dir", default=None,
                     help="query tower (sentence-transformers folder); default: the base model")
+    ap.add_argument("--doc-model-dir", default=None,
+                    help="document tower when both towers were tuned (App. L, Fig. 11a); "
+                         "default: the frozen base model")
     ap.add_argument("--datasets", nargs="+", default=["msmarco", "arxiv-first", "arxiv-title", "xnli"],
                     choices=DATASETS)
     ap.add_argument("--data-dir", required=True, help="{processed}")
     ap.add_argument("--exclude-domains", nargs="*", default=[],
                     help="arxiv: also score each arxiv dataset without the rows of these category "
                          "domains (math -> math.*), as '<dataset>!<domain>' (App. K)")
+    ap.add_argument("--arxiv-levels", type=int, nargs="*", default=[],
+                    help="extra arxiv difficulty levels (1 = hardest) scored for each arxiv flavour "
+                         "in --datasets, as arxiv-<flavour>-L<k> (App. H, Fig. 6)")
+    ap.add_argument("--arxiv-random-level", type=int, default=ARXIV_RANDOM_LEVEL,
+                    help="the level of arxiv-first / arxiv-title: the random negative "
+                         "(n_negatives + 1; 21 in the paper)")
     ap.add_argument("--xnli-languages", nargs="+", default=None, help="default: all in the file")
     ap.add_argument("--cache-dir", default=None, help="embedding cache (default: a temporary one)")
     ap.add_argument("--measures", nargs="+", default=list(MEASURES), choices=MEASURES)
@@ -322,22 +510,39 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def arxiv_plan(datasets: Sequence[str], levels: Sequence[int],
+               random_level: int = ARXIV_RANDOM_LEVEL) -> dict[str, dict[int, str]]:
+    """flavour -> level -> dataset id for the arxiv flavours in ``datasets`` (random level first)."""
+    bad = sorted({lv for lv in levels if not 1 <= lv <= random_level})
+    if bad:
+        raise DataError(f"--arxiv-levels {bad}: levels run from 1 (hardest) to {random_level} "
+                        f"(the random negative)")
+    plan: dict[str, dict[int, str]] = {}
+    for flavour in ARXIV_FLAVOURS:
+        if f"arxiv-{flavour}" in datasets:
+            plan[flavour] = {lv: arxiv_dataset_id(flavour, lv, random_level)
+                             for lv in [random_level, *sorted(set(levels) - {random_level})]}
+    return plan
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
     spec = json.loads(args.model_json)
-    towers = build_towers(spec, args.query_model_dir, args.precision)
+    towers = build_towers(spec, args.query_model_dir, args.precision, args.doc_model_dir)
     data_dir, out_dir = Path(args.data_dir), Path(args.out)
+    levels = arxiv_plan(args.datasets, args.arxiv_levels, args.arxiv_random_level)
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
         # xnli_counts.parquet is written even when XNLI is not evaluated (empty)
         result, xnli_rows = evaluate_datasets(
             args.datasets, data_dir, cache, towers, args.batch_size, args.measures,
             exclude_domains=args.exclude_domains, xnli_languages=args.xnli_languages,
-            ties=args.ties, xnli_text_prefix=args.xnli_text_prefix)
+            ties=args.ties, xnli_text_prefix=args.xnli_text_prefix, levels=levels)
         result["encoder_calls"] = cache.stats.as_dict()
+    result["arxiv_levels"] = {f: {str(lv): ds for lv, ds in m.items()} for f, m in levels.items()}
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
-                       "precision": args.precision,
+                       "doc_model_dir": args.doc_model_dir, "precision": args.precision,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
     (out_dir / "pnd.json").unlink(missing_ok=True)   # the commit marker goes first, comes back last
     write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))

@@ -28,7 +28,8 @@ distance) / ``table2.md`` (the default-regime runs, as paper 2's Table 2),
 ``pnd_long.csv`` (per model, run, dataset, measure: counts, improvement, z), ``xnli_heatmap.parquet``
 (model, qrun_id, relation, measure, query_lang, text_lang, errors_base, errors_tuned, total,
 improvement, z, significant), ``lr_curves.parquet`` (model, qrun_id, lr, dataset, measure,
-improvement, significant), ``manifest.json`` last.
+improvement, significant), the tables of :mod:`embtune.evaluate.paper2_tables` (Table 3, arxiv
+levels, Fig. 2(a) counts, Figs 4-5 data, Tables 14-15), ``manifest.json`` last.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ RELATIONS = ("neutral", "contradiction")
 XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
 CONFIG_COLUMNS = ("sweep", "lr", "lr_effective", "freeze", "batch_size", "margin", "weight_decay",
                   "scheduler", "scheduler_unit", "optimizer", "patience", "train_data", "lr_scaling",
-                  "distance")
+                  "distance", "tune_doc_tower")
 
 
 def _pnd_value(entry: dict[str, Any]) -> float:
@@ -94,11 +95,12 @@ def _entries(model: str, qrun_id: str, ds: str, key: str, base: dict[str, Any],
 
 
 def dataset_rows(model: str, qrun_id: str, base: dict[str, Any], tuned: dict[str, Any],
-                 z_critical: float, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Long rows for the triplet datasets present in both pnd.json files (``config``: the run
-    config, whose ``train_data`` picks the App. K entry)."""
+                 z_critical: float, config: dict[str, Any] | None = None,
+                 datasets: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Long rows for the triplet ``datasets`` (default: Table 1's and Table 2's) present in both
+    pnd.json files (``config``: the run config, whose ``train_data`` picks the App. K entry)."""
     rows = []
-    for ds in (*DATASETS, *TABLE2_DATASETS):
+    for ds in (*DATASETS, *TABLE2_DATASETS) if datasets is None else datasets:
         key = eval_key(ds, config or {})
         pair = _entries(model, qrun_id, ds, key, base, tuned)
         for measure in MEASURES if pair else ():
@@ -344,10 +346,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     got, missing = collect(Path(args.query_runs_dir), args.z_critical,
                            set(args.runs) if args.runs is not None else None)
     table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
+    from embtune.evaluate.paper2_tables import collect_extras, write_extras
+
+    extras = collect_extras(Path(args.query_runs_dir), args.z_critical,
+                            set(args.runs) if args.runs is not None else None)
     with atomic_path(args.out) as out:  # the folder appears complete or not at all
         write_outputs(out, table, got)
+        write_extras(out, extras)   # Table 3, arxiv levels, Fig. 2(a), Figs 4-5, Tables 14-15
         write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
-                                                     skipped_runs=got["skipped"]))
+                                                     skipped_runs=got["skipped"],
+                                                     no_layer_changes=extras["no_layer_changes"]))
     print(f"query-table: {table.height} runs, {len(missing)} without evaluation -> {args.out}")
     return 0

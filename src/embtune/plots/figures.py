@@ -6,8 +6,6 @@ plotted and what is versioned cannot drift apart. No function here reads or writ
 
 from __future__ import annotations
 
-import textwrap
-
 import math
 from typing import Any
 
@@ -15,9 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import LogFormatter  # noqa: E402
 
@@ -180,54 +176,5 @@ def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
     return fig
 
 
-def heatmap_figure(df: pl.DataFrame, title: str) -> Figure:
-    """Paper 2 heatmaps: 15×15 improvement (%) by query and text language; hatched = not
-    significant. Columns: query_lang, text_lang, improvement, significant."""
-    qs = sorted(df["query_lang"].unique().to_list())
-    ts = sorted(df["text_lang"].unique().to_list())
-    grid = np.full((len(qs), len(ts)), np.nan)
-    sig = np.zeros_like(grid, bool)
-    for r in df.iter_rows(named=True):
-        i, j = qs.index(r["query_lang"]), ts.index(r["text_lang"])
-        grid[i, j] = r["improvement"]
-        sig[i, j] = bool(r["significant"])
-    fig, ax = plt.subplots(figsize=(7.2, 6.2), constrained_layout=True)
-    lim = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
-    im = ax.imshow(grid, cmap="RdBu", norm=TwoSlopeNorm(0.0, -lim or -1, lim or 1))
-    for i in range(len(qs)):
-        for j in range(len(ts)):
-            if np.isfinite(grid[i, j]):
-                dark = abs(grid[i, j]) > 0.6 * lim
-                ax.text(j, i, f"{grid[i, j] + 0.0:.0f}", ha="center", va="center", fontsize=6,
-                        color=("white" if dark else "black") if sig[i, j] else "0.5",
-                        style="normal" if sig[i, j] else "italic")
-    ax.set_xticks(range(len(ts)), ts, fontsize=8)
-    ax.set_yticks(range(len(qs)), qs, fontsize=8)
-    ax.set_xlabel("text language")
-    ax.set_ylabel("query language")
-    ax.set_title(textwrap.fill(title, 70) + "\n(grey italic numbers: not significant)", fontsize=9)
-    fig.colorbar(im, ax=ax, label="improvement [%]")
-    return fig
-
-
-def lr_sweep_figure(df: pl.DataFrame, title: str) -> Figure:
-    """Paper 2 Fig. 2/3: improvement vs learning rate per (dataset, measure); open markers are
-    not significant. Columns: lr, dataset, measure, improvement, significant."""
-    fig, ax = _axes(title + " (open markers: not significant)", "learning rate", "improvement [%]",
-                    logx=True, logy=False)
-    keys = df.select("dataset", "measure").unique(maintain_order=True).rows()
-    cmap = plt.get_cmap("tab10")
-    for i, (dataset, measure) in enumerate(keys):
-        sub = df.filter((pl.col("dataset") == dataset) & (pl.col("measure") == measure)).sort("lr")
-        color = cmap(i % 10)
-        ax.plot(sub["lr"], sub["improvement"], "-", color=color, lw=1, label=f"{dataset} ({measure})")
-        sig = sub["significant"].cast(pl.Boolean)
-        ax.plot(sub.filter(sig)["lr"], sub.filter(sig)["improvement"], "o", color=color, ms=5)
-        ax.plot(sub.filter(~sig)["lr"], sub.filter(~sig)["improvement"], "o", mfc="none", color=color, ms=5)
-    ax.axhline(0, color="black", lw=0.8)
-    ax.legend(fontsize=7)
-    return fig
-
-
 __all__ = ["frontier_figure", "isoflop_figure", "hyper_effect_figure", "optimal_n_figure",
-           "scatter_figure", "predicted_vs_actual_figure", "heatmap_figure", "lr_sweep_figure"]
+           "scatter_figure", "predicted_vs_actual_figure"]  # paper 2: embtune.plots.paper2

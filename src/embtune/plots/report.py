@@ -232,30 +232,11 @@ def read_table(path: Path) -> pl.DataFrame:
     return pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
 
 
-HEATMAP_COLS = {"query_lang", "text_lang", "improvement", "significant"}
-LR_COLS = {"model", "qrun_id", "lr", "dataset", "measure", "improvement", "significant"}
+def paper2_specs(tables: dict[str, pl.DataFrame]) -> list[Spec]:
+    """Paper 2's figures from the query-table folder (:mod:`embtune.plots.paper2`)."""
+    from embtune.plots.paper2 import specs
 
-
-def paper2_specs(tables: dict[str, pl.DataFrame], max_heatmaps: int = 24) -> list[Spec]:
-    """Heatmaps from long query/text-language tables; LR-sweep curves per model."""
-    specs: list[Spec] = []
-    for tname, df in sorted(tables.items()):
-        cols = set(df.columns)
-        if HEATMAP_COLS <= cols:
-            keys = [c for c in ("model", "qrun_id", "measure", "relation") if c in cols]
-            groups = df.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): df}
-            for key, sub in list(groups.items())[:max_heatmaps]:
-                tag = "_".join(str(k) for k in key) or tname
-                title = "Improvement by language pair: " + ", ".join(f"{k}={v}" for k, v in zip(keys, key))
-                specs.append(_spec(f"p2_heatmap_{_safe(tag)}", title,
-                                   sub.select("query_lang", "text_lang", "improvement", "significant"),
-                                   lambda d, t=title: F.heatmap_figure(d, t)))
-        elif LR_COLS <= cols:
-            for (model,), sub in df.partition_by(["model"], as_dict=True, maintain_order=True).items():
-                sub = sub.filter(pl.col("lr").is_not_null())
-                specs.append(_spec(f"p2_lr_sweep_{_safe(model)}", f"Paper 2 Fig. 2: LR sweep, {model}", sub,
-                                   lambda d, m=model: F.lr_sweep_figure(d, f"Learning-rate sweep: {m}"), 2))
-    return specs
+    return specs(tables)
 
 
 def _safe(text: str) -> str:

@@ -20,6 +20,13 @@ the query tower — is trained, with paper 2's regime (App. E):
 
 The query tower trains in ``train()`` mode (dropout on, as sentence-transformers' ``fit`` does);
 validation and the document tower run in ``eval()`` mode.
+
+Both towers tuned (``tune_doc_tower: true``; App. L, Fig. 11a "E5-full": "both the query and text
+encoder are subject to tuning (as two independent encoders, with the same starting point) with
+the embedding block frozen in both encoders"): the document tower becomes a second trainable copy
+(:class:`TunedDocs`) with the same freeze spec, both towers' parameters share one optimizer, and
+its embeddings, which change every step, never touch the cache. It is saved as ``doc_model/``
+next to ``model/``; evaluate-pnd then embeds documents with it (``--doc-model-dir``).
 """
 
 from __future__ import annotations
@@ -180,13 +187,49 @@ class DocSide:
     prefix: str
     batch_size: int = 64
 
+    @property
+    def precision(self) -> str:
+        return self.encoder.precision
+
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
         emb = self.cache.embed(self.encoder, self.fingerprint, DOC_TOWER, self.prefix, list(texts),
                                self.batch_size)
         return torch.from_numpy(np.ascontiguousarray(emb))
 
 
-def validate(query_tower: Any, val: list[Triplet], docs: DocSide, run: dict[str, Any],
+@dataclass
+class TunedDocs:
+    """A trainable document tower (both towers tuned): ``embed`` for validation (eval mode, no
+    gradient, the run's precision), ``train_embed`` inside a training step (train mode, float32,
+    differentiable). Nothing is cached: the weights change every step."""
+
+    model: Any
+    prefix: str
+    precision: str
+    batch_size: int = 64
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        self.model.eval()
+        device = str(next(self.model.parameters()).device)
+        out = []
+        with torch.inference_mode(), compute_precision(self.precision, device):
+            for i in range(0, len(texts), self.batch_size):
+                emb, _ = embed_queries(self.model, [self.prefix + t for t in texts[i:i + self.batch_size]])
+                out.append(emb.float().cpu())
+        return torch.cat(out)
+
+    def train_embed(self, texts: Sequence[str]) -> torch.Tensor:
+        self.model.train()
+        return embed_queries(self.model, [self.prefix + t for t in texts])[0]
+
+
+def tuned_doc_side(docs: DocSide, freeze: str) -> tuple[TunedDocs, FreezePlan]:
+    """App. L's second tower: a copy of the frozen base with ``freeze`` applied, as the query's."""
+    model = copy.deepcopy(docs.encoder.model)
+    return TunedDocs(model, docs.prefix, docs.precision, docs.batch_size), apply_freeze(model, freeze)
+
+
+def validate(query_tower: Any, val: list[Triplet], docs: DocSide | TunedDocs, run: dict[str, Any],
              batch_size: int = 64) -> tuple[float, int]:
     """(mean triplet loss, error count) on the validation triplets; error = d(q,pos) >= d(q,neg).
     Queries are embedded in the document tower's precision (fp32 unless bf16 was asked for);
@@ -196,7 +239,7 @@ def validate(query_tower: Any, val: list[Triplet], docs: DocSide, run: dict[str,
     query_tower.eval()
     losses, errors = [], 0
     device = str(next(query_tower.parameters()).device)
-    with torch.inference_mode(), compute_precision(docs.encoder.precision, device):
+    with torch.inference_mode(), compute_precision(docs.precision, device):
         for i in range(0, len(val), batch_size):
             q, _ = embed_queries(query_tower, [prefix + t[0] for t in val[i:i + batch_size]])
             q, p, n = q.float().cpu(), pos[i:i + batch_size], neg[i:i + batch_size]
@@ -214,13 +257,14 @@ class TuneResult:
     curve: list[dict[str, Any]]
     metrics: dict[str, Any]
     plan: FreezePlan
+    doc_tower: Any = None   # the tuned document tower (tune_doc_tower), else None
 
 
 def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: list[list[int]],
-                 lrs: Sequence[float], train: list[Triplet], docs: DocSide,
+                 lrs: Sequence[float], train: list[Triplet], docs: DocSide | TunedDocs,
                  run: dict[str, Any]) -> tuple[float, int]:
     """One epoch of optimizer steps, step i at rate ``lrs[i]``; returns (mean train loss, query
-    tokens processed)."""
+    tokens processed). Documents come from the cache, or with gradients from a tuned tower."""
     prefix = run["model"].get("query_prefix", "")
     query_tower.train()
     total, tokens = 0.0, 0
@@ -228,8 +272,9 @@ def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: li
     for batch, lr in zip(batches, lrs, strict=True):
         for group in optimizer.param_groups:
             group["lr"] = lr
-        pos = docs.embed([train[i][1] for i in batch]).to(device)
-        neg = docs.embed([train[i][2] for i in batch]).to(device)
+        side = docs.train_embed if isinstance(docs, TunedDocs) else docs.embed
+        pos = side([train[i][1] for i in batch]).to(device)
+        neg = side([train[i][2] for i in batch]).to(device)
         q, n_tok = embed_queries(query_tower, [prefix + train[i][0] for i in batch])
         loss = triplet_margin_loss(q, pos, neg, run["margin"], run["distance"])
         optimizer.zero_grad(set_to_none=True)
@@ -255,16 +300,23 @@ def _trainable_state(model: Any) -> dict[str, torch.Tensor]:
 
 def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: DocSide,
          log: Callable[[str], None] = print) -> TuneResult:
-    """Train a copy of ``docs.encoder.model`` as the query tower; the document tower is untouched."""
+    """Train a copy of ``docs.encoder.model`` as the query tower; the frozen document tower
+    (``docs.encoder``) is untouched. With ``run["tune_doc_tower"]`` a second copy is tuned as
+    the document tower alongside (App. L) and returned as ``TuneResult.doc_tower``."""
     t0 = time.perf_counter()
     torch.manual_seed(int(run.get("seed", 0)))
     forwards0 = docs.cache.stats.texts_encoded
     query_tower = copy.deepcopy(docs.encoder.model)
     plan = apply_freeze(query_tower, run["freeze"])
-    params = [p for p in query_tower.parameters() if p.requires_grad]
+    towers, doc_plan = [query_tower], None
+    side: DocSide | TunedDocs = docs
+    if run.get("tune_doc_tower", False):
+        side, doc_plan = tuned_doc_side(docs, run["freeze"])
+        towers.append(side.model)
+    params = [p for t in towers for p in t.parameters() if p.requires_grad]
     optimizer = make_optimizer(params, run["optimizer"], run["lr_effective"], run["weight_decay"])
-    loss0, err0 = validate(query_tower, val, docs, run)
-    state, best = StopState(loss0, err0), _trainable_state(query_tower)
+    loss0, err0 = validate(query_tower, val, side, run)
+    state, best = StopState(loss0, err0), [_trainable_state(t) for t in towers]
     curve = [_curve_row(0, [], None, loss0, err0, False, 0, t0)]
     tokens, train_time, doc_time, reason = 0, 0.0, 0.0, "max_epochs"
     for epoch in range(1, run["max_epochs"] + 1):
@@ -272,26 +324,30 @@ def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: Do
                         run["batches_per_epoch"], run["max_epochs"])
         batches = epoch_batches(len(train), run["batch_size"], run["batches_per_epoch"], epoch - 1,
                                 int(run.get("seed", 0)))
-        doc_time += _fill_doc_cache(train, batches, docs)
+        if side is docs:
+            doc_time += _fill_doc_cache(train, batches, docs)
         ts = time.perf_counter()
-        train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, lrs, train, docs, run)
+        train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, lrs, train, side, run)
         train_time, tokens = train_time + time.perf_counter() - ts, tokens + n_tok
-        val_loss, val_err = validate(query_tower, val, docs, run)
+        val_loss, val_err = validate(query_tower, val, side, run)
         state, improved = stop_step(state, epoch, val_loss, val_err)
         if improved:
-            best = _trainable_state(query_tower)
+            best = [_trainable_state(t) for t in towers]
         curve.append(_curve_row(epoch, lrs, train_loss, val_loss, val_err, improved, state.idle, t0))
         log(f"epoch {epoch}: lr={lrs[0]:.3g}..{lrs[-1]:.3g} train={train_loss:.5f} "
             f"val={val_loss:.5f} errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
         if state.idle >= run["patience"]:
             reason = "patience"
             break
-    query_tower.load_state_dict(best, strict=False)
-    query_tower.eval()
+    for tower, state_dict in zip(towers, best):
+        tower.load_state_dict(state_dict, strict=False)
+        tower.eval()
     metrics = _metrics(run, curve, state, reason, plan, tokens, train_time, len(val),
                        docs.cache.stats.texts_encoded - forwards0, time.perf_counter() - t0)
-    metrics.update(train_time_s=train_time, doc_fill_time_s=doc_time)
-    return TuneResult(query_tower, curve, metrics, plan)
+    metrics.update(train_time_s=train_time, doc_fill_time_s=doc_time,
+                   tune_doc_tower=len(towers) > 1,
+                   n_trainable_doc_tensors=len(doc_plan.trainable) if doc_plan else 0)
+    return TuneResult(query_tower, curve, metrics, plan, towers[1] if len(towers) > 1 else None)
 
 
 def _curve_row(epoch: int, lrs: Sequence[float], train_loss: float | None, val_loss: float,
@@ -364,8 +420,13 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
                           top_layers_relative=top_layers(changes, "rank_relative"),
                           n_train_triplets=len(train), embed_precision=precision)
+    doc_changes = None if result.doc_tower is None else \
+        layer_changes(encoder.model.state_dict(), result.doc_tower.state_dict())
     with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
         result.query_tower.save(str(tmp / "model"))
+        if result.doc_tower is not None and doc_changes is not None:   # evaluate-pnd --doc-model-dir
+            result.doc_tower.save(str(tmp / "doc_model"))
+            doc_changes.write_csv(tmp / "layer_changes_doc.csv")
         write_text(tmp / "curve.csv", curve_csv(result.curve))
         changes.write_csv(tmp / "layer_changes.csv")
         write_json(tmp / "metrics.json", result.metrics)
