@@ -7,6 +7,7 @@ plotted and what is versioned cannot drift apart. No function here reads or writ
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 import matplotlib
