@@ -177,6 +177,23 @@ def test_throughput_is_read_from_one_place(tmp_path: Path, monkeypatch: pytest.M
     assert "flops_per_second()" in smk and "5e13" not in smk
 
 
+def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """resources.smk's train_runtime = 20 min + 2 x the GPU-hours `embtune plan` prints, at the
+    same calibrated throughput (here $EMBTUNE_FLOPS_PER_SECOND), times the attempt."""
+    import math
+
+    fps = 1e9                          # slow enough that the hours dominate the 20-minute overhead
+    monkeypatch.setenv("EMBTUNE_FLOPS_PER_SECOND", str(fps))
+    runs, _ = training_runs(tiny_params(tmp_path))
+    scope = {"RUNS": {r["run_id"]: r for r in runs}, "config": {}, "WorkflowError": RuntimeError}
+    exec(compile((REPO / "workflow/rules/resources.smk").read_text(), "resources.smk", "exec"), scope)  # noqa: S102
+    assert scope["FLOPS_PER_SECOND"] == fps
+    big = next(r for r in runs if r["budget"] == 1.6e13 and r["method"] == "bias")
+    minutes = 20 + 2 * hand_hours(1.6e13, "bias") * (FPS / fps) * 60     # ~995 min
+    for attempt in (1, 2):
+        assert scope["train_runtime"]({"run": big["run_id"]}, attempt) == math.ceil(minutes) * attempt
+
+
 def test_cap_trimming_needs_no_runs_when_the_grid_fits() -> None:
     assert trim_to_cap([], 1.0, FPS) == ([], [])
 
