@@ -11,7 +11,7 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test bench plan lint clean-demo
+.PHONY: install demo test bench gpu-check plan lint clean-demo
 
 install: $(VENV)/.installed
 
@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 demo: install
 	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --printshellcmds
-	@echo "Results: results/demo/ (figures: results/demo/analysis/figures, recipe: results/demo/analysis/recipes, report: results/demo/analysis/report.md, metrics: results/demo/metrics.json)"
+	@echo "Results: results/demo/ (figures: results/demo/analysis/figures, recipe: results/demo/analysis/recipes, report: results/demo/analysis/report.md, metrics: results/demo/metrics.json; one HTML file: snakemake --configfile presets/demo.yaml --report report.html)"
 
 test: install
 	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"
@@ -32,6 +32,12 @@ test: install
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# On a machine with a CUDA GPU (and a CUDA build of torch in the venv): the CUDA/bf16 tests and the
+# GPU benchmarks (training MFU vs sentence-transformers, paper-size evaluation time). Elsewhere it
+# says why and exits 0. benchmarks/gpu_check.py
+gpu-check: install
+	$(BIN)/python benchmarks/gpu_check.py
 
 plan: install
 	$(BIN)/snakemake -n --quiet rules

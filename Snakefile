@@ -18,6 +18,10 @@ except ParamsError as err:
 configfile: "params.yaml"
 
 
+# `snakemake --report report.html`: every figure and table of the study in one self-contained file.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/data.smk"

@@ -1,6 +1,7 @@
 """Benchmark of PND counting at full XNLI size, and of the embedding cache's encoder savings.
 
 Run: ``.venv/bin/python benchmarks/bench_pnd.py [--dim 384] [--brute-pairs 10] [--threads 2]``
+and ``... --paper-eval [--scale 1.0]`` (``make gpu-check``; see 3.)
 
 1. Synthetic float32 embeddings at full XNLI test size (15 languages, 1,670 pairs per label):
    times all 225 language pairs x 2 relations x 2 measures with the O(n log n) sort+searchsorted
@@ -9,6 +10,15 @@ Run: ``.venv/bin/python benchmarks/bench_pnd.py [--dim 384] [--brute-pairs 10] [
 2. Encoder forward passes of a demo-like evaluation (base model + several tuned query towers on
    msmarco / arxiv-first / arxiv-title / xnli) through :class:`EmbedCache` with a counting fake
    encoder, against naive per-dataset encoding.
+3. ``--paper-eval``: one encoder's whole paper-2 evaluation at the paper's sizes, timed: MSMARCO
+   (7,000 samples, 357,642 triplets), arxiv-first and arxiv-title (253,140 triplets each) and XNLI
+   (15 x 15 languages, 1,670 pairs per label x 3 labels), through the pipeline's own
+   ``evaluate_triplets`` / ``evaluate_xnli`` and :class:`EmbedCache`, with a randomly initialised
+   multilingual-e5-small-shaped encoder (BERT, d 384, 12 layers, 12 heads, vocabulary 250,037;
+   speed does not depend on the weights) behind sentence-transformers, and synthetic texts of
+   typical token lengths (each word one token). Target (printed, not asserted): <= 3 min on one
+   H100; paper 2 (section on execution time): "about 1.2-1.3 hours" on an A100. ``--scale``
+   shrinks every count (e.g. 0.001 for a CPU smoke run).
 """
 
 from __future__ import annotations
@@ -184,17 +194,154 @@ def bench_cache(batch_size: int, query_runs: int) -> None:
           f"dedup {dedup * n_evals}, cached {sum(passes[:-1])} forward passes")
 
 
+# Paper sizes (paper 2, App. A/B; Table 3) and typical token lengths (mean; uniform +-50 %).
+PAPER = {"msmarco_samples": 7000, "msmarco_triplets": 357_642, "arxiv_triplets": 253_140,
+         "xnli_languages": 15, "xnli_per_label": 1670}
+TOKENS = {"msmarco_query": 10, "msmarco_passage": 80, "arxiv_first": 35, "arxiv_title": 15,
+          "arxiv_rest": 200, "arxiv_abstract": 230, "xnli_premise": 30, "xnli_hypothesis": 15}
+E5_SMALL = {"vocab_size": 250_037, "hidden_size": 384, "num_hidden_layers": 12, "num_attention_heads": 12,
+            "intermediate_size": 1536, "max_position_embeddings": 512}
+
+
+class TextMaker:
+    """Unique synthetic texts of ~n tokens: a serial-number word, then single-token words."""
+
+    def __init__(self, words: list[str], seed: int = 0) -> None:
+        import numpy as np
+
+        self.words, self.rng, self.serial = np.asarray(words), np.random.default_rng(seed), 0
+
+    def __call__(self, count: int, mean_tokens: int) -> list[str]:
+        lengths = self.rng.integers(max(1, mean_tokens // 2), mean_tokens * 3 // 2 + 1, count)
+        flat = self.words[self.rng.integers(0, len(self.words), int(lengths.sum()))].tolist()
+        out, pos = [], 0
+        for n in lengths.tolist():
+            out.append(f"t{self.serial} " + " ".join(flat[pos:pos + n - 1]))
+            pos += n - 1
+            self.serial += 1
+        return out
+
+
+def paper_eval_data(make: TextMaker, scale: float):
+    """TripletSets for msmarco / arxiv-first / arxiv-title and an XnliTable at ``scale`` x paper size.
+
+    MSMARCO: one positive and ~51 negatives per sample (all pairs = the triplet count); arxiv: one
+    anchor, positive and negative per row, negatives drawn from the other rows' positives; XNLI:
+    each premise shared by its 3 hypotheses (one per label), as in the XNLI test set."""
+    import numpy as np
+
+    from embtune.evaluate.pnd_eval import TripletSet, XnliTable
+
+    rng = np.random.default_rng(1)
+    n_s = max(1, round(PAPER["msmarco_samples"] * scale))
+    n_neg = max(1, round(PAPER["msmarco_triplets"] * scale))
+    data = {"msmarco": TripletSet(make(n_s, TOKENS["msmarco_query"]), make(n_s, TOKENS["msmarco_passage"]),
+                                  np.arange(n_s), make(n_neg, TOKENS["msmarco_passage"]),
+                                  np.sort(rng.integers(0, n_s, n_neg)))}
+    n_a = max(2, round(PAPER["arxiv_triplets"] * scale))
+    for flavour, anchor, doc in (("first", "arxiv_first", "arxiv_rest"), ("title", "arxiv_title", "arxiv_abstract")):
+        pos = make(n_a, TOKENS[doc])
+        other = (np.arange(n_a) + rng.integers(1, n_a, n_a)) % n_a            # never the row itself
+        data[f"arxiv-{flavour}"] = TripletSet(make(n_a, TOKENS[anchor]), pos, np.arange(n_a),
+                                              [pos[j] for j in other], np.arange(n_a))
+    per = max(2, round(PAPER["xnli_per_label"] * scale))
+    langs = [f"l{k:02d}" for k in range(PAPER["xnli_languages"])]
+    labels = np.tile(np.array(["entailment", "neutral", "contradiction"]), per)
+    premises = {lang: [p for p in make(per, TOKENS["xnli_premise"]) for _ in range(3)] for lang in langs}
+    hypotheses = {lang: make(3 * per, TOKENS["xnli_hypothesis"]) for lang in langs}
+    data["xnli"] = XnliTable(np.arange(3 * per), labels, premises, hypotheses)
+    return data
+
+
+def e5_small_shaped(folder: str):
+    """A randomly initialised multilingual-e5-small-shaped sentence-transformers folder (mean
+    pooling, max_seq_length 512) with a byte-level BPE trained in memory; returns the path."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import BertConfig, BertModel
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_train import _tokenizer
+
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:                                  # sentence-transformers < 6
+        from sentence_transformers.models import Pooling, Transformer
+
+    tok = _tokenizer(None)
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(**E5_SMALL, pad_token_id=tok.pad_token_id), add_pooling_layer=False)
+    hf_dir, st_dir = os.path.join(folder, "hf"), os.path.join(folder, "st")
+    model.save_pretrained(hf_dir)
+    tok.save_pretrained(hf_dir)
+    st = SentenceTransformer(modules=[Transformer(hf_dir, max_seq_length=512),
+                                      Pooling(E5_SMALL["hidden_size"], "mean")], device="cpu")
+    st.save(st_dir)
+    return st_dir, tok
+
+
+def bench_paper_eval(scale: float, batch_size: int) -> float:
+    """Embed + count one encoder's whole evaluation; prints per-dataset times; returns seconds."""
+    import re
+
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()          # "newly initialized" weights are the point here
+    transformers.utils.logging.disable_progress_bar()
+    from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder
+    from embtune.evaluate.pnd_eval import Towers, evaluate_triplets, evaluate_xnli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path, tok = e5_small_shaped(tmp)
+        words = sorted(t[1:] for t in tok.get_vocab() if re.fullmatch(r"\u0120[a-z]+", t))
+        t0 = time.perf_counter()
+        data = paper_eval_data(TextMaker(words), scale)
+        print(f"[paper-eval] synthetic texts built in {time.perf_counter() - t0:.1f} s (untimed)")
+        encoder = SentenceTransformerEncoder(path)
+        towers = Towers(encoder, "e5-small-shaped", encoder, "e5-small-shaped", "query: ", "passage: ")
+        cache = EmbedCache(os.path.join(tmp, "cache"), progress=False)
+        encoder.encode(["warm up"] * 8, 8)
+        device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+        total = 0.0
+        for name, table in data.items():
+            start = time.perf_counter()
+            if name == "xnli":
+                evaluate_xnli(table, cache, towers, batch_size, ("cos", "dist"))
+            else:
+                evaluate_triplets(table, cache, towers, batch_size, ("cos", "dist"))
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            took = time.perf_counter() - start
+            total += took
+            print(f"[paper-eval] {name}: {took:.1f} s")
+        stats = cache.stats.as_dict()
+    print(f"[paper-eval] {device}, scale {scale:g}, batch {batch_size}: one encoder's full evaluation "
+          f"(msmarco + arxiv-first + arxiv-title + xnli, embedding + counting) {total:.1f} s "
+          f"= {total / 60:.2f} min; encoder calls {stats}")
+    print(f"[paper-eval] target <= 3 min on one H100 at scale 1 (paper 2: 1.2-1.3 h on an A100): "
+          f"{'met' if total <= 180 else 'NOT met'}" + ("" if scale == 1 else " (scaled run: not comparable)"))
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--brute-pairs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="encoder batch (default: 64 for the cache count, 256 = evaluate.pnd.batch_size for --paper-eval)")
     ap.add_argument("--query-runs", type=int, default=4)
+    ap.add_argument("--paper-eval", action="store_true",
+                    help="only time one encoder's whole paper-2 evaluation at paper size (GPU)")
+    ap.add_argument("--scale", type=float, default=1.0, help="--paper-eval: fraction of the paper's sizes")
     args = ap.parse_args(argv)
     _set_threads(args.threads)
+    if args.paper_eval:
+        bench_paper_eval(args.scale, args.batch_size or 256)
+        return 0
     bench_xnli(args.dim, args.brute_pairs)
-    bench_cache(args.batch_size, args.query_runs)
+    bench_cache(args.batch_size or 64, args.query_runs)
     return 0
 
 

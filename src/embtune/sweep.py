@@ -22,6 +22,7 @@ from embtune.train.query_schedules import scaled_lr
 class Skipped:
     run_id: str
     reason: str
+    status: str = "skipped"     # skipped: cannot run as configured; dropped: cut by train.gpu_hours_cap
 
 
 def format_budget(budget: float) -> str:
@@ -107,8 +108,13 @@ def peak_lr(model: dict[str, Any], method: str, train: dict[str, Any]) -> float:
     return float(lr)
 
 
-def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Skipped]]:
-    """All feasible run configs of the grid, and the infeasible ones with their reason."""
+def training_runs(params: dict[str, Any], *, flops_per_second: float | None = None,
+                  apply_cap: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """All feasible run configs of the grid, and the infeasible ones with their reason.
+
+    With ``train.gpu_hours_cap`` set (and ``apply_cap``), runs beyond the cap are dropped in the
+    documented order (``embtune.cost.trim_to_cap``, at ``flops_per_second``, default: the
+    calibrated throughput) and listed as skipped with status ``dropped``."""
     train = params["train"]
     processed = Path(params["paths"]["processed"])
     results = Path(params["paths"]["results"])
@@ -151,6 +157,12 @@ def training_runs(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Sk
                                  "tokenizer_dir": str(processed / "tokenizer")},
                         "base_model_dir": str(results / "base_models" / model["name"]),
                     })
+    cap = train.get("gpu_hours_cap")
+    if apply_cap and cap is not None:
+        from embtune.cost import flops_per_second as calibrated, trim_to_cap
+
+        runs, dropped = trim_to_cap(runs, float(cap), flops_per_second or calibrated())
+        skipped += [Skipped(r["run_id"], reason, "dropped") for r, reason in dropped]
     return runs, skipped
 
 

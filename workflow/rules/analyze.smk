@@ -1,5 +1,16 @@
 # Analysis (cheap, local): the runs table, scaling-law fits, frontier, recipes, figures, the
 # query-tuning tables and a small metrics.json for `dvc metrics diff`.
+#
+# Outputs flagged `report(...)` go into `snakemake --report report.html` (one self-contained file;
+# captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan.
+PAPER1 = "Paper 1: compute-optimal embedding fine-tuning"
+PAPER2 = "Paper 2: query-tower tuning (PND)"
+STUDY = "Study: plan, cost, summary"
+
+
+def figure_category(wildcards):
+    """The report category of one figure of the figures directory, from its file name."""
+    return PAPER2 if wildcards.name.startswith("p2_") else PAPER1
 
 
 localrules:
@@ -22,15 +33,17 @@ rule plan:
     """The planned grid and the configs skipped at planning time, with their reasons."""
     output:
         runs=f"{RES}/analysis/planned_runs.csv",
-        skipped=f"{RES}/analysis/skipped.csv",
+        skipped=report(f"{RES}/analysis/skipped.csv", caption="../report/skipped.rst", category=STUDY),
+        cost=report(f"{RES}/analysis/planned_cost.csv", caption="../report/planned_cost.rst", category=STUDY),
     params:
-        code=code_version('sweep.py', 'plan.py', 'models/flops.py', 'models/families.py'),
+        code=code_version('sweep.py', 'plan.py', 'cost.py', 'models/flops.py', 'models/families.py'),
         grid=grid_json(),
+        fps=FLOPS_PER_SECOND,
     log:
         f"{LOGS}/plan.log",
     shell:
-        "embtune plan --params-json {params.grid:q} --out-runs {output.runs:q} "
-        "--out-skipped {output.skipped:q} > {log:q} 2>&1"
+        "embtune plan --params-json {params.grid:q} --flops-per-second {params.fps:q} "
+        "--out-runs {output.runs:q} --out-skipped {output.skipped:q} --out-cost {output.cost:q} > {log:q} 2>&1"
 
 
 rule collect_runs:
@@ -41,7 +54,7 @@ rule collect_runs:
     output:
         f"{RES}/analysis/runs.parquet",
     params:
-        code=code_version('scaling'),
+        code=code_version('scaling', 'cost.py'),
     log:
         f"{LOGS}/collect_runs.log",
     shell:
@@ -53,7 +66,7 @@ rule fit_scaling:
     input:
         f"{RES}/analysis/runs.parquet",
     output:
-        f"{RES}/analysis/fits.json",
+        report(f"{RES}/analysis/fits.json", caption="../report/fits.rst", category=PAPER1),
     params:
         code=code_version('scaling'),
         cfg=config["analyze"],
@@ -71,7 +84,7 @@ rule recipe:
         fits=f"{RES}/analysis/fits.json",
         runs=f"{RES}/analysis/runs.parquet",
     output:
-        f"{RES}/analysis/recipes/recipe_c{{budget}}.json",
+        report(f"{RES}/analysis/recipes/recipe_c{{budget}}.json", caption="../report/recipe.rst", category=PAPER1),
     params:
         code=code_version('scaling'),
         suite=json.dumps(config["models"], sort_keys=True),
@@ -87,7 +100,8 @@ rule query_table:
     input:
         query_pnd_results(),
     output:
-        directory(f"{RES}/analysis/query_tuning"),
+        report(directory(f"{RES}/analysis/query_tuning"), patterns=["{name}.csv"],
+               caption="../report/query_tables.rst", category=PAPER2),
     params:
         code=code_version('evaluate/query_table.py', 'evaluate/stats.py', 'evaluate/paper2_tables.py', 'evaluate/layer_changes.py'),
         z=config["evaluate"]["pnd"]["z_critical"],
@@ -106,16 +120,19 @@ rule figures:
         fits=f"{RES}/analysis/fits.json",
         query=f"{RES}/analysis/query_tuning",
         recipes=recipe_files(),
+        cost=f"{RES}/analysis/planned_cost.csv",
     output:
-        figures=directory(f"{RES}/analysis/figures"),
-        report=f"{RES}/analysis/report.md",
+        figures=report(directory(f"{RES}/analysis/figures"), patterns=["{name}.png"],
+                       caption="../report/figure.rst", category=figure_category),
+        report=report(f"{RES}/analysis/report.md", caption="../report/report_md.rst", category=STUDY),
     params:
-        code=code_version("plots", "scaling"),
+        code=code_version("plots", "scaling", "cost.py"),
     log:
         f"{LOGS}/figures.log",
     shell:
         "embtune figures --runs {input.runs:q} --fits {input.fits:q} --query-table-dir {input.query:q} "
-        "--recipe {input.recipes[0]:q} --out {output.figures:q} --report {output.report:q} > {log:q} 2>&1"
+        "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --out {output.figures:q} "
+        "--report {output.report:q} > {log:q} 2>&1"
 
 
 rule summary:
@@ -126,7 +143,7 @@ rule summary:
         recipes=recipe_files(),
         query=f"{RES}/analysis/query_tuning",
     output:
-        f"{RES}/metrics.json",
+        report(f"{RES}/metrics.json", caption="../report/metrics.rst", category=STUDY),
     params:
         code=code_version("summary.py"),
     log:

@@ -12,9 +12,10 @@
 # `--retries` (the slurm profile sets retries: 2). A training job re-submitted after a timeout or
 # a preemption resumes from results/.../checkpoints/<run_id> (embtune train --checkpoint-dir).
 #
-# Calibration knobs (environment, read when the DAG is built):
-#   EMBTUNE_FLOPS_PER_SECOND   sustained training FLOP/s of one GPU (default 5e13: ~16 % of an
-#                              A100's bf16 peak with gradient checkpointing + GradCache)
+# Calibration (read when the DAG is built):
+#   throughput                 hardware FLOP/s one GPU sustains: profiles/default/throughput.yaml,
+#                              or $EMBTUNE_FLOPS_PER_SECOND; read by embtune.cost.flops_per_second,
+#                              the same reader `embtune plan` uses for the study's GPU-hours
 #   EMBTUNE_MAX_RUNTIME_MIN    cap on any runtime request (default 7 days), e.g. the partition's
 #                              MaxTime
 #   EMBTUNE_MAX_MEM_MB         cap on any memory request (default: none), e.g. a node's RealMemory
@@ -22,10 +23,15 @@
 import math as _math
 import os as _os
 
-_FLOPS_PER_SECOND = float(_os.environ.get("EMBTUNE_FLOPS_PER_SECOND", "5e13"))
+from embtune import cost as _cost
+
+try:
+    FLOPS_PER_SECOND = _cost.flops_per_second()     # also a param of `rule plan` (analyze.smk)
+except _cost.CostError as _err:
+    raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
 _MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
-_RUNTIME_SAFETY = 2.0       # planned FLOP -> wall-clock head-room (evaluation of val loss, I/O)
+_RUNTIME_SAFETY = 2.0       # estimated GPU time -> wall-clock head-room (evaluation of val loss, I/O)
 _OVERHEAD_MIN = 20          # model load, tokenised-data load, final save
 
 
@@ -55,11 +61,12 @@ def _n_params(run):
 
 
 def train_runtime(wildcards, attempt):
-    """Minutes for `train_contrastive`: the run's FLOP budget at EMBTUNE_FLOPS_PER_SECOND,
+    """Minutes for `train_contrastive`: the run's hardware FLOPs (embtune.cost: its budget plus
+    GradCache's second forward and the checkpointing recompute) at the calibrated throughput,
     x2 head-room, + 20 min overhead, times `attempt`."""
     run = _run(wildcards)
-    budget = float(run["budget"]) if run is not None else 0.0
-    return _minutes(_OVERHEAD_MIN + _RUNTIME_SAFETY * budget / _FLOPS_PER_SECOND / 60.0, attempt)
+    hours = _cost.run_cost(run, FLOPS_PER_SECOND)["gpu_hours"] if run is not None else 0.0
+    return _minutes(_OVERHEAD_MIN + _RUNTIME_SAFETY * hours * 60.0, attempt)
 
 
 def train_mem_mb(wildcards, attempt):

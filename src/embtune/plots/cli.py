@@ -1,7 +1,7 @@
 """Stage ``figures``: every figure as PNG + PDF + CSV (its data), an index, and report.md.
 
     embtune figures --runs runs.parquet --fits fits.json [--query-table-dir DIR]
-                    [--recipe recipe.json] --out FIGDIR --report report.md
+                    [--recipe recipe.json] [--planned-cost planned_cost.csv] --out FIGDIR --report report.md
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from embtune.io import atomic_dir, atomic_path, check_replaceable, read_json, write_json, write_text  # noqa: E402
-from embtune.plots.report import (Spec, paper1_specs, paper2_specs, query_table_sections,  # noqa: E402
-                                  read_table, report_markdown)
+from embtune.plots.report import (Spec, cost_markdown, paper1_specs, paper2_specs,  # noqa: E402
+                                  query_table_sections, read_table, report_markdown)
 
 
 def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fits", type=Path, required=True)
     ap.add_argument("--query-table-dir", type=Path, default=None)
     ap.add_argument("--recipe", type=Path, default=None)
+    ap.add_argument("--planned-cost", type=Path, default=None,
+                    help="embtune plan's planned_cost.csv: the report compares it with the measured time")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--report", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -75,8 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(tmp / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
                                         for s in specs])
+    cost = pl.read_csv(args.planned_cost) if args.planned_cost and args.planned_cost.exists() else None
     write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report)
-               + query_table_sections(args.query_table_dir))
+               + query_table_sections(args.query_table_dir)
+               + "\n".join(cost_markdown(runs, cost)) + "\n")
     made = [s for s in specs if not s.skipped]
     print(f"figures: {len(made)} written to {args.out}, {len(specs) - len(made)} skipped; report {args.report}")
     for s in specs:

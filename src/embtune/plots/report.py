@@ -342,3 +342,43 @@ def query_table_sections(directory: Path | None) -> str:
             parts.append("\n".join("#" + line if line.startswith("#") else line
                                    for line in path.read_text(encoding="utf-8").splitlines()))
     return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def cost_markdown(runs: pl.DataFrame, planned_cost: pl.DataFrame | None) -> list[str]:
+    """Estimated (``embtune plan``) against measured compute per method, so the calibrated
+    throughput can be checked and corrected: measured/estimated ≈ 1 means the plan was right.
+
+    Estimated: GPU-hours of the planned runs at the plan's throughput (planned tokens). Measured:
+    the training steps' wall time × processes (``device_seconds``); achieved hardware FLOP/s =
+    hardware FLOPs of the real tokens / measured seconds, the number to put in
+    profiles/default/throughput.yaml."""
+    out = ["## Compute: estimated vs measured", ""]
+    need = {"device_seconds", "hardware_flops", "device"}
+    done = (runs.filter((pl.col("status") == "ok") & pl.col("device_seconds").is_not_null())
+            if need <= set(runs.columns) else pl.DataFrame())
+    if planned_cost is None or planned_cost.is_empty():
+        return out + ["No cost estimate (planned_cost.csv) given.", ""]
+    est = planned_cost.filter(pl.col("status") == "planned").select("run_id", "gpu_hours")
+    fps = float(planned_cost["flops_per_second"][0])
+    out.append(f"Estimate: `embtune plan` at {fps:.3g} hardware FLOP/s per GPU, "
+               f"{est['gpu_hours'].sum():.4g} GPU-h for {est.height} planned runs.")
+    dropped = planned_cost.filter(pl.col("status") == "dropped")
+    if dropped.height:
+        out.append(f"Dropped by `train.gpu_hours_cap`: {dropped.height} runs "
+                   f"({dropped['gpu_hours'].sum():.4g} GPU-h); they are missing from every fit.")
+    if done.is_empty():
+        return out + ["", "No finished run with a measured time yet.", ""]
+    joined = done.join(est, on="run_id", how="inner")
+    devices = ", ".join(sorted(str(d) for d in joined["device"].drop_nulls().unique()))
+    out += [f"Measured: training steps' wall time × processes, on {devices or 'unknown devices'}.", "",
+            "| method | runs | estimated GPU-h | measured device-h | measured / estimated | "
+            "achieved hardware FLOP/s |", "|---|---|---|---|---|---|"]
+    groups = [(m, joined.filter(pl.col("method") == m)) for m in joined["method"].unique(maintain_order=True)]
+    for name, g in [*groups, ("**all**", joined)]:
+        est_h, meas_h = g["gpu_hours"].sum(), g["device_seconds"].sum() / 3600.0
+        flops = g["hardware_flops"].drop_nulls().sum()
+        ratio = f"{meas_h / est_h:.3g}" if est_h else "—"
+        achieved = f"{flops / (meas_h * 3600.0):.3g}" if meas_h else "—"
+        out.append(f"| {name} | {g.height} | {est_h:.4g} | {meas_h:.4g} | {ratio} | {achieved} |")
+    return out + ["", "Recalibrate: set `hardware_flops_per_gpu_second` in profiles/default/throughput.yaml "
+                  "(or $EMBTUNE_FLOPS_PER_SECOND) to the achieved value measured on the study's GPUs.", ""]

@@ -8,7 +8,11 @@ Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F,
 S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank,
 lora_alpha, lora_embed_in, peak_lr,
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
-status, skip_reason, seed, nonfinite.
+status, skip_reason, seed, nonfinite; and what the run cost: wall_seconds (training steps),
+device_seconds (wall_seconds x processes: GPU-seconds on a GPU), device (its name),
+hardware_flops (what those seconds executed, ``embtune.cost``), so the plan's estimate can be
+checked against reality. Status ``dropped``: cut by ``train.gpu_hours_cap`` at planning time
+(skipped.csv's status column).
 
 ``nonfinite`` lists (comma-separated) the metrics a run recorded as NaN or inf; they read as
 missing (null) in their columns, so the fits leave such a run out, and this column, the
@@ -28,12 +32,14 @@ from typing import Any
 
 import polars as pl
 
+from embtune.cost import measured_hardware_flops
 from embtune.io import provenance, read_json, write_json, write_parquet
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
-              "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average")
+              "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
+              "wall_seconds", "device_seconds", "hardware_flops")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
-STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite")
+STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "device")
 BOOL_COLS = ("lora_embed_in",)
 # metrics.json / mteb.json numbers that become columns: a NaN/inf one is reported in ``nonfinite``
 CHECKED_METRICS = ("final_train_loss", "val_loss", "flops", "tokens", "steps")
@@ -110,6 +116,7 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         "status": metrics.get("status", "ok"), "skip_reason": metrics.get("skip_reason"),
         "seed": cfg.get("seed", parsed.get("seed")),
         "mteb_average": None,
+        **cost_columns(metrics, cfg),
     }
     nonfinite = [k for k in CHECKED_METRICS if _is_nonfinite(metrics.get(k))]
     if mteb and mteb.get("status", "ok") == "ok":
@@ -140,9 +147,20 @@ def nonfinite_runs(table: pl.DataFrame, metric: str | None = None) -> dict[str, 
     return {"count": len(runs), "runs": runs}
 
 
-def skipped_row(run_id: str, reason: str) -> dict[str, Any]:
-    """A planning-time skip: what the id tells, status ``skipped``, no measured numbers."""
-    return {"run_id": run_id, **parse_run_id(run_id), "status": "skipped", "skip_reason": reason}
+def cost_columns(metrics: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    """Measured time of the training steps and the hardware FLOPs they executed (None if unknown)."""
+    wall = _num(metrics.get("wall_seconds"))
+    procs = _num(metrics.get("world_size")) or 1.0
+    device = metrics.get("device_name") or metrics.get("device")
+    return {"wall_seconds": wall, "device_seconds": wall * procs if wall is not None else None,
+            "device": str(device) if device is not None else None,
+            "hardware_flops": measured_hardware_flops(metrics, cfg) if metrics.get("status", "ok") == "ok" else None}
+
+
+def skipped_row(run_id: str, reason: str, status: str = "skipped") -> dict[str, Any]:
+    """A planning-time skip (or a run dropped by the GPU-hour cap): what the id tells, the status,
+    no measured numbers."""
+    return {"run_id": run_id, **parse_run_id(run_id), "status": status or "skipped", "skip_reason": reason}
 
 
 def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -157,16 +175,17 @@ def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(data, schema=schema).sort("run_id")
 
 
-def read_skipped_csv(path: Path) -> list[tuple[str, str]]:
+def read_skipped_csv(path: Path) -> list[tuple[str, str, str]]:
+    """(run_id, reason, status) per row; status ``skipped`` when the file has no status column."""
     with open(path, newline="", encoding="utf-8") as fh:
-        return [(r["run_id"], r.get("reason", "")) for r in csv.DictReader(fh)]
+        return [(r["run_id"], r.get("reason", ""), r.get("status") or "skipped") for r in csv.DictReader(fh)]
 
 
 def _read(path: Path) -> dict[str, Any]:
     return read_json(path) if path.exists() else {}
 
 
-def collect(runs_dir: Path | None, skipped: list[tuple[str, str]],
+def collect(runs_dir: Path | None, skipped: Sequence[tuple[str, ...]],
             metrics_files: Sequence[Path] = ()) -> list[dict[str, Any]]:
     """Rows for the given runs' metrics.json (or every run directory under ``runs_dir``), plus the
     planning-time skips. The workflow passes the planned runs explicitly, so runs left over from
@@ -179,7 +198,7 @@ def collect(runs_dir: Path | None, skipped: list[tuple[str, str]],
         mteb = _read(d / "mteb.json") or None
         rows.append(run_row(d.name, _read(metrics_path), _read(d / "manifest.json"), mteb))
         seen.add(d.name)
-    rows += [skipped_row(rid, reason) for rid, reason in skipped if rid not in seen]
+    rows += [skipped_row(rid, reason, *status) for rid, reason, *status in skipped if rid not in seen]
     return rows
 
 
