@@ -21,12 +21,14 @@ Outputs (``--out DIR``): ``table1.csv`` / ``table1.md`` (one row per model and r
 ``pnd_long.csv`` (per model, run, dataset, measure: counts, improvement, z), ``xnli_heatmap.parquet``
 (model, qrun_id, relation, measure, query_lang, text_lang, errors_base, errors_tuned, total,
 improvement, z, significant), ``lr_curves.parquet`` (model, qrun_id, lr, dataset, measure,
-improvement, significant), ``manifest.json`` last.
+improvement, significant), ``groups/`` (one table per sweep and grid, :mod:`embtune.evaluate.query_groups`,
+written when ``--plan-json`` gives the plan), ``manifest.json`` last.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,8 +36,10 @@ from typing import Any
 
 import polars as pl
 
+from embtune.evaluate.query_groups import membership_fields, write_groups
 from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import atomic_path, provenance, read_json, write_json, write_parquet, write_text
+from embtune.sweep import query_members
 
 DATASETS = ("msmarco", "arxiv-first", "arxiv-title")
 MEASURES = ("cos", "dist")
@@ -43,7 +47,7 @@ RELATIONS = ("neutral", "contradiction")
 XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
 CONFIG_COLUMNS = ("sweep", "lr", "lr_effective", "freeze", "batch_size", "margin", "weight_decay",
                   "scheduler", "scheduler_unit", "optimizer", "patience", "train_data", "lr_scaling",
-                  "distance")
+                  "distance", "groups")
 
 
 def _pnd_value(entry: dict[str, Any]) -> float:
@@ -172,18 +176,21 @@ def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     if manifest.exists() and read_json(manifest).get("run_config"):
         return read_json(manifest)["run_config"]
     qrun = run_dir.name
-    sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if "__" not in qrun else None
+    single = "__" not in qrun and "+" not in qrun   # one key differs from the defaults
+    sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if single else None
     lr = metrics.get("lr_effective")
     if lr is None and sweep == "lr":
         lr = float(qrun.split("-", 1)[1])
     return {"sweep": sweep, "lr_effective": lr}
 
 
-def collect(query_runs_dir: Path, z_critical: float,
-            only: set[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = None,
+            members: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read every model/run (or only the ``model/qrun_id`` names in ``only``: the workflow passes
     the planned runs so a leftover run from an earlier sweep never enters the table); returns the
-    rows (and skipped runs) and the runs lacking evaluations."""
+    rows (and skipped runs) and the runs lacking evaluations. ``members`` (the plan's
+    memberships) set each run's ``sweep`` and ``groups``, which run configs do not carry."""
+    fields = membership_fields(members or [])
     table, ds_long, heats, curves, missing, skipped = [], [], [], [], [], []
     for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
         model = model_dir.name
@@ -199,7 +206,7 @@ def collect(query_runs_dir: Path, z_critical: float,
             if metrics.get("status", "ok") != "ok":
                 skipped.append(f"{model}/{run_dir.name}")
                 continue
-            config = _run_config(run_dir, metrics)
+            config = {**_run_config(run_dir, metrics), **fields.get((model, run_dir.name), {})}
             rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"), z_critical)
             heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"), z_critical)
             table.append(table1_row(model, run_dir.name, config, rows, heat))
@@ -238,12 +245,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="{results}/analysis/query_tuning")
     ap.add_argument("--z-critical", type=float, default=1.96)
     ap.add_argument("--runs", nargs="*", default=None, help="only these <model>/<qrun_id> (default: all)")
+    ap.add_argument("--plan-json", default=None,
+                    help='{"query_tuning": ...} (validated params): memberships for the group tables')
     args = ap.parse_args(argv)
+    members = query_members(json.loads(args.plan_json)) if args.plan_json else None
     got, missing = collect(Path(args.query_runs_dir), args.z_critical,
-                           set(args.runs) if args.runs is not None else None)
+                           set(args.runs) if args.runs is not None else None, members)
     table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
     with atomic_path(args.out) as out:  # the folder appears complete or not at all
         write_outputs(out, table, got)
+        if members is not None:
+            write_groups(out / "groups", table, got["long"], members, args.z_critical)
         write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
                                                      skipped_runs=got["skipped"]))
