@@ -278,3 +278,12 @@ def test_query_table_writes_group_tables_with_pivot_and_default_reference(paper:
     assert t1.filter(pl.col("qrun_id") == "default")["groups"][0] == "default:default;grid:t6"
     assert t1.filter(pl.col("qrun_id") == "batch_size-28")["sweep"][0] == "t6"
     assert "| 28 | linear |" in (groups / "grid-t6.md").read_text()
+
+
+def test_every_one_factor_sweep_lists_the_default_run(paper: dict) -> None:
+    """Table 16 prints 5, 10 (the default) and 15 idle epochs; the sweep lists only 5 and 15."""
+    members = [m for m in query_members(paper) if m["model"] == "multilingual-e5-small"]
+    patience = [(m["factors"]["patience"], m["qrun_id"]) for m in members if m["group"] == "patience"]
+    assert patience == [(10, "default"), (5, "patience-5"), (15, "patience-15")]
+    wd = [m["qrun_id"] for m in members if m["group"] == "weight_decay"]
+    assert wd[0] == "default" and len(wd) == 1 + len(paper["query_tuning"]["sweeps"]["weight_decay"])

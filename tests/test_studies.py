@@ -247,3 +247,15 @@ def test_appendix_stage_writes_tables_and_fig20(demo: dict, tmp_path: Path) -> N
     assert lora.height == 4 and set(lora["lora_rank"]) == {8, 32}
     fit = json.loads((out / "appF_fit.json").read_text())
     assert fit["data"] == "steps" and fit["methods"]["full"]["predicted"]["n"] == 4
+
+
+def test_headline_summary_is_the_main_grid() -> None:
+    """A study at another temperature reaches other loss values: never the 'best loss' headline."""
+    from embtune.summary import training_summary
+
+    rows = [run_row("m__full__c1e11__s0", {"status": "ok", "final_train_loss": 1.0, "flops": 1e11}, {}, None),
+            run_row("m__full__c1e11__s0__appD-temperature__inv_temperature-1",
+                    {"status": "ok", "final_train_loss": 0.2, "flops": 1e11}, {}, None)]
+    got = training_summary(build_table(rows))
+    assert got["best_final_train_loss"] == {"full": 1.0}
+    assert (got["runs_ok"], got["study_runs_ok"]) == (1, 1)

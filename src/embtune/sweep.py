@@ -340,11 +340,16 @@ def random_draws(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _query_variants(qt: dict[str, Any], model: str) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """(kind, group, factors, change of the defaults) in planning order: the default regime, the
-    one-factor sweeps (``QUERY_SWEEP_KEYS`` order), then the grids as declared."""
+    one-factor sweeps (``QUERY_SWEEP_KEYS`` order), then the grids as declared. A sweep whose list
+    leaves out the default value still has the default run as its reference row (the paper's
+    tables print it: Table 16's 10 idle epochs, Table 13 next to "without weight decay")."""
     out: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [("default", "default", {}, {})]
     sweeps = qt.get("sweeps") or {}
-    out += [("sweep", key, {key: value}, {key: value})
-            for key in QUERY_SWEEP_KEYS for value in sweeps.get(key) or []]
+    for key in QUERY_SWEEP_KEYS:
+        values = list(sweeps.get(key) or [])
+        if values and qt["defaults"][key] not in values:
+            values.insert(0, qt["defaults"][key])
+        out += [("sweep", key, {key: value}, {key: value}) for value in values]
     for grid in qt.get("grids") or []:
         if grid.get("models") and model not in grid["models"]:
             continue
