@@ -287,3 +287,23 @@ def test_every_one_factor_sweep_lists_the_default_run(paper: dict) -> None:
     assert patience == [(10, "default"), (5, "patience-5"), (15, "patience-15")]
     wd = [m["qrun_id"] for m in members if m["group"] == "weight_decay"]
     assert wd[0] == "default" and len(wd) == 1 + len(paper["query_tuning"]["sweeps"]["weight_decay"])
+
+
+def test_query_table_without_the_plan_reads_the_sweep_from_the_id(paper: dict, tmp_path: Path) -> None:
+    """Run configs no longer carry ``sweep``: without --plan-json it comes from the id."""
+    from embtune.evaluate import query_table
+    from embtune.io import write_json
+
+    params = _bare(paper, [{"name": "g", "cross": {"batch_size": [28], "lr": [1e-7]}}], {"lr": [1e-7]})
+    root = tmp_path / "query_runs" / params["query_tuning"]["models"][0]["name"]
+    write_json(root / "base" / "pnd.json", _pnd({"msmarco": (1000, 1000)}))
+    for run in query_runs(params):
+        write_json(root / run["qrun_id"] / "pnd.json", _pnd({"msmarco": (900, 900)}))
+        write_json(root / run["qrun_id"] / "metrics.json", {"status": "ok"})
+        write_json(root / run["qrun_id"] / "manifest.json", {"run_config": run})
+    out = tmp_path / "out"
+    assert query_table.main(["--query-runs-dir", str(tmp_path / "query_runs"), "--out", str(out)]) == 0
+    sweeps = dict(pl.read_csv(out / "table1.csv").select("qrun_id", "sweep").iter_rows())
+    assert sweeps == {"default": "default", "lr-1e-07": "lr", "batch_size-28+lr-1e-07": None}
+    assert sorted(set(pl.read_parquet(out / "lr_curves.parquet")["lr"])) == [5e-8, 1e-7]
+    assert not (out / "groups").exists()

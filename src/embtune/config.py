@@ -439,12 +439,11 @@ def _study_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[
         for row in study.get("rows", []):
             if row in STUDY_FACTORS and row not in study.get("cross", {}):
                 problems.append(((*parts, "rows"), f"{row!r} is not one of the study's cross factors"))
-        if not base_problems:
+        if not base_problems:  # the settings each point trains with, against the train schema
+            point_schema = {**train_schema, "properties": allowed}
             for factors in study_points(study):  # type: ignore[arg-type]
-                merged = {k: v for k, v in study_train(train, study, factors).items()}  # type: ignore[arg-type]
-                merged_schema = {k: v for k, v in train_schema.items() if k != "properties"}
-                merged_schema["properties"] = allowed
-                found = _sub_validate(merged, merged_schema, schema, (*parts, "base"))
+                settings = study_train(train, study, factors)  # type: ignore[arg-type]
+                found = _sub_validate(settings, point_schema, schema, (*parts, "base"))
                 if found:
                     problems += found
                     break

@@ -171,13 +171,15 @@ def _read_xnli(path: Path) -> pl.DataFrame:
 
 def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """The run config from the tune-query manifest; without one, what the id and metrics say
-    (ids come from :func:`embtune.sweep.query_runs`: ``default`` or ``lr-1e-07``)."""
-    manifest = run_dir / "manifest.json"
-    if manifest.exists() and read_json(manifest).get("run_config"):
-        return read_json(manifest)["run_config"]
+    (ids come from :func:`embtune.sweep.query_runs`: ``default`` or ``lr-1e-07``). Run configs
+    no longer carry their ``sweep`` (memberships come from the plan, ``--plan-json``): without
+    the plan it is read from the id, as for a run without a manifest."""
     qrun = run_dir.name
     single = "__" not in qrun and "+" not in qrun   # one key differs from the defaults
     sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if single else None
+    manifest = run_dir / "manifest.json"
+    if manifest.exists() and read_json(manifest).get("run_config"):
+        return {"sweep": sweep, **read_json(manifest)["run_config"]}
     lr = metrics.get("lr_effective")
     if lr is None and sweep == "lr":
         lr = float(qrun.split("-", 1)[1])
