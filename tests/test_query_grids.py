@@ -307,3 +307,17 @@ def test_query_table_without_the_plan_reads_the_sweep_from_the_id(paper: dict, t
     assert sweeps == {"default": "default", "lr-1e-07": "lr", "batch_size-28+lr-1e-07": None}
     assert sorted(set(pl.read_parquet(out / "lr_curves.parquet")["lr"])) == [5e-8, 1e-7]
     assert not (out / "groups").exists()
+
+
+def test_pivot_labels_numbers_as_the_ids_do() -> None:
+    """Table 20 layout: rows optimizer, one column per learning rate, written like the run ids."""
+    from embtune.evaluate.query_groups import group_pivot
+
+    long = pl.DataFrame({"model": ["m"] * 4, "dataset": ["msmarco"] * 4, "measure": ["cos"] * 4,
+                         "optimizer": ["adamw", "adamw", "adamax", "adamax"], "lr": [2e-8, 1e-7, 2e-8, 1e-7],
+                         "improvement": [6.5, 9.26, 0.81, 6.67]})
+    pivot = group_pivot(long, ["optimizer", "lr"])
+    assert pivot.columns == ["model", "dataset", "measure", "optimizer", "lr=2e-08", "lr=1e-07"]
+    assert pivot.row(1, named=True) == {"model": "m", "dataset": "msmarco", "measure": "cos",
+                                        "optimizer": "adamax", "lr=2e-08": 0.81, "lr=1e-07": 6.67}
+    assert group_pivot(long, ["lr"]) is None

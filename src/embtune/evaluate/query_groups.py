@@ -132,6 +132,8 @@ def group_long(long_rows: list[dict[str, Any]], members: list[dict[str, Any]], d
     cols = [_series(k, [r[f"factor:{k}"] for r in rows]) for k in keys]
     rest = [c for c in rows[0] if not c.startswith("factor:")]
     body = pl.DataFrame({c: [r.get(c) for r in rows] for c in rest}, strict=False)
+    body = body.with_columns(pl.col(c) + 0.0 for c in ("improvement", "improvement_vs_default")
+                             if c in body.columns and body.schema[c].is_float())   # no -0.0
     frame = pl.concat([pl.DataFrame(cols), body], how="horizontal")
     return frame.select("model", *keys, *[c for c in body.columns if c != "model"])
 
@@ -140,8 +142,8 @@ def group_pivot(long: pl.DataFrame, keys: list[str]) -> pl.DataFrame | None:
     """Rows (model, dataset, measure, first key), one column per combination of the other keys."""
     if len(keys) < 2 or long.is_empty():
         return None
-    label = pl.concat_str([pl.lit(f"{k}=") + pl.col(k).cast(pl.String) for k in keys[1:]], separator=",")
-    frame = long.with_columns(label.fill_null("?").alias("_column"))
+    labels = [",".join(f"{k}={_cell(row[k])}" for k in keys[1:]) for row in long.iter_rows(named=True)]
+    frame = long.with_columns(pl.Series("_column", labels, pl.String))
     return frame.pivot(on="_column", index=["model", "dataset", "measure", keys[0]],
                        values="improvement", aggregate_function="first", maintain_order=True)
 
