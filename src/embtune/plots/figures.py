@@ -179,7 +179,7 @@ def transfer_figure(df: pl.DataFrame, title: str) -> Figure:
     the law was fitted on, green = the study's runs it predicts (batch 2048, context 512).
     Columns: method, split (fit | predicted), predicted, actual."""
     methods = df["method"].unique(maintain_order=True).to_list()
-    fig, axes = _grid(len(methods), title)
+    fig, axes = _grid(len(methods), textwrap.fill(title, 30 * min(len(methods), 3) + 10))
     for ax, method in zip(axes, methods):
         sub = df.filter((pl.col("method") == method) & pl.col("predicted").is_not_null())
         for split, color in (("fit", "tab:red"), ("predicted", "tab:green")):
@@ -193,7 +193,7 @@ def transfer_figure(df: pl.DataFrame, title: str) -> Figure:
             ax.legend(fontsize=7)
         else:
             ax.text(0.5, 0.5, "no prediction (fit skipped)", transform=ax.transAxes, ha="center")
-        _style(ax, method, "predicted loss", "actual loss", sub.height > 0, sub.height > 0)
+        _style(ax, method, "predicted loss", "actual loss", False, False)   # less than a decade: linear
     return fig
 
 
