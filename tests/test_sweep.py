@@ -37,7 +37,12 @@ def test_paper_grid_size_and_ids(paper: dict) -> None:
     # 8 models x 6 budgets x (full + bias + 9 LoRA ranks + 6 or 8 freeze fractions)
     per_model = {6: 6, 12: 6, 24: 6, 16: 8, 32: 8}
     expected = sum(6 * (2 + 9 + per_model[m["num_layers"]]) for m in paper["models"])
-    assert len(runs) + len(skipped) == expected
+    main = [r["run_id"] for r in runs] + [s.run_id for s in skipped]
+    assert sum(rid.count("__") == 3 for rid in main) == expected
+    # the studies' own runs, by hand: App. D temperature 6 x 3 weight decays, pooling 2, LoRA
+    # 3 rates x 3 ranks, bias 3 rates, one point each equal to a main-grid run (1/40 and 0.1,
+    # mean, 1e-3 at every rank, 1e-2); App. F 5 models x 4 budgets x (2 + 9 + 6) variants
+    assert len(main) - expected == (18 - 1) + (2 - 1) + (9 - 3) + (3 - 1) + 5 * 4 * 17
     ids = [r["run_id"] for r in runs]
     assert len(set(ids)) == len(ids)
     assert "pythia-160m__lora-r128__c9.6e16__s0" in ids
@@ -92,6 +97,7 @@ def test_explicit_fraction_not_whole_blocks_is_skipped(paper: dict) -> None:
     params["models"] = [dict(params["models"][0], num_layers=6)]
     params["train"]["methods"] = ["freeze"]
     params["train"]["freeze"] = {"fractions": [0.25]}
+    params["train"]["studies"] = []
     runs, skipped = training_runs(params)
     assert not runs and all("not a whole number" in s.reason for s in skipped)
 

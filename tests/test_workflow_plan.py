@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from embtune.config import load_params
-from embtune.sweep import query_runs, training_runs
+from embtune.sweep import mteb_run_ids, query_runs, training_plan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,16 +31,19 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = _job_counts(proc.stdout + proc.stderr)
     params = load_params([REPO / "params.yaml"])
-    runs, _ = training_runs(params)
+    runs, _, members = training_plan(params)
     qruns = query_runs(params)
     assert counts["train_contrastive"] == len(runs) > 500
-    assert counts["evaluate_mteb"] == len(runs)
+    # main grid + the App. D studies that report MTEB; App. F and the LR studies report losses
+    mteb = mteb_run_ids(params, runs, members)
+    assert counts["evaluate_mteb"] == len(mteb) and set(mteb) < {r["run_id"] for r in runs}
     assert counts["tune_query"] == counts["evaluate_pnd_query"] == len(qruns)
     assert counts["evaluate_pnd_base"] == len(params["query_tuning"]["models"])
     assert counts["build_model"] == len(params["models"]) == 8
     for rule in ("prepare_bge", "pack_pairs", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
                  "prepare_squad", "prepare_hotpotqa", "materialise_mteb", "build_tokenizer",
-                 "collect_runs", "fit_scaling", "recipe", "figures", "query_table", "summary"):
+                 "collect_runs", "fit_scaling", "recipe", "figures", "query_table", "appendix_tables",
+                 "summary"):
         assert counts.get(rule) == 1, rule
     # App. K: base and tuned evaluations score arxiv without each tuned domain, alike
     pnd = [line for line in proc.stdout.splitlines() if line.startswith("Shell command: embtune evaluate-pnd")]

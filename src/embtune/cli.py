@@ -40,6 +40,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "figures": ("embtune.plots.cli", "All figures and tables, and results/report.md."),
     "summary": ("embtune.summary", "Headline numbers as results/.../metrics.json (DVC metrics)."),
     "query-table": ("embtune.evaluate.query_table", "Table-1-style rows and heatmaps for query tuning."),
+    "appendix-tables": ("embtune.scaling.appendix", "Paper 1 App. D tables and App. F predicted-vs-actual (Fig. 20)."),
 }
 
 

@@ -21,6 +21,7 @@ directive, so YTE never sees a refused file), while ``--configfile`` files reach
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import re
 import warnings
@@ -204,7 +205,7 @@ def validate(params: dict[str, Any], schema: Mapping[str, Any] | None = None,
                  if tuple(e.absolute_path) not in bad_numbers]
     if not problems:
         fill_defaults(params, schema, schema)
-        problems = _cross_checks(params)
+        problems = _cross_checks(params) + _plan_checks(params, schema)
     if not problems:
         problems = _grid_checks(params)
     if problems:
@@ -340,6 +341,135 @@ def _grid_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]
             why = "; ".join(sorted({s.reason for s in skipped})[:3])
             problems.append((("train",), f"the grid has no feasible run: all {len(skipped)} "
                                          f"configurations are skipped ({why})"))
+    if not problems:
+        problems = _study_feasibility(params)
+    return problems
+
+
+# ---------------------------------------------------------------- studies and grids
+def _sub_validate(value: Any, sub: Mapping[str, Any], schema: Mapping[str, Any],
+                  parts: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """``value`` against one schema entry (its ``$ref``s resolved in the full schema)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **sub})
+    return [((*parts, *e.absolute_path), _describe(e)) for e in validator.iter_errors(value)]
+
+
+def _setting_problems(settings: Mapping[str, Any], allowed: Mapping[str, Any], schema: Mapping[str, Any],
+                      parts: tuple[Any, ...], listed: bool) -> list[tuple[tuple[Any, ...], str]]:
+    """Keys of a grid's ``base``/``cross``/``choices``/point must be settings of ``allowed``
+    (the schema entries they override) and their values (each list item when ``listed``) valid
+    there: the grid is checked by the same schema as the defaults it changes."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for key, value in settings.items():
+        if key not in allowed:
+            problems.append(((*parts, key), f"unknown setting (allowed: {', '.join(sorted(allowed))})"))
+            continue
+        for j, item in enumerate(value) if listed else [(None, value)]:
+            where = (*parts, key) if j is None else (*parts, key, j)
+            problems += _sub_validate(item, allowed[key], schema, where)
+    return problems
+
+
+def _plan_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """``query_tuning.grids`` and ``train.studies``: names, models and settings."""
+    return _query_grid_checks(params, schema) + _study_checks(params, schema)
+
+
+def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    from embtune.sweep import query_plan
+    from embtune.train.freeze_specs import FreezeSpecError, check_spec
+
+    qt = params["query_tuning"]
+    allowed = schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]
+    models = {m["name"] for m in qt["models"]}
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    names = [g["name"] for g in qt.get("grids", [])]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append((("query_tuning", "grids"), f"duplicate grid name {dup!r}"))
+    for i, grid in enumerate(qt.get("grids", [])):
+        parts = ("query_tuning", "grids", i)
+        for j, name in enumerate(grid.get("models", [])):
+            if name not in models:
+                problems.append(((*parts, "models", j), f"{name!r} is not in query_tuning.models"))
+        choices = (grid.get("random") or {}).get("choices", {})
+        problems += _setting_problems(grid.get("base", {}), allowed, schema, (*parts, "base"), False)
+        problems += _setting_problems(grid.get("cross", {}), allowed, schema, (*parts, "cross"), True)
+        problems += _setting_problems(choices, allowed, schema, (*parts, "random", "choices"), True)
+        for j, point in enumerate(grid.get("points", [])):
+            problems += _setting_problems(point, allowed, schema, (*parts, "points", j), False)
+        varied = [("cross", set(grid.get("cross", {}))), ("random.choices", set(choices)),
+                  ("points", {k for p in grid.get("points", []) for k in p})]
+        for (a, ka), (b, kb) in itertools.combinations(varied, 2):
+            if ka & kb:
+                problems.append((parts, f"{sorted(ka & kb)} varied by both {a} and {b}"))
+        if choices:
+            size = math.prod(len(v) for v in choices.values())
+            if grid["random"]["n"] > size:
+                problems.append(((*parts, "random", "n"), f"{grid['random']['n']} draws asked from "
+                                                          f"only {size} combinations of choices"))
+        specs = [grid.get("base", {}).get("freeze")] + list(grid.get("cross", {}).get("freeze", []))
+        specs += list(choices.get("freeze", [])) + [p.get("freeze") for p in grid.get("points", [])]
+        for spec in filter(None, specs):
+            try:
+                check_spec(spec)
+            except FreezeSpecError as err:
+                problems.append((parts, str(err)))
+    if not problems:
+        try:
+            query_plan(params)  # type: ignore[arg-type]
+        except ValueError as err:
+            problems.append((("query_tuning", "grids"), str(err)))
+    return problems
+
+
+def _study_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    from embtune.sweep import STUDY_FACTORS, study_points, study_train
+
+    train = params["train"]
+    train_schema = schema["properties"]["train"]
+    allowed = {k: v for k, v in train_schema["properties"].items() if k != "studies"}
+    models = {m["name"] for m in params["models"]}
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    names = [s["name"] for s in train.get("studies", [])]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append((("train", "studies"), f"duplicate study name {dup!r}"))
+    for i, study in enumerate(train.get("studies", [])):
+        parts = ("train", "studies", i)
+        for j, name in enumerate(study.get("models", [])):
+            if name not in models:
+                problems.append(((*parts, "models", j), f"{name!r} is not in models"))
+        base_problems = _setting_problems(study.get("base", {}), allowed, schema, (*parts, "base"), False)
+        problems += base_problems
+        for row in study.get("rows", []):
+            if row in STUDY_FACTORS and row not in study.get("cross", {}):
+                problems.append(((*parts, "rows"), f"{row!r} is not one of the study's cross factors"))
+        if not base_problems:  # the settings each point trains with, against the train schema
+            point_schema = {**train_schema, "properties": allowed}
+            for factors in study_points(study):  # type: ignore[arg-type]
+                settings = study_train(train, study, factors)  # type: ignore[arg-type]
+                found = _sub_validate(settings, point_schema, schema, (*parts, "base"))
+                if found:
+                    problems += found
+                    break
+    return problems
+
+
+def _study_feasibility(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """A study whose every configuration is skipped would leave an empty table: say so now."""
+    from embtune.sweep import training_plan
+
+    runs, skipped, members = training_plan(params)  # type: ignore[arg-type]
+    feasible = {r["run_id"] for r in runs}
+    reasons = {s.run_id: s.reason for s in skipped}
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for i, study in enumerate(params["train"].get("studies", [])):
+        ids = [m["run_id"] for m in members if m["study"] == study["name"]]
+        if ids and not feasible.intersection(ids):
+            why = "; ".join(sorted({reasons.get(r, "") for r in ids})[:3])
+            problems.append((("train", "studies", i), f"study {study['name']!r} has no feasible run: "
+                                                       f"all {len(ids)} configurations are skipped ({why})"))
     return problems
 
 

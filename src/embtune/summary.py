@@ -22,11 +22,16 @@ def _finite(x: Any) -> Any:
 
 
 def training_summary(runs: pl.DataFrame) -> dict[str, Any]:
+    """Headline numbers of the main grid; a study's runs (other temperatures, batch 2048, ...)
+    would change "best loss per method" without being part of it, so they are only counted."""
+    studies = runs.filter(pl.col("study").fill_null("main") != "main") if "study" in runs.columns else runs.clear()
+    runs = runs.join(studies.select("run_id"), on="run_id", how="anti")
     ok = runs.filter(pl.col("status") == "ok")
     best = (ok.group_by("method").agg(pl.col("final_train_loss").min().alias("best"))
             .sort("method"))
     return {
         "runs_ok": ok.height,
+        "study_runs_ok": int((studies["status"] == "ok").sum()) if studies.height else 0,
         "runs_skipped": runs.height - ok.height,
         "total_flops": float(ok["C"].sum()) if ok.height else 0.0,
         "best_final_train_loss": {r["method"]: _finite(r["best"]) for r in best.iter_rows(named=True)},

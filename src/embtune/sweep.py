@@ -7,7 +7,11 @@ expansion. A run config is a plain JSON-able dict; its id is readable and derive
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
 import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -110,21 +114,25 @@ def peak_lr(model: dict[str, Any], method: str, train: dict[str, Any]) -> float:
 
 def training_runs(params: dict[str, Any], *, flops_per_second: float | None = None,
                   apply_cap: bool = True) -> tuple[list[dict[str, Any]], list[Skipped]]:
-    """All feasible run configs of the grid, and the infeasible ones with their reason.
+    """All feasible run configs (the main grid, then the studies' own runs), and the infeasible
+    ones with their reason (see :func:`training_plan` for the GPU-hour cap)."""
+    runs, skipped, _ = training_plan(params, flops_per_second=flops_per_second, apply_cap=apply_cap)
+    return runs, skipped
 
-    With ``train.gpu_hours_cap`` set (and ``apply_cap``), runs beyond the cap are dropped in the
-    documented order (``embtune.cost.trim_to_cap``, at ``flops_per_second``, default: the
-    calibrated throughput) and listed as skipped with status ``dropped``."""
-    train = params["train"]
+
+def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict[str, Any],
+               suffix: str = "") -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """Run configs of ``models`` x ``train``'s methods, budgets and seeds; ``suffix`` ends the ids
+    (a study's ``__<study>__<factor>-<value>``, empty for the main grid)."""
     processed = Path(params["paths"]["processed"])
     results = Path(params["paths"]["results"])
     runs: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
-    for model in params["models"]:
+    for model in models:
         for tag, method_cfg, reason in _method_variants(model, train):
             for budget in train["budgets"]:
                 for seed in train["seeds"]:
-                    run_id = f"{model['name']}__{tag}__c{format_budget(budget)}__s{seed}"
+                    run_id = f"{model['name']}__{tag}__c{format_budget(budget)}__s{seed}{suffix}"
                     if reason:
                         skipped.append(Skipped(run_id, reason))
                         continue
@@ -157,13 +165,115 @@ def training_runs(params: dict[str, Any], *, flops_per_second: float | None = No
                                  "tokenizer_dir": str(processed / "tokenizer")},
                         "base_model_dir": str(results / "base_models" / model["name"]),
                     })
+    return runs, skipped
+
+
+# ---------------------------------------------------------------- paper 1's appendix studies
+#: Factors a study may cross (``train.studies[].cross``); each sets one training setting.
+STUDY_FACTORS = ("temperature", "inv_temperature", "weight_decay", "pooling", "peak_lr",
+                 "batch_size", "context_length")
+#: Columns a study table may group by besides its factors (they come from the runs table).
+STUDY_ROW_COLUMNS = ("model", "method", "budget", "seed", "lora_rank", "freeze_fraction")
+
+
+def study_points(study: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the study's ``cross`` values (one empty point without ``cross``)."""
+    cross = study.get("cross") or {}
+    return [dict(zip(cross, values)) for values in itertools.product(*cross.values())]
+
+
+def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str, Any]) -> dict[str, Any]:
+    """The training settings of one study point: ``train``, then the study's ``base``, then its
+    factor values. ``inv_temperature`` is 1/tau as App. D's Table 1 lists it; ``peak_lr`` is one
+    rate for every method of the study (Tables 3-4 search the rate of one method each)."""
+    from embtune.config import deep_merge
+
+    out = deep_merge({k: v for k, v in train.items() if k != "studies"}, study.get("base") or {})
+    for key, value in factors.items():
+        if key == "inv_temperature":
+            out["temperature"] = 1.0 / value
+        elif key == "peak_lr":
+            out["method_lr"] = {method: value for method in out["methods"]}
+        else:
+            out[key] = value
+    return out
+
+
+def study_suffix(name: str, factors: dict[str, Any]) -> str:
+    """``__<study>__<factor>-<value>...``: a fifth id part, so a study's runs never take a main-grid
+    id (``embtune.scaling.runs_table.parse_run_id`` reads the study back from it)."""
+    return f"__{name}" + "".join(f"__{k}-{_fmt(v)}" for k, v in sorted(factors.items()))
+
+
+def _run_identity(run: dict[str, Any]) -> str:
+    """Everything a training run depends on (its config without the id), as a comparable key."""
+    return json.dumps({k: v for k, v in run.items() if k != "run_id"}, sort_keys=True, default=str)
+
+
+def training_plan(params: dict[str, Any], *, flops_per_second: float | None = None,
+                  apply_cap: bool = True) -> tuple[list[dict[str, Any]], list[Skipped], list[dict[str, Any]]]:
+    """The main grid and the studies of ``train.studies`` (paper 1, App. D and F), expanded.
+
+    Returns ``(runs, skipped, members)``. A study run whose config equals a run already planned
+    (main grid first, then the studies in order) is not planned again: ``members`` has one row
+    ``{run_id, study, factors}`` per (run, study) membership, so a study table can name a main-grid
+    run (e.g. App. D's temperature 1/40 at the main settings). Membership stays out of the run
+    configs: adding a study never changes (so never re-trains) an existing run.
+
+    With ``train.gpu_hours_cap`` set (and ``apply_cap``), runs beyond the cap are dropped in the
+    documented order (``embtune.cost.trim_to_cap``, at ``flops_per_second``, default: the
+    calibrated throughput) and listed as skipped with status ``dropped``."""
+    train = params["train"]
+    runs, skipped = _grid_runs(params, params["models"], train)
+    members = [{"run_id": r["run_id"], "study": "main", "factors": {}} for r in runs]
+    members += [{"run_id": s.run_id, "study": "main", "factors": {}} for s in skipped]
+    planned = {_run_identity(r): r["run_id"] for r in runs}
+    models = {m["name"]: m for m in params["models"]}
+    for study in train.get("studies") or []:
+        missing = sorted(set(study.get("models") or []) - set(models))
+        if missing:
+            raise ValueError(f"train.studies {study['name']!r}: models {missing} are not in models")
+        chosen = [models[name] for name in study["models"]] if study.get("models") else params["models"]
+        for factors in study_points(study):
+            s_runs, s_skipped = _grid_runs(params, chosen, study_train(train, study, factors),
+                                           study_suffix(study["name"], factors))
+            for run in s_runs:
+                run_id = planned.setdefault(_run_identity(run), run["run_id"])
+                if run_id == run["run_id"]:
+                    runs.append(run)
+                members.append({"run_id": run_id, "study": study["name"], "factors": dict(factors)})
+            skipped += s_skipped
+            members += [{"run_id": s.run_id, "study": study["name"], "factors": dict(factors)}
+                        for s in s_skipped]
     cap = train.get("gpu_hours_cap")
     if apply_cap and cap is not None:
         from embtune.cost import flops_per_second as calibrated, trim_to_cap
 
         runs, dropped = trim_to_cap(runs, float(cap), flops_per_second or calibrated())
         skipped += [Skipped(r["run_id"], reason, "dropped") for r, reason in dropped]
-    return runs, skipped
+    return runs, skipped, members
+
+
+def mteb_run_ids(params: dict[str, Any], runs: list[dict[str, Any]],
+                 members: list[dict[str, Any]]) -> list[str]:
+    """Feasible runs that need an MTEB evaluation: every main-grid run, and the runs of studies
+    whose table reports ``mteb_average`` (App. D Tables 1-2); App. F and the learning-rate
+    studies report losses only, so their runs skip the evaluation."""
+    scored = {s["name"] for s in params["train"].get("studies") or []
+              if s.get("metric") == "mteb_average"} | {"main"}
+    feasible = {r["run_id"] for r in runs}
+    return sorted({m["run_id"] for m in members if m["study"] in scored and m["run_id"] in feasible})
+
+
+def max_context_length(params: dict[str, Any]) -> int:
+    """The longest context any run may use (main grid or study): the training pairs are prepared
+    at this length and every run truncates them further to its own (App. F trains at 512)."""
+    train = params["train"]
+    lengths = [int(train["context_length"])]
+    for study in train.get("studies") or []:
+        for factors in study_points(study):
+            lengths.append(int(study_train(train, study, factors)["context_length"]))
+    return max(lengths)
 
 
 QUERY_SWEEP_KEYS = ("lr", "freeze", "batch_size", "margin", "weight_decay", "train_data",
@@ -190,27 +300,121 @@ def epoch_batches_for(cfg: dict[str, Any], defaults: dict[str, Any]) -> int:
 
 
 def query_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
-    """One-factor-at-a-time query-tuning runs per model: the default regime plus each sweep value.
+    """Query-tuning run configs per model: the default regime, the one-factor sweeps and the
+    grids (:func:`query_plan`)."""
+    return query_plan(params)[0]
 
-    The id names what differs from the defaults (``default`` for the default regime), so a value
-    equal to the default collapses onto the default run instead of training it twice. The
-    batches per epoch follow the batch size (:func:`epoch_batches_for`)."""
+
+def query_members(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Which sweep or grid each query run belongs to (:func:`query_plan`)."""
+    return query_plan(params)[1]
+
+
+#: The run-id pattern of ``$defs/name`` in the params schema: a path component, no ``..``/``__``.
+RUN_NAME = re.compile(r"^(?!.*(?:\.\.|__))[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def _query_id(diff: dict[str, Any]) -> str:
+    """``default``, ``lr-1e-07`` or ``batch_size-28+lr_scaling-sqrt`` (keys sorted): what differs
+    from ``query_tuning.defaults``, readable, and a valid path component."""
+    return "default" if not diff else "+".join(f"{k}-{_fmt(v)}" for k, v in sorted(diff.items()))
+
+
+def _query_identity(cfg: dict[str, Any]) -> str:
+    """What tune-query actually trains with: ``lr_effective`` and the resolved
+    ``batches_per_epoch`` rather than how they were asked for (so Table 6's batch 14 under linear
+    scaling *is* the default run, as the paper's tables show), and no schedule clock without a
+    schedule. Numbers are compared at 12 significant digits (5e-8 x 28/14 is 1e-7)."""
+    out = {k: v for k, v in cfg.items() if k not in ("lr", "lr_scaling", "epoch_size")}
+    if out.get("scheduler") == "none":
+        out.pop("scheduler_unit", None)
+    norm = {k: float(f"{v:.12g}") if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+            for k, v in out.items()}
+    return json.dumps(norm, sort_keys=True)
+
+
+def grid_points(grid: dict[str, Any]) -> list[dict[str, Any]]:
+    """The factor settings of one grid: ``points`` x ``cross`` (every combination) x ``random``
+    draws, each a dict of the keys the grid varies (its ``base`` is applied by the caller)."""
+    points = grid.get("points") or [{}]
+    cross = grid.get("cross") or {}
+    combos = [dict(zip(cross, values)) for values in itertools.product(*cross.values())]
+    draws = random_draws(grid["random"]) if grid.get("random") else [{}]
+    return [{**p, **c, **d} for p in points for c in combos for d in draws]
+
+
+def random_draws(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """``n`` distinct combinations of ``choices``, uniformly without replacement (paper 2,
+    Tables 17-18: batch size, scheduler and weight decay "randomly varied").
+
+    Why a hash rank and not ``random.sample``: each combination's rank is SHA-256 of (seed,
+    combination), which no library or Python version can change, so the draws (and the run ids
+    made from them) are the same on every invocation and machine; adding a choice value keeps
+    every old combination's rank. Returned in the order of the Cartesian product (readable)."""
+    choices = spec["choices"]
+    keys = sorted(choices)
+    combos = [dict(zip(keys, values)) for values in itertools.product(*(choices[k] for k in keys))]
+    n = int(spec["n"])
+    if n > len(combos):
+        raise ValueError(f"random: n={n} draws asked from only {len(combos)} combinations")
+    seed = int(spec.get("seed", 0))
+
+    def rank(i: int) -> bytes:
+        return hashlib.sha256(json.dumps([seed, combos[i]], sort_keys=True).encode()).digest()
+
+    return [combos[i] for i in sorted(sorted(range(len(combos)), key=rank)[:n])]
+
+
+def _query_variants(qt: dict[str, Any], model: str) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(kind, group, factors, change of the defaults) in planning order: the default regime, the
+    one-factor sweeps (``QUERY_SWEEP_KEYS`` order), then the grids as declared. A sweep whose list
+    leaves out the default value still has the default run as its reference row (the paper's
+    tables print it: Table 16's 10 idle epochs, Table 13 next to "without weight decay")."""
+    out: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [("default", "default", {}, {})]
+    sweeps = qt.get("sweeps") or {}
+    for key in QUERY_SWEEP_KEYS:
+        values = list(sweeps.get(key) or [])
+        if values and qt["defaults"][key] not in values:
+            values.insert(0, qt["defaults"][key])
+        out += [("sweep", key, {key: value}, {key: value}) for value in values]
+    for grid in qt.get("grids") or []:
+        if grid.get("models") and model not in grid["models"]:
+            continue
+        base = grid.get("base") or {}
+        out += [("grid", grid["name"], factors, {**base, **factors}) for factors in grid_points(grid)]
+    return out
+
+
+def query_plan(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Expand ``query_tuning`` into run configs and memberships, per model (paper 2, App. M).
+
+    The id names what differs from the defaults (``default`` for the default regime). Identical
+    configs (:func:`_query_identity`) are trained once, under the id of the first spelling in
+    planning order (:func:`_query_variants`), so appending a grid never renames an existing run;
+    ``members`` has one row ``{model, qrun_id, kind, group, factors}`` per (run, sweep or grid),
+    which the query-table stage uses to lay out each table. Memberships stay out of the run
+    configs, so adding a grid never re-trains a run. The batches per epoch follow the batch size
+    (:func:`epoch_batches_for`)."""
     qt = params["query_tuning"]
     defaults = dict(qt["defaults"])
     runs: list[dict[str, Any]] = []
+    members: list[dict[str, Any]] = []
     for model in qt["models"]:
-        seen: set[str] = set()
-        variants = [("default", {})] + [
-            (key, {key: value}) for key in QUERY_SWEEP_KEYS for value in qt.get("sweeps", {}).get(key, [])]
-        for key, change in variants:
+        planned: dict[str, str] = {}
+        for kind, group, factors, change in _query_variants(qt, model["name"]):
             cfg = {**defaults, **change}
             diff = {k: v for k, v in cfg.items() if v != defaults[k]}
-            qrun = "default" if not diff else "__".join(f"{k}-{_fmt(v)}" for k, v in sorted(diff.items()))
-            if qrun in seen:
-                continue
-            seen.add(qrun)
-            lr = scaled_lr(cfg["lr"], cfg["batch_size"], cfg["lr_scaling"], defaults["batch_size"])
             cfg["batches_per_epoch"] = epoch_batches_for(cfg, defaults)
-            runs.append({"qrun_id": qrun, "model": dict(model), "sweep": key,
-                         **cfg, "lr_effective": lr})
-    return runs
+            cfg["lr_effective"] = scaled_lr(cfg["lr"], cfg["batch_size"], cfg["lr_scaling"],
+                                            defaults["batch_size"])
+            key = _query_identity(cfg)
+            qrun = planned.get(key)
+            if qrun is None:
+                qrun = planned[key] = _query_id(diff)
+                if len(qrun) > 100 or not RUN_NAME.match(qrun):
+                    raise ValueError(f"query_tuning {kind} {group!r}: run id {qrun!r} is not a valid "
+                                     f"name (<= 100 letters, digits, _ . + -; no '..' or '__')")
+                runs.append({"qrun_id": qrun, "model": dict(model), **cfg})
+            members.append({"model": model["name"], "qrun_id": qrun, "kind": kind, "group": group,
+                            "factors": dict(factors)})
+    return runs, members

@@ -26,6 +26,7 @@ localrules:
     recipe,
     figures,
     query_table,
+    appendix_tables,
     summary,
 
 
@@ -103,15 +104,34 @@ rule query_table:
         report(directory(f"{RES}/analysis/query_tuning"), patterns=["{name}.csv"],
                caption="../report/query_tables.rst", category=PAPER2),
     params:
-        code=code_version('evaluate/query_table.py', 'evaluate/stats.py', 'evaluate/paper2_tables.py', 'evaluate/layer_changes.py'),
+        code=code_version('evaluate/query_table.py', 'evaluate/query_groups.py', 'evaluate/stats.py', 'evaluate/paper2_tables.py', 'evaluate/layer_changes.py', 'sweep.py'),
         z=config["evaluate"]["pnd"]["z_critical"],
         runs_dir=f"{RES}/query_runs",
         runs=[f"{m}/{q}" for m, q in sorted(QRUNS)],
+        plan=json.dumps({"query_tuning": config["query_tuning"]}, sort_keys=True),
     log:
         f"{LOGS}/query_table.log",
     shell:
         "embtune query-table --query-runs-dir {params.runs_dir:q} --runs {params.runs:q} --z-critical {params.z:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--plan-json {params.plan:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule appendix_tables:
+    """Paper 1's smaller studies (train.studies): App. D's Tables 1-4 and App. F's predicted vs
+    actual losses (Fig. 20), from the runs table."""
+    input:
+        f"{RES}/analysis/runs.parquet",
+    output:
+        directory(f"{RES}/analysis/appendix"),
+    params:
+        code=code_version('scaling', 'sweep.py', 'plots/figures.py'),
+        grid=grid_json(),
+        delta=config["analyze"]["huber_delta"],
+    log:
+        f"{LOGS}/appendix_tables.log",
+    shell:
+        "embtune appendix-tables --runs {input:q} --params-json {params.grid:q} "
+        "--huber-delta {params.delta:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule figures:

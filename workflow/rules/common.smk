@@ -12,7 +12,7 @@ from pathlib import Path
 
 from embtune.config import ParamsError, read_layers, validate
 from embtune.evaluate.pnd_eval import narrow_domain
-from embtune.sweep import query_runs, training_runs
+from embtune.sweep import max_context_length, mteb_run_ids, query_runs, training_plan
 
 
 def _display(path):
@@ -44,8 +44,12 @@ PROC = config["paths"]["processed"]
 RES = config["paths"]["results"]
 LOGS = f"{RES}/logs"
 
-RUNS_LIST, SKIPPED = training_runs(config)
+RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
 RUNS = {run["run_id"]: run for run in RUNS_LIST}
+# Main-grid runs and those of studies that report MTEB (paper 1 App. D Tables 1-2)
+MTEB_RUNS = mteb_run_ids(config, RUNS_LIST, MEMBERS)
+# The training pairs are prepared at the longest context of any run (App. F: 512)
+MAX_CONTEXT = max_context_length(config)
 
 
 def with_encoder_path(spec):
@@ -232,7 +236,7 @@ def train_metrics():
 
 
 def mteb_results():
-    return expand(f"{RES}/runs/{{run}}/mteb.json", run=sorted(RUNS))
+    return expand(f"{RES}/runs/{{run}}/mteb.json", run=MTEB_RUNS)
 
 
 def query_pnd_results():
@@ -253,6 +257,7 @@ def final_outputs():
         *recipe_files(),
         f"{RES}/analysis/figures",
         f"{RES}/analysis/query_tuning",
+        f"{RES}/analysis/appendix",
         f"{RES}/metrics.json",
     ]
 

@@ -47,7 +47,7 @@ rule prepare_bge:
     params:
         code=code_version('data/bge.py', 'data/jsonl.py', 'data/sources.py'),
         cfg=config["data"]["bge"],
-        context=config["train"]["context_length"],
+        context=MAX_CONTEXT,
         seed=config["seed"],
         flags=bge_flags,
     # Readers (one input file each) and tokenizer threads; the output does not depend on it.

@@ -85,15 +85,22 @@ def eval_mteb_mem_mb(wildcards, attempt):
     return _mb(8192 + _n_params(_run(wildcards)) * 8 / 2**20, attempt)
 
 
-def _query_steps():
+def _query_steps(wildcards=None):
+    """Planned steps of a query run in batch-14 units: its own max_epochs x batches_per_epoch x
+    batch_size / 14 (a grid's batch 112 at 1000 batches per epoch is 8x the default's work)."""
     qt = config.get("query_tuning", {}).get("defaults", {})
-    return int(qt.get("max_epochs", 100)) * int(qt.get("batches_per_epoch", 1000))
+    try:
+        qt = QRUNS[(wildcards.get("qmodel"), wildcards.get("qrun"))]
+    except (NameError, KeyError, TypeError, AttributeError):
+        pass
+    batch = int(qt.get("batch_size", 14))
+    return int(qt.get("max_epochs", 100)) * int(qt.get("batches_per_epoch", 1000)) * batch / 14
 
 
 def tune_runtime(wildcards, attempt):
-    """Minutes for `tune_query`: max_epochs x batches_per_epoch steps at ~0.1 s, + 30 min
+    """Minutes for `tune_query`: the planned steps at ~0.1 s per batch of 14, + 30 min
     (early stopping usually ends sooner), times `attempt`."""
-    return _minutes(30 + _query_steps() * 0.1 / 60.0, attempt)
+    return _minutes(30 + _query_steps(wildcards) * 0.1 / 60.0, attempt)
 
 
 def tune_mem_mb(wildcards, attempt):

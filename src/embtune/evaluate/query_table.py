@@ -29,12 +29,15 @@ distance) / ``table2.md`` (the default-regime runs, as paper 2's Table 2),
 (model, qrun_id, relation, measure, query_lang, text_lang, errors_base, errors_tuned, total,
 improvement, z, significant), ``lr_curves.parquet`` (model, qrun_id, lr, dataset, measure,
 improvement, significant), the tables of :mod:`embtune.evaluate.paper2_tables` (Table 3, arxiv
-levels, Fig. 2(a) counts, Figs 4-5 data, Tables 14-15), ``manifest.json`` last.
+levels, Fig. 2(a) counts, Figs 4-5 data, Tables 14-15), ``groups/`` (one table per sweep and
+grid, :mod:`embtune.evaluate.query_groups`, written when ``--plan-json`` gives the plan),
+``manifest.json`` last.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,8 +47,10 @@ import polars as pl
 
 from embtune.errors import DataError
 from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domain
+from embtune.evaluate.query_groups import membership_fields, write_groups
 from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import atomic_path, provenance, read_json, write_json, write_parquet, write_text
+from embtune.sweep import query_members
 
 DATASETS = ("msmarco", "arxiv-first", "arxiv-title")           # Table 1's columns
 TABLE2_DATASETS = ("msmarco-hard", "squad", "squad-min5",     # Table 2's rows (App. A, C, D)
@@ -57,7 +62,7 @@ RELATIONS = ("neutral", "contradiction")
 XNLI_KEYS = ["query_lang", "text_lang", "relation", "measure"]
 CONFIG_COLUMNS = ("sweep", "lr", "lr_effective", "freeze", "batch_size", "margin", "weight_decay",
                   "scheduler", "scheduler_unit", "optimizer", "patience", "train_data", "lr_scaling",
-                  "distance", "tune_doc_tower")
+                  "distance", "tune_doc_tower", "groups")
 
 
 def _pnd_value(entry: dict[str, Any]) -> float:
@@ -264,12 +269,15 @@ def _read_xnli(path: Path) -> pl.DataFrame:
 def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """The run config from the tune-query manifest; without one, what the id and metrics say
     (ids come from :func:`embtune.sweep.query_runs`: ``default``, ``lr-1e-07``,
-    ``train_data-arxiv-math``)."""
+    ``train_data-arxiv-math``). Run configs no longer carry their ``sweep`` (memberships come
+    from the plan, ``--plan-json``): without the plan it is read from the id, as for a run
+    without a manifest."""
+    qrun = run_dir.name
+    single = "__" not in qrun and "+" not in qrun   # one key differs from the defaults
+    sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if single else None
     manifest = run_dir / "manifest.json"
     if manifest.exists() and read_json(manifest).get("run_config"):
-        return read_json(manifest)["run_config"]
-    qrun = run_dir.name
-    sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if "__" not in qrun else None
+        return {"sweep": sweep, **read_json(manifest)["run_config"]}
     lr = metrics.get("lr_effective")
     if lr is None and sweep == "lr":
         lr = float(qrun.split("-", 1)[1])
@@ -279,11 +287,13 @@ def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def collect(query_runs_dir: Path, z_critical: float,
-            only: set[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = None,
+            members: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read every model/run (or only the ``model/qrun_id`` names in ``only``: the workflow passes
     the planned runs so a leftover run from an earlier sweep never enters the table); returns the
-    rows (and skipped runs) and the runs lacking evaluations."""
+    rows (and skipped runs) and the runs lacking evaluations. ``members`` (the plan's
+    memberships) set each run's ``sweep`` and ``groups``, which run configs do not carry."""
+    fields = membership_fields(members or [])
     table, ds_long, heats, curves, missing, skipped = [], [], [], [], [], []
     for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
         model = model_dir.name
@@ -299,7 +309,7 @@ def collect(query_runs_dir: Path, z_critical: float,
             if metrics.get("status", "ok") != "ok":
                 skipped.append(f"{model}/{run_dir.name}")
                 continue
-            config = _run_config(run_dir, metrics)
+            config = {**_run_config(run_dir, metrics), **fields.get((model, run_dir.name), {})}
             rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"),
                                 z_critical, config)
             heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"), z_critical)
@@ -342,9 +352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="{results}/analysis/query_tuning")
     ap.add_argument("--z-critical", type=float, default=1.96)
     ap.add_argument("--runs", nargs="*", default=None, help="only these <model>/<qrun_id> (default: all)")
+    ap.add_argument("--plan-json", default=None,
+                    help='{"query_tuning": ...} (validated params): memberships for the group tables')
     args = ap.parse_args(argv)
+    members = query_members(json.loads(args.plan_json)) if args.plan_json else None
     got, missing = collect(Path(args.query_runs_dir), args.z_critical,
-                           set(args.runs) if args.runs is not None else None)
+                           set(args.runs) if args.runs is not None else None, members)
     table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
     from embtune.evaluate.paper2_tables import collect_extras, write_extras
 
@@ -353,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with atomic_path(args.out) as out:  # the folder appears complete or not at all
         write_outputs(out, table, got)
         write_extras(out, extras)   # Table 3, arxiv levels, Fig. 2(a), Figs 4-5, Tables 14-15
+        if members is not None:
+            write_groups(out / "groups", table, got["long"], members, args.z_critical)
         write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
                                                      skipped_runs=got["skipped"],

@@ -28,6 +28,8 @@ def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
         return {}
     out = {}
     for path in sorted([*directory.rglob("*.csv"), *directory.rglob("*.parquet")]):
+        if "groups" in path.relative_to(directory).parts:
+            continue  # per-sweep/grid tables (query_groups) repeat table1's rows, not new figures
         try:
             out[str(path.relative_to(directory))] = read_table(path)
         except Exception as err:  # noqa: BLE001 - an unreadable side table must not stop the report

@@ -177,5 +177,28 @@ def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
     return fig
 
 
+def transfer_figure(df: pl.DataFrame, title: str) -> Figure:
+    """Paper 1 Fig. 20: predicted vs actual loss, one panel per method; red = the main-grid runs
+    the law was fitted on, green = the study's runs it predicts (batch 2048, context 512).
+    Columns: method, split (fit | predicted), predicted, actual."""
+    methods = df["method"].unique(maintain_order=True).to_list()
+    fig, axes = _grid(len(methods), textwrap.fill(title, 30 * min(len(methods), 3) + 10))
+    for ax, method in zip(axes, methods):
+        sub = df.filter((pl.col("method") == method) & pl.col("predicted").is_not_null())
+        for split, color in (("fit", "tab:red"), ("predicted", "tab:green")):
+            s = sub.filter(pl.col("split") == split)
+            if s.height:
+                ax.plot(s["predicted"], s["actual"], "o", color=color, ms=3, alpha=0.7, label=split)
+        if sub.height:
+            lo = float(min(sub["predicted"].min(), sub["actual"].min()))
+            hi = float(max(sub["predicted"].max(), sub["actual"].max()))
+            ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no prediction (fit skipped)", transform=ax.transAxes, ha="center")
+        _style(ax, method, "predicted loss", "actual loss", False, False)   # less than a decade: linear
+    return fig
+
+
 __all__ = ["frontier_figure", "isoflop_figure", "hyper_effect_figure", "optimal_n_figure",
-           "scatter_figure", "predicted_vs_actual_figure"]  # paper 2: embtune.plots.paper2
+           "scatter_figure", "predicted_vs_actual_figure", "transfer_figure"]  # paper 2: embtune.plots.paper2

@@ -16,12 +16,19 @@ import polars as pl
 HYPER = {"freeze": "freeze_fraction", "lora": "lora_rank"}
 
 
-def ok_rows(runs: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """Finished runs with a finite, positive value of ``metric``."""
+def ok_rows(runs: pl.DataFrame, metric: str, study: str | None = "main") -> pl.DataFrame:
+    """Finished runs of the main grid with a finite, positive value of ``metric``.
+
+    A study's own runs (``study`` column, paper 1 App. D/F: other temperatures, batch 2048, ...)
+    are left out, so the fits, frontier and recipe see the main grid only; ``study=None`` keeps
+    every study, a name keeps that one."""
     if metric not in runs.columns:
         return runs.clear()
-    return runs.filter((pl.col("status") == "ok") & pl.col(metric).is_not_null()
-                       & pl.col(metric).is_finite() & (pl.col(metric) > 0))
+    keep = (pl.col("status") == "ok") & pl.col(metric).is_not_null() & pl.col(metric).is_finite() \
+        & (pl.col(metric) > 0)
+    if study is not None and "study" in runs.columns:
+        keep = keep & (pl.col("study").fill_null("main") == study)
+    return runs.filter(keep)
 
 
 def isoflop(runs: pl.DataFrame, method: str, metric: str = "final_train_loss",

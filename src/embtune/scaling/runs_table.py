@@ -8,11 +8,15 @@ Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F,
 S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank,
 lora_alpha, lora_embed_in, peak_lr,
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
-status, skip_reason, seed, nonfinite; and what the run cost: wall_seconds (training steps),
-device_seconds (wall_seconds x processes: GPU-seconds on a GPU), device (its name),
+status, skip_reason, seed, nonfinite, study; and what the run cost: wall_seconds (training
+steps), device_seconds (wall_seconds x processes: GPU-seconds on a GPU), device (its name),
 hardware_flops (what those seconds executed, ``embtune.cost``), so the plan's estimate can be
 checked against reality. Status ``dropped``: cut by ``train.gpu_hours_cap`` at planning time
 (skipped.csv's status column).
+
+``study`` is ``main`` for the main grid and a study's name for its own runs (``train.studies``,
+paper 1 App. D/F; read from the id's fifth part): the fits, frontier and recipe use main only
+(:func:`embtune.scaling.isoflop.ok_rows`).
 
 ``nonfinite`` lists (comma-separated) the metrics a run recorded as NaN or inf; they read as
 missing (null) in their columns, so the fits leave such a run out, and this column, the
@@ -39,7 +43,7 @@ FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fractio
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
               "wall_seconds", "device_seconds", "hardware_flops")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
-STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "device")
+STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "device", "study")
 BOOL_COLS = ("lora_embed_in",)
 # metrics.json / mteb.json numbers that become columns: a NaN/inf one is reported in ``nonfinite``
 CHECKED_METRICS = ("final_train_loss", "val_loss", "flops", "tokens", "steps")
@@ -54,12 +58,14 @@ def run_config(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_run_id(run_id: str) -> dict[str, Any]:
-    """``<model>__<tag>__c<budget>__s<seed>`` (embtune.sweep) -> model, method, budget, seed."""
+    """``<model>__<tag>__c<budget>__s<seed>`` (embtune.sweep) -> model, method, budget, seed, and
+    ``study``: ``main``, or the name after a fifth ``__`` (a study's run, paper 1 App. D/F)."""
     parts = run_id.split("__")
-    if len(parts) != 4 or not parts[2].startswith("c") or not parts[3].startswith("s"):
+    if len(parts) < 4 or not parts[2].startswith("c") or not parts[3].startswith("s"):
         return {}
     tag = parts[1]
-    out: dict[str, Any] = {"model": parts[0], "method": tag.split("-")[0]}
+    out: dict[str, Any] = {"model": parts[0], "method": tag.split("-")[0],
+                           "study": parts[4] if len(parts) > 4 else "main"}
     try:
         out["budget"] = float(parts[2][1:])
         out["seed"] = int(parts[3][1:])
@@ -117,6 +123,7 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         "seed": cfg.get("seed", parsed.get("seed")),
         "mteb_average": None,
         **cost_columns(metrics, cfg),
+        "study": parsed.get("study", "main"),
     }
     nonfinite = [k for k in CHECKED_METRICS if _is_nonfinite(metrics.get(k))]
     if mteb and mteb.get("status", "ok") == "ok":
@@ -160,7 +167,8 @@ def cost_columns(metrics: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]
 def skipped_row(run_id: str, reason: str, status: str = "skipped") -> dict[str, Any]:
     """A planning-time skip (or a run dropped by the GPU-hour cap): what the id tells, the status,
     no measured numbers."""
-    return {"run_id": run_id, **parse_run_id(run_id), "status": status or "skipped", "skip_reason": reason}
+    return {"run_id": run_id, "study": "main", **parse_run_id(run_id), "status": status or "skipped",
+            "skip_reason": reason}
 
 
 def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
