@@ -39,7 +39,7 @@ def tiny_params(tmp_path: Path, **train: object) -> dict:
                     "pretrain_peak_lr": 1e-3}],
         "train": {"methods": ["full", "bias"], "budgets": [1e12, 4e12, 1.6e13], "seeds": [0],
                   "batch_size": 8, "gradcache_chunk": 4, "gradient_checkpointing": True,
-                  "min_steps": 1, "tokens_per_pair_estimate": 40, **train}}))
+                  "min_steps": 1, "tokens_per_pair_estimate": 40, "studies": [], **train}}))
     return load_params([REPO / "params.yaml", preset])
 
 
