@@ -235,7 +235,7 @@ def test_bias_only_is_refused_for_a_llama_without_biases() -> None:
 def _params(models: list[dict], methods: list[str]) -> dict:
     from embtune.config import REPO_ROOT, load_params
 
-    return load_params([REPO_ROOT / "params.yaml"], overrides={"models": models, "train": {"methods": methods,
+    return load_params([REPO_ROOT / "params.yaml"], overrides={"models": models, "train": {"methods": methods, "studies": [],
                                                                                  "lora": {"ranks": [8]}}})
 
 
