@@ -116,7 +116,8 @@ def test_rows_parse_with_unique_well_formed_anchors() -> None:
         assert ID_FORMAT.match(rid), f"ledger id {rid!r} is not of the form P1-XXX / P2-XXX"
         assert rid not in seen, f"ledger id {rid} appears twice"
         seen.add(rid)
-        assert len(cells) == 5, f"{rid}: expected 5 cells (id, spec, paper, embtune, verdict), got {len(cells)}"
+        assert len(cells) == 5, (f"{rid}: expected 5 cells (id, spec, paper, embtune, verdict), "
+                                 f"got {len(cells)}")
         shown = cells[0].split("</a>", 1)[1].strip("~ ")
         assert shown == rid, f"{rid}: the row shows {shown!r} next to its anchor"
         assert all(cells[1:4]), f"{rid}: an empty spec, paper or embtune cell"
