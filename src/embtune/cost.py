@@ -41,8 +41,8 @@ throughput.yaml``, and ``$EMBTUNE_FLOPS_PER_SECOND`` overrides it per site (slur
 **GPU-hour cap** (``train.gpu_hours_cap``, experiment truth: it decides which runs exist):
 :func:`trim_to_cap` drops whole (budget, method) IsoFLOP profiles, largest budget first and, within
 a budget, the most expensive method first, until the grid fits. Why this order: cost grows with the
-budget (the paper's budgets step ×4, so the top level is ~3/4 of the grid), so few profiles go;
-every profile that stays keeps all its model sizes and variants, so its IsoFLOP minimum (the
+budget (the paper's budgets step ×4, docs/fidelity.md#P1-BUDGETS: the top level is ~3/4 of the
+grid), so few profiles go; every profile that stays keeps all its model sizes and variants, so its IsoFLOP minimum (the
 optimal N at that budget) is still found, and the laws keep the full range of N. Dropping the
 largest *model* instead would cut the top of every profile and bias the optimum toward small
 models exactly where large ones win. Every dropped run is recorded in skipped.csv with status

@@ -323,8 +323,8 @@ def _query_id(diff: dict[str, Any]) -> str:
 def _query_identity(cfg: dict[str, Any]) -> str:
     """What tune-query actually trains with: ``lr_effective`` and the resolved
     ``batches_per_epoch`` rather than how they were asked for (so Table 6's batch 14 under linear
-    scaling *is* the default run, as the paper's tables show), and no schedule clock without a
-    schedule. Numbers are compared at 12 significant digits (5e-8 x 28/14 is 1e-7)."""
+    scaling *is* the default run, as the paper's tables show; docs/fidelity.md#P2-BATCH-SWEEP), and no
+    schedule clock without a schedule. Numbers are compared at 12 significant digits (5e-8 x 28/14 is 1e-7)."""
     out = {k: v for k, v in cfg.items() if k not in ("lr", "lr_scaling", "epoch_size")}
     if out.get("scheduler") == "none":
         out.pop("scheduler_unit", None)

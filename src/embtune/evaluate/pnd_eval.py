@@ -68,7 +68,7 @@ from embtune.io import provenance, read_parquet, write_json, write_parquet
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
 # the harder levels (Fig. 6) are scored with --arxiv-levels.
 ARXIV_FLAVOURS = ("first", "title")
-ARXIV_RANDOM_LEVEL = 21   # n_negatives + 1 with the paper's 20 negatives (App. B.1)
+ARXIV_RANDOM_LEVEL = 21   # n_negatives + 1 with the paper's 20 (docs/fidelity.md#P2-ARXIV-LEVELS)
 TRIPLET_FILES = {
     "msmarco": "msmarco/eval.parquet",
     "msmarco-hard": "msmarco/eval_hard.parquet",      # App. A: samples with >= 65 negatives
@@ -182,7 +182,8 @@ def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> X
 
 
 def arxiv_dataset_id(flavour: str, level: int, random_level: int = ARXIV_RANDOM_LEVEL) -> str:
-    """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``."""
+    """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``
+    (docs/fidelity.md#P2-ARXIV-FLAVOURS)."""
     return f"arxiv-{flavour}" if level == random_level else f"arxiv-{flavour}-L{level}"
 
 

@@ -138,7 +138,8 @@ def _ranking_columns(b: dict[str, Any], t: dict[str, Any]) -> dict[str, float | 
 
 def table2_rows(ds_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Table 2: one row per (model, run, dataset) with ``<metric>_<c|d>_pct`` for PND, MRR, MAP
-    and P@1, and the PND significance ``pnd_<c|d>_sig`` (the paper's grey cells)."""
+    and P@1, and the PND significance ``pnd_<c|d>_sig`` (the paper's grey cells;
+    docs/fidelity.md#P2-TABLE2)."""
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in ds_rows:
         row = out.setdefault((r["model"], r["qrun_id"], r["dataset"]), {

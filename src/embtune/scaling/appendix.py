@@ -9,7 +9,8 @@ a study's point) and writes, under ``--out`` (the folder appears whole, ``manife
 * ``<study>_runs.csv``: every run of the study: its factor values, model, method, budget,
   lora_rank, freeze_fraction, seed, status and the study's metric (planned runs not collected yet
   read ``status = missing``);
-* ``<study>.csv`` / ``<study>.md``: the paper's table, the best run per (model, method, budget,
+* ``<study>.csv`` / ``<study>.md``: the paper's table (docs/fidelity.md#P1-APPD-TEMPERATURE and
+  the rows after it), the best run per (model, method, budget,
   ``rows``): App. D Table 1 lists "best scores for each of the temperature value", Table 2 the
   best run per pooling, Tables 3-4 the loss per learning rate (and LoRA rank). Best = lowest loss
   or highest MTEB average; ``n_runs``/``n_finished`` say how many runs the cell had;

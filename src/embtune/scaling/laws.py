@@ -91,7 +91,8 @@ def modified_basis(nl: np.ndarray, x: Features, c: np.ndarray | None = None) -> 
 
 
 def chinchilla_to_raw(law: "Law", theta: Any, x: Features) -> dict[str, float]:
-    """Internal (centred) -> the paper's E, A, B, α, β on raw N and D: A = A'·N0^α, B = B'·D0^β."""
+    """Internal (centred) -> the paper's E, A, B, α, β on raw N and D: A = A'·N0^α, B = B'·D0^β
+    (docs/fidelity.md#P1-LAW-CHINCHILLA)."""
     E, A, B = (float(c) for c in law.coefficients(theta))
     alpha, beta = float(theta[3]), float(theta[4])
     return {"E": E, "A": A * float(np.exp(alpha * x.ln_n0)), "B": B * float(np.exp(beta * x.ln_d0)),
