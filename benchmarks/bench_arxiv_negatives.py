@@ -113,10 +113,11 @@ def brute_force(snapshot: Path, out: Path, max_size: int, n_queries: int, seed: 
     from scipy.spatial.distance import jensenshannon
 
     from embtune.data import arxiv_negatives as an
+    from embtune.data import arxiv_records
     from embtune.data.jensen_shannon import word_distributions
 
     lines = enumerate(snapshot.read_text().splitlines(), start=1)
-    papers = list(an.parse_lines(lines, str(snapshot)))
+    papers = list(arxiv_records.parse_lines(lines, str(snapshot)))
     sizes = an.category_sizes(papers)
     sel = an.select_papers(papers, an.kept_categories(sizes, max_size))
     cats = [set(p.categories.split()) for p in sel]

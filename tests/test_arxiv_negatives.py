@@ -15,6 +15,8 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import chisquare
 
 from embtune.data import arxiv_negatives as an
+from embtune.data import arxiv_records as ar
+from embtune.stages import build_arxiv_negatives as stage
 from embtune.data import jensen_shannon as js
 
 WORDS = ("graph quantum field theory neural network manifold curvature prime modular form "
@@ -42,14 +44,14 @@ def _snapshot(tmp: Path, n: int = 160, seed: int = 1, extra: list[str] | None = 
     return path
 
 
-def _papers(path: Path) -> list[an.Paper]:
+def _papers(path: Path) -> list[ar.Paper]:
     lines = enumerate(path.read_text().splitlines(), start=1)
-    return list(an.parse_lines(lines, str(path)))
+    return list(ar.parse_lines(lines, str(path)))
 
 
 # ---------------------------------------------------------------- brute force reference
 
-def _brute_force(papers: list[an.Paper], max_size: int, k: int, match: str = "all",
+def _brute_force(papers: list[ar.Paper], max_size: int, k: int, match: str = "all",
                  ties: str = "listed", distances: list[dict[str, float]] | None = None
                  ) -> tuple[list[str], list[list[str]]]:
     """Literal App. B.2 with scipy's jensenshannon (natural log) over Counter word distributions:
@@ -121,10 +123,10 @@ def _mixed_record(i: int, rng: random.Random) -> dict[str, object]:
             "categories": " ".join(cats)}
 
 
-def _mixed_papers(seed: int, n: int = 150) -> list[an.Paper]:
+def _mixed_papers(seed: int, n: int = 150) -> list[ar.Paper]:
     rng = random.Random(seed)
-    papers = [an.parse_record(_mixed_record(i, rng)) for i in range(n)]
-    assert all(isinstance(p, an.Paper) for p in papers)
+    papers = [ar.parse_record(_mixed_record(i, rng)) for i in range(n)]
+    assert all(isinstance(p, ar.Paper) for p in papers)
     return papers  # type: ignore[return-value]
 
 
@@ -187,7 +189,7 @@ def test_all_categories_decide_the_match_not_only_kept_ones() -> None:
     """Papers 0, 1 in q-bio.X1 cs.LG and 2 in q-bio.X1 math.AG; the cap keeps q-bio.X1 only.
     Sorted by size paper 0's list is [q-bio.X1, cs.LG]: paper 1 matches both, paper 2 one."""
     cats = ["q-bio.X1 cs.LG", "cs.LG q-bio.X1", "q-bio.X1 math.AG"] + ["cs.LG math.AG"] * 4
-    papers = [an.Paper(f"p{i}", "t", f"word{i} shared text", c) for i, c in enumerate(cats)]
+    papers = [ar.Paper(f"p{i}", "t", f"word{i} shared text", c) for i, c in enumerate(cats)]
     selected, negs, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0)
     assert [p.id for p in selected] == ["p0", "p1", "p2"]
     assert negs[0, :2].tolist() == [1, 1] and negs[1, :2].tolist() == [0, 0]
@@ -200,7 +202,7 @@ def test_equal_sizes_keep_listed_order_or_go_by_name() -> None:
     """t.A and t.B both have 3 papers. Paper 0 lists t.B first: the stable sort tries t.B
     (papers 1, 2) first; by name t.A (papers 3, 4) comes first."""
     cats = ["t.B t.A", "t.B", "t.B", "t.A", "t.A"]
-    papers = [an.Paper(f"p{i}", "t", f"word{i} shared text", c) for i, c in enumerate(cats)]
+    papers = [ar.Paper(f"p{i}", "t", f"word{i} shared text", c) for i, c in enumerate(cats)]
     _, listed, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0)
     _, named, _ = an.build_negatives(papers, 3, n_negatives=2, seed=0, ties="name")
     assert sorted(listed[0, :2].tolist()) == [1, 2]
@@ -246,7 +248,7 @@ def test_singleton_first_category_falls_back_to_all(tmp_path: Path) -> None:
     recs = [{"id": f"p{i}", "title": "t", "abstract": f"alpha beta {w}. Gamma {w}.",
              "categories": c} for i, (w, c) in
             enumerate([("x", "solo.A big"), ("y", "pair.B big"), ("z", "pair.B big"), ("x", "big")])]
-    papers = [an.parse_record(r) for r in recs]
+    papers = [ar.parse_record(r) for r in recs]
     selected, negs, info = an.build_negatives(papers, 2, n_negatives=3, seed=0)  # type: ignore[arg-type]
     assert [p.id for p in selected] == ["p0", "p1", "p2"]
     assert info["no_category_match"] == 1
@@ -274,7 +276,7 @@ def test_domain_prefix_and_exclusion() -> None:
 def _run(snap: Path, out: Path, *extra: str, via_cli: bool = False) -> int:
     from embtune import cli
 
-    run = (lambda argv: cli.main(["build-arxiv-negatives", *argv])) if via_cli else an.main
+    run = (lambda argv: cli.main(["build-arxiv-negatives", *argv])) if via_cli else stage.main
     return run(["--snapshot", str(snap), "--max-category-size", "40", "--n-negatives", "20",
                     "--levels", "1", "21", "--flavours", "first", "title", "--narrow-domains",
                     "math", "physics", "cs", "--seed", "0", "--out", str(out), *extra])
@@ -338,7 +340,7 @@ def test_published_source_round_trip(tmp_path: Path) -> None:
     rows = [json.dumps([{k: r[k] for k in ("id", "title", "abstract", "categories")}, r["negatives"]])
             for r in neg.iter_rows(named=True)]
     pub.write_text("\n".join(rows + ['{"broken"', json.dumps([{"id": "z"}, []])]) + "\n")
-    assert an.main(["--source", "published", "--published", str(pub), "--levels", "1", "21",
+    assert stage.main(["--source", "published", "--published", str(pub), "--levels", "1", "21",
                     "--narrow-domains", "math", "--out", str(tmp_path / "pub")]) == 0
     for name in ("negatives.parquet", "triplets_first_L1.parquet", "triplets_title_L21.parquet",
                  "narrow_math_train.parquet"):
@@ -348,7 +350,7 @@ def test_published_source_round_trip(tmp_path: Path) -> None:
     assert man["input_drops"]["counts"] == {"bad_json": 1, "missing_field:title": 1}
     whole = tmp_path / "published.json"  # one JSON array instead of JSONL
     whole.write_text("[\n" + ",\n".join(rows) + "\n]\n")
-    assert an.main(["--source", "published", "--published", str(whole), "--levels", "1",
+    assert stage.main(["--source", "published", "--published", str(whole), "--levels", "1",
                     "--flavours", "title", "--narrow-domains", "--out", str(tmp_path / "arr")]) == 0
     assert pl.read_parquet(tmp_path / "arr" / "triplets_title_L1.parquet").equals(
         pl.read_parquet(tmp_path / "built" / "triplets_title_L1.parquet"))
@@ -359,13 +361,13 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         _run(snap, tmp_path / "o", "--levels", "22")
     with pytest.raises(SystemExit):
-        an.main(["--out", str(tmp_path / "o")])
-    assert an.main(["--snapshot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
+        stage.main(["--out", str(tmp_path / "o")])
+    assert stage.main(["--snapshot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
     assert "file not found" in capsys.readouterr().err
     same = tmp_path / "same.json"
     same.write_text("".join(json.dumps({"id": f"s{i}", "title": "t", "abstract": "a b. c d.",
                                         "categories": "big"}) + "\n" for i in range(3)))
-    assert an.main(["--snapshot", str(same), "--max-category-size", "2",
+    assert stage.main(["--snapshot", str(same), "--max-category-size", "2",
                     "--out", str(tmp_path / "o")]) == 2
     assert "nothing to build" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
@@ -376,14 +378,14 @@ def test_snapshot_without_categories_names_the_file_and_field(
     snap = tmp_path / "nocat.json"
     snap.write_text("".join(json.dumps({"id": f"n{i}", "title": "t", "abstract": "a b. c d."})
                             + "\n" for i in range(4)))
-    assert an.main(["--snapshot", str(snap), "--out", str(tmp_path / "o")]) == 2
+    assert stage.main(["--snapshot", str(snap), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert f"{snap}: every record lacks a usable 'categories' field" in err
     assert f"4 missing_field:categories (e.g. {snap}:1)" in err
     assert "max_category_size" not in err and not (tmp_path / "o").exists()
     empty = tmp_path / "empty.json"
     empty.write_text("\n")
-    assert an.main(["--snapshot", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert stage.main(["--snapshot", str(empty), "--out", str(tmp_path / "o")]) == 2
     assert f"{empty}: no record is a usable paper" in capsys.readouterr().err
 
 

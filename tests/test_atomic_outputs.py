@@ -145,7 +145,7 @@ def _msmarco(train: int) -> Callable[[Path], object]:
 
 
 def _arxiv(max_size: int) -> Callable[[Path], object]:
-    from embtune.data import arxiv_negatives
+    from embtune.stages import build_arxiv_negatives as arxiv_negatives
 
     def run(out: Path) -> None:
         assert arxiv_negatives.main(["--snapshot", str(DEMO / "arxiv" / "arxiv-metadata-oai-snapshot.json"),

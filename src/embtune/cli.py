@@ -23,7 +23,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "prepare-bge": ("embtune.data.bge", "BGE pairs -> tokenised, deduplicated parquet shards + manifest."),
     "pack-pairs": ("embtune.train.pairs", "prepare-bge shards -> memory-mapped token arrays for training."),
     "split-msmarco": ("embtune.data.msmarco", "MSMARCO triplets -> train/val/eval splits."),
-    "build-arxiv-negatives": ("embtune.data.arxiv_negatives", "arXiv snapshot -> arxiv-negatives + triplets."),
+    "build-arxiv-negatives": ("embtune.stages.build_arxiv_negatives", "arXiv snapshot -> arxiv-negatives + triplets."),
     "prepare-xnli": ("embtune.data.xnli", "XNLI -> long table, all languages checked."),
     "prepare-squad": ("embtune.data.squad", "SQuAD v2 -> questions with answer / other sentences (paper 2, App. C)."),
     "prepare-hotpotqa": ("embtune.data.hotpotqa", "HotpotQA -> questions with gold / distractor passages by level (App. D)."),

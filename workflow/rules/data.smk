@@ -98,7 +98,7 @@ rule build_arxiv_negatives:
     output:
         directory(f"{PROC}/arxiv"),
     params:
-        code=code_version('data/arxiv_negatives.py', 'data/jensen_shannon.py', 'data/jsonl.py'),
+        code=code_version('stages/build_arxiv_negatives.py', 'data/arxiv_negatives.py', 'data/arxiv_records.py', 'data/jensen_shannon.py', 'data/jsonl.py', 'io.py'),
         cfg=config["data"]["arxiv"],
         seed=config["seed"],
         args=arxiv_args,

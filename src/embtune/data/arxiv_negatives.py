@@ -37,122 +37,34 @@ starting with ``<domain>.`` (so ``math-ph`` is not ``math``), split by paper int
 Evaluation after narrow tuning must drop samples having a category of that domain: use
 :func:`exclude_domain` on the evaluation triplets.
 
-The output directory is written whole into a temporary sibling and renamed into place, so a
-killed run leaves either the previous complete output or none, never a mix.
+The stage driver (argument parsing, the two passes over the file, the atomic output directory)
+is :mod:`embtune.stages.build_arxiv_negatives`; this module only computes.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import sys
-import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from embtune.data.jensen_shannon import (DEFAULT_WORK, WORD, block_jsd, make_block,
-                                         query_batches, top_k, word_distributions)
-from embtune.data.jsonl import DataError, open_text
+from embtune.data.arxiv_records import Drops, Paper
+from embtune.data.jensen_shannon import (
+    DEFAULT_WORK,
+    block_jsd,
+    make_block,
+    query_batches,
+    top_k,
+    word_distributions,
+)
+from embtune.data.jsonl import DataError
 
-STAGE = "build-arxiv-negatives"
-REQUIRED_FIELDS = ("id", "title", "abstract", "categories")
-MAX_EXAMPLES = 5
 CATEGORY_MATCH = ("all", "kept")   # which of a paper's categories the prefix match uses
 CATEGORY_TIES = ("listed", "name")  # order of equal-size categories
 PAPER_ALL_DISTINCT = (213_156, 253_140)  # App. B.2: samples whose first 20 negatives all differ
-
-
-# --------------------------------------------------------------------------------------------
-# Parsing (bad input is counted with file:line examples, never silently skipped)
-# --------------------------------------------------------------------------------------------
-
-@dataclass
-class Drops:
-    """Counted reasons for dropped input, with the first few ``file:line`` examples each."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
-
-    def add(self, reason: str, where: str) -> None:
-        self.counts[reason] += 1
-        ex = self.examples.setdefault(reason, [])
-        if len(ex) < MAX_EXAMPLES:
-            ex.append(where)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"counts": dict(sorted(self.counts.items())),
-                "examples": dict(sorted(self.examples.items()))}
-
-
-@dataclass(frozen=True)
-class Paper:
-    id: str
-    title: str
-    abstract: str
-    categories: str  # space-separated, as in the snapshot (whitespace normalised)
-
-
-def clean_text(text: str) -> str:
-    """Collapse the snapshot's hard line breaks and indentation into single spaces."""
-    return " ".join(text.split())
-
-
-def parse_record(obj: Any) -> Paper | str:
-    """One snapshot object -> :class:`Paper`, or the drop reason (a short stable string)."""
-    if not isinstance(obj, dict):
-        return "not_an_object"
-    for name in REQUIRED_FIELDS:
-        if name not in obj or obj[name] is None:
-            return f"missing_field:{name}"
-        if not isinstance(obj[name], str):
-            return f"wrong_type:{name}"
-    paper = Paper(obj["id"].strip(), clean_text(obj["title"]), clean_text(obj["abstract"]),
-                  " ".join(obj["categories"].split()))
-    for name in REQUIRED_FIELDS:
-        if not getattr(paper, name):
-            return f"empty:{name}"
-    if not WORD.search(paper.abstract):
-        return "no_words:abstract"  # no word distribution, so no Jensen-Shannon distance
-    return paper
-
-
-def json_objects(lines: Iterable[tuple[int, str]], source: str,
-                 drops: Drops) -> Iterator[tuple[str, Any]]:
-    """(``file:line``, parsed object) per non-blank line; a bad JSON line is counted, not fatal."""
-    for line_no, line in lines:
-        if not line.strip():
-            continue
-        where = f"{source}:{line_no}"
-        try:
-            yield where, json.loads(line)
-        except json.JSONDecodeError:
-            drops.add("bad_json", where)
-
-
-def parse_lines(lines: Iterable[tuple[int, str]], source: str,
-                drops: Drops | None = None) -> Iterator[Paper]:
-    """Parse JSONL lines; bad JSON, wrong types, empty fields and repeated ids go to ``drops``.
-
-    Why not :func:`embtune.data.jsonl.iter_jsonl`: a 4 GB crawl snapshot with one broken line
-    should still build, with the line reported, rather than stop."""
-    drops = drops if drops is not None else Drops()
-    seen: set[str] = set()
-    for where, obj in json_objects(lines, source, drops):
-        rec = parse_record(obj)
-        if isinstance(rec, str):
-            drops.add(rec, where)
-        elif rec.id in seen:
-            drops.add("duplicate_id", where)
-        else:
-            seen.add(rec.id)
-            yield rec
 
 
 def category_sizes(papers: Iterable[Paper]) -> Counter[str]:
@@ -414,24 +326,6 @@ def check_selection(n_selected: int, sizes: Mapping[str, int], max_category_size
                     f"{len(sizes)} categories has {smallest}); nothing to build")
 
 
-def no_valid_papers(source: str, drops: Drops) -> DataError:
-    """The error for a snapshot without one usable record, naming the file and the reasons.
-
-    Why not let the selection fail: "no kept category" would blame ``max_category_size`` when the
-    records themselves are unusable (e.g. a dump without the ``categories`` field)."""
-    reasons = ", ".join(f"{n} {r} (e.g. {drops.examples[r][0]})"
-                        for r, n in drops.counts.most_common())
-    by_field = {r: n for r, n in drops.counts.items()
-                if r.split(":")[0] in ("missing_field", "wrong_type", "empty")}
-    fields = {r.split(":", 1)[1] for r in by_field}
-    one_field = len(fields) == 1 and by_field == dict(drops.counts)
-    what = (f"every record lacks a usable '{next(iter(fields))}' field" if one_field
-            else "no record is a usable paper")
-    return DataError(f"{source}: {what}; need non-empty string fields "
-                     f"{', '.join(REQUIRED_FIELDS)} in each JSON line; dropped: "
-                     f"{reasons or 'nothing (the file has no records)'}")
-
-
 def negatives_for(selected: Sequence[Paper], sizes: Mapping[str, int], kept: Collection[str],
                   n_negatives: int, seed: int, work: int = DEFAULT_WORK, *, match: str = "all",
                   ties: str = "listed") -> tuple[np.ndarray, dict[str, Any]]:
@@ -466,248 +360,3 @@ def negatives_table(papers: Sequence[Paper], negs: np.ndarray) -> dict[str, list
             "negatives": [[ids[j] if j >= 0 else None for j in row] for row in negs.tolist()]}
 
 
-def parse_published(lines: Iterable[tuple[int, str]], source: str, n_total: int,
-                    drops: Drops) -> tuple[list[Paper], list[list[str]]]:
-    """Published ``primer-ai/arxiv-negatives`` rows: ``[metadata, [ids]]`` pairs or objects with a
-    ``negatives`` list. Rows with the wrong number of ids are dropped and counted."""
-    papers: list[Paper] = []
-    neg_ids: list[list[str]] = []
-    seen: set[str] = set()
-    for where, obj in json_objects(lines, source, drops):
-        if isinstance(obj, list) and len(obj) == 2:
-            meta, ids = obj
-        elif isinstance(obj, dict):
-            meta, ids = obj, obj.get("negatives")
-        else:
-            drops.add("not_a_pair", where)
-            continue
-        rec = parse_record(meta)
-        if isinstance(rec, str):
-            drops.add(rec, where)
-            continue
-        if not isinstance(ids, list) or len(ids) != n_total or not all(isinstance(x, str)
-                                                                       for x in ids):
-            drops.add("bad_negatives", where)
-            continue
-        if rec.id in seen:
-            drops.add("duplicate_id", where)
-            continue
-        seen.add(rec.id)
-        papers.append(rec)
-        neg_ids.append(ids)
-    return papers, neg_ids
-
-
-def resolve_ids(papers: Sequence[Paper], neg_ids: Sequence[Sequence[str]]) -> np.ndarray:
-    index = {p.id: i for i, p in enumerate(papers)}
-    return np.asarray([[index.get(x, -1) for x in row] for row in neg_ids], dtype=np.int64)
-
-
-# --------------------------------------------------------------------------------------------
-# CLI (all I/O here)
-# --------------------------------------------------------------------------------------------
-
-def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open_text(path) as fh:
-        for line_no, line in enumerate(fh, start=1):
-            yield line_no, line
-
-
-def _published_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Lines of the published file: JSONL as is, or the items of one JSON array (the hub file
-    ``arxiv_10K_jsclosest.json`` may be either), numbered from 1."""
-    with open_text(path) as fh:
-        head = fh.read(1 << 16).lstrip()
-    first = head.split("\n", 1)[0]
-    try:
-        json.loads(first)
-        is_jsonl = True
-    except json.JSONDecodeError:
-        is_jsonl = not head.startswith("[")
-    if is_jsonl:
-        yield from _numbered_lines(path)
-        return
-    with open_text(path) as fh:
-        try:
-            items = json.load(fh)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
-    for i, item in enumerate(items, start=1):
-        yield i, json.dumps(item)
-
-
-def _log(message: str, t0: tuple[float, float]) -> None:
-    """Progress with wall and CPU seconds since ``t0 = (perf_counter, process_time)`` (on a
-    shared machine only CPU time compares)."""
-    wall, cpu = time.perf_counter() - t0[0], time.process_time() - t0[1]
-    print(f"{STAGE}: [{wall:7.1f}s wall, {cpu:7.1f}s cpu] {message}", file=sys.stderr, flush=True)
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.split("\n")[0])
-    ap.add_argument("--source", choices=("build", "published"), default="build")
-    ap.add_argument("--snapshot", type=Path, help="arxiv-metadata-oai-snapshot JSONL (build)")
-    ap.add_argument("--published", type=Path, help="primer-ai/arxiv-negatives JSONL (published)")
-    ap.add_argument("--max-category-size", type=int, default=10000,
-                    help="select papers having a category with at most this many papers")
-    ap.add_argument("--category-match", choices=CATEGORY_MATCH, default="all",
-                    help="categories the prefix match sorts and matches: all of a paper's "
-                         "(App. B.2, default) or only those within --max-category-size")
-    ap.add_argument("--category-ties", choices=CATEGORY_TIES, default="listed",
-                    help="order of equal-size categories: as listed in the snapshot (a stable "
-                         "sort, default) or by name")
-    ap.add_argument("--n-negatives", type=int, default=20)
-    ap.add_argument("--levels", type=int, nargs="+", default=[1, 21])
-    ap.add_argument("--flavours", nargs="+", choices=("first", "title"), default=["first", "title"])
-    ap.add_argument("--narrow-domains", nargs="*", default=["math", "physics", "cs"])
-    ap.add_argument("--narrow-level", type=int, default=None,
-                    help="difficulty level of the narrow tuning triplets (default: the random, "
-                         "easiest one, n_negatives + 1, as used throughout paper 2)")
-    ap.add_argument("--narrow-val-fraction", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--work", type=int, default=DEFAULT_WORK, help=argparse.SUPPRESS)
-    ap.add_argument("--out", type=Path, required=True)
-    return ap
-
-
-def _check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    total = args.n_negatives + 1
-    if args.n_negatives < 1 or args.max_category_size < 1:
-        ap.error("--n-negatives and --max-category-size must be >= 1")
-    bad = [lv for lv in args.levels if not 1 <= lv <= total]
-    if bad:
-        ap.error(f"--levels must be within 1..{total}; got {bad}")
-    if args.narrow_level is not None and not 1 <= args.narrow_level <= total:
-        ap.error(f"--narrow-level must be within 1..{total}")
-    if not 0.0 <= args.narrow_val_fraction < 1.0:
-        ap.error("--narrow-val-fraction must be in [0, 1)")
-    src = args.snapshot if args.source == "build" else args.published
-    if src is None:
-        ap.error(f"--source {args.source} needs --{'snapshot' if args.source == 'build' else 'published'}")
-
-
-def _frame(cols: dict[str, list[Any]], negatives: bool = False) -> Any:
-    import polars as pl
-
-    schema: dict[str, Any] = {c: pl.Utf8 for c in cols}
-    if negatives:
-        schema["negatives"] = pl.List(pl.Utf8)
-    return pl.DataFrame(cols, schema=schema)
-
-
-def _build(args: argparse.Namespace, drops: Drops, t0: tuple[float, float]
-           ) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
-    """Two passes over the snapshot: category sizes of every paper, then the selected papers."""
-    src = args.snapshot
-    sizes: Counter[str] = Counter()
-    n_valid = 0
-    for paper in parse_lines(_numbered_lines(src), str(src), drops):
-        sizes.update(set(paper.categories.split()))
-        n_valid += 1
-    if not n_valid:
-        raise no_valid_papers(str(src), drops)
-    kept = kept_categories(sizes, args.max_category_size)
-    selected = select_papers(parse_lines(_numbered_lines(src), str(src)), kept)
-    check_selection(len(selected), sizes, args.max_category_size)
-    _log(f"read {n_valid} valid papers, selected {len(selected)}", t0)
-    negs, info = negatives_for(selected, sizes, kept, args.n_negatives, args.seed, args.work,
-                               match=args.category_match, ties=args.category_ties)
-    return selected, negs, {"n_valid_papers": n_valid, "n_categories": len(sizes), **info}
-
-
-def _published(args: argparse.Namespace, drops: Drops
-               ) -> tuple[list[Paper], np.ndarray, dict[str, Any], list[list[str]]]:
-    """Published rows, their negatives as row indices (-1: id not in the file) and the ids."""
-    src = args.published
-    selected, neg_ids = parse_published(_published_lines(src), str(src), args.n_negatives + 1,
-                                        drops)
-    if not selected:
-        raise DataError(f"{src}: no usable rows")
-    negs = resolve_ids(selected, neg_ids)
-    code: dict[str, int] = {}  # ids as integers, so ids missing from the file still compare
-    codes = np.asarray([[code.setdefault(x, len(code)) for x in row] for row in neg_ids])
-    info = {"n_selected": len(selected), "negative_ids_not_found": int((negs < 0).sum()),
-            **distinct_share(codes, args.n_negatives)}
-    return selected, negs, info, neg_ids
-
-
-def _write_outputs(out: Path, args: argparse.Namespace, selected: Sequence[Paper],
-                   negs: np.ndarray, table: dict[str, list[Any]]
-                   ) -> tuple[dict[str, int], dict[str, Any], int]:
-    """Every table of the stage under ``out``: (rows per file, triplet drops, narrow level)."""
-    from embtune.io import write_parquet
-
-    outputs: dict[str, int] = {}
-    triplet_drops: dict[str, Any] = {}
-    write_parquet(out / "negatives.parquet", _frame(table, negatives=True))
-    outputs["negatives.parquet"] = len(selected)
-    for flavour in args.flavours:
-        for level in sorted(set(args.levels)):
-            name = f"triplets_{flavour}_L{level}.parquet"
-            tdrops = Drops()
-            cols = make_triplets(selected, negs, flavour, level, tdrops)
-            triplet_drops[name] = tdrops.as_dict()
-            write_parquet(out / name, _frame(cols))
-            outputs[name] = len(cols["anchor"])
-    narrow_level = args.narrow_level or args.n_negatives + 1
-    if args.narrow_domains:
-        tdrops = Drops()
-        cols = make_triplets(selected, negs, "first", narrow_level, tdrops)
-        triplet_drops[f"narrow_* (first, L{narrow_level}, before the domain filter)"] = \
-            tdrops.as_dict()
-        for domain in args.narrow_domains:
-            for split, part in zip(("train", "val"),
-                                   narrow_split(cols, domain, args.narrow_val_fraction, args.seed)):
-                name = f"narrow_{domain}_{split}.parquet"
-                write_parquet(out / name, _frame(part))
-                outputs[name] = len(part["anchor"])
-    return outputs, triplet_drops, narrow_level
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from embtune.io import atomic_path, provenance, sha256_file, write_json
-
-    ap = _parser()
-    args = ap.parse_args(argv)
-    _check_args(ap, args)
-    t0 = (time.perf_counter(), time.process_time())
-    drops = Drops()
-    try:
-        if args.source == "build":
-            src = args.snapshot
-            selected, negs, info = _build(args, drops, t0)
-            table = negatives_table(selected, negs)
-        else:
-            src = args.published
-            selected, negs, info, neg_ids = _published(args, drops)
-            table = negatives_table(selected, negs)
-            table["negatives"] = [list(r) for r in neg_ids]  # keep ids absent from the file
-    except DataError as err:
-        print(f"embtune {STAGE}: error: {err}", file=sys.stderr)
-        return 2   # a data error: one line, exit 2 (the CLI convention, embtune.errors)
-    _log(f"{len(selected)} papers with negatives; {info['all_distinct']} "
-         f"({info['all_distinct_share']:.1%}) have {args.n_negatives} different nearest "
-         f"negatives (paper 2, App. B.2: {PAPER_ALL_DISTINCT[0]} of {PAPER_ALL_DISTINCT[1]}, "
-         f"{info['all_distinct_share_paper']:.1%}, on the real snapshot)", t0)
-    with atomic_path(args.out) as out:  # the whole directory, renamed into place at the end
-        out.mkdir()
-        outputs, triplet_drops, narrow_level = _write_outputs(out, args, selected, negs, table)
-        manifest = provenance(
-            stable=True, stage=STAGE, source=args.source,
-            input={"path": str(src), "sha256": sha256_file(src)},
-            params={"max_category_size": args.max_category_size, "n_negatives": args.n_negatives,
-                    "levels": sorted(set(args.levels)), "flavours": list(args.flavours),
-                    "narrow_domains": list(args.narrow_domains), "narrow_level": narrow_level,
-                    "narrow_val_fraction": args.narrow_val_fraction, "seed": args.seed,
-                    "js_log_base": "e", "category_match": args.category_match,
-                    "category_ties": args.category_ties,
-                    "category_order": "size over the whole snapshot, smallest first"},
-            input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
-            outputs=outputs)
-        write_json(out / "manifest.json", manifest)
-    _log(f"wrote {args.out} ({sum(drops.counts.values())} input lines dropped)", t0)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

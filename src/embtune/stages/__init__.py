@@ -1,0 +1,9 @@
+"""Stage drivers: one module per ``embtune <stage>`` command.
+
+Why a package of its own: library modules compute and return data; argument parsing, reading
+and writing files and exit codes live here, so the library can be imported (and tested) without
+an argv. Every driver has the same shape: ``main(argv) -> int``; bad input raises
+:class:`embtune.errors.DataError`, which :mod:`embtune.cli` prints as one line and exits 2; a
+traceback means a bug. Stages not yet moved here keep their ``main`` in their library module
+(see ``embtune.cli.STAGES``).
+"""
