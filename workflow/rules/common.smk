@@ -5,11 +5,11 @@
 # shlex.quote per list item); helpers below return argv *lists* for that, never hand-quoted
 # strings. Run configs travel as JSON arguments (quoted the same way).
 import glob
-import hashlib
 import json
 import re
 from pathlib import Path
 
+from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate
 from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.sweep import max_context_length, mteb_run_ids, query_runs, training_plan
@@ -68,17 +68,15 @@ PND_DATASETS = config["query_tuning"]["evaluate_on"]
 SRC = Path(workflow.basedir) / "src" / "embtune"
 
 
-def code_version(*parts):
-    """Hash of the library source a rule runs (sub-packages or modules of src/embtune).
+def code_version(stage):
+    """Rerun hash of the library code `embtune <stage>` runs: the stage module's import closure
+    within src/embtune, derived by embtune.codeversion (never a hand-kept list, issue 16).
 
     Used as a rule param: Snakemake's params trigger then re-runs exactly the rules whose code
-    changed (e.g. editing evaluate/ re-runs evaluation and analysis, never training or data)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        path = SRC / part
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            digest.update(f.relative_to(SRC).as_posix().encode() + f.read_bytes())
-    return digest.hexdigest()[:16]
+    changed (e.g. editing evaluate/pnd.py re-runs the PND evaluations and the query tables that
+    import it, never training or data). tests/test_rerun_hashes.py checks that each rule names
+    the stage its shell command runs."""
+    return _codeversion.code_version(stage, root=SRC)
 
 
 def grid_json():

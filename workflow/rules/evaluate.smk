@@ -25,7 +25,7 @@ rule evaluate_mteb:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
     params:
-        code=code_version('evaluate/mteb_eval.py', 'models/embedder.py', 'models/pooling.py'),
+        code=code_version("evaluate-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
         exclude=config["evaluate"]["mteb"]["exclude_from_average"],
         batch=config["evaluate"]["mteb"]["batch_size"],
@@ -51,7 +51,7 @@ rule evaluate_pnd_base:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
     params:
-        code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
+        code=code_version("evaluate-pnd"),
         data_dir=PROC,
         model=qmodel_json,
         datasets=PND_DATASETS,
@@ -85,7 +85,7 @@ rule evaluate_pnd_query:
         pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
     params:
-        code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
+        code=code_version("evaluate-pnd"),
         data_dir=PROC,
         model=qmodel_json,
         datasets=PND_DATASETS,
