@@ -19,8 +19,11 @@ rule require_raw:
         f"{RAW}/{{path}}",
     wildcard_constraints:
         path=r"(?!hf/).+",
+    log:
+        f"{LOGS}/require_raw/{{path}}.log",
     shell:
-        "echo 'missing raw source '{output:q}': place it there by hand (see README: Data sources)' >&2; exit 1"
+        "echo 'missing raw source '{output:q}': place it there by hand (see README: Data sources)' "
+        "| tee {log:q} >&2; exit 1"
 
 
 rule build_tokenizer:
