@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -78,7 +79,7 @@ def imported() -> dict[str, set[str]]:
         print(json.dumps(out))
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert proc.returncode == 0, proc.stderr[-3000:]
     measured = json.loads(proc.stdout.strip().splitlines()[-1])
     return {stage: {Path(f).resolve().relative_to(SRC).as_posix() for f in files}
@@ -231,7 +232,7 @@ def _dvc_required(stage: dict, imported: dict[str, set[str]]) -> set[str]:
 def test_committed_dvc_yaml_matches_the_generator() -> None:
     proc = subprocess.run([sys.executable, str(REPO / "workflow/scripts/dvc_code_deps.py"), "--check"],
                           cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert proc.returncode == 0, proc.stderr
 
 
