@@ -42,5 +42,11 @@ gpu-check: install
 plan: install
 	$(BIN)/snakemake -n --quiet rules
 
+# snakemake --lint (waivers, each with its reason: workflow/scripts/snakemake_lint.py) and the
+# DVC stages' code deps against the import closures (workflow/scripts/dvc_code_deps.py).
+lint: install
+	$(BIN)/python workflow/scripts/snakemake_lint.py --configfile presets/demo.yaml
+	$(BIN)/python workflow/scripts/dvc_code_deps.py --check
+
 clean-demo:
 	rm -rf results/demo data/processed/demo

@@ -3,14 +3,7 @@
 #
 # Outputs flagged `report(...)` go into `snakemake --report report.html` (one self-contained file;
 # captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan.
-PAPER1 = "Paper 1: compute-optimal embedding fine-tuning"
-PAPER2 = "Paper 2: query-tower tuning (PND)"
-STUDY = "Study: plan, cost, summary"
-
-
-def figure_category(wildcards):
-    """The report category of one figure of the figures directory, from its file name."""
-    return PAPER2 if wildcards.name.startswith("p2_") else PAPER1
+# The categories (PAPER1, PAPER2, STUDY) and figure_category are in common.smk.
 
 
 localrules:
@@ -37,7 +30,7 @@ rule plan:
         skipped=report(f"{RES}/analysis/skipped.csv", caption="../report/skipped.rst", category=STUDY),
         cost=report(f"{RES}/analysis/planned_cost.csv", caption="../report/planned_cost.rst", category=STUDY),
     params:
-        code=code_version('sweep.py', 'plan.py', 'cost.py', 'models/flops.py', 'models/families.py'),
+        code=code_version("plan"),
         grid=grid_json(),
         fps=FLOPS_PER_SECOND,
     log:
@@ -55,7 +48,7 @@ rule collect_runs:
     output:
         f"{RES}/analysis/runs.parquet",
     params:
-        code=code_version('scaling', 'cost.py'),
+        code=code_version("collect-runs"),
     log:
         f"{LOGS}/collect_runs.log",
     shell:
@@ -69,7 +62,7 @@ rule fit_scaling:
     output:
         report(f"{RES}/analysis/fits.json", caption="../report/fits.rst", category=PAPER1),
     params:
-        code=code_version('scaling'),
+        code=code_version("fit-scaling"),
         cfg=config["analyze"],
         seed=config["seed"],
     log:
@@ -87,7 +80,7 @@ rule recipe:
     output:
         report(f"{RES}/analysis/recipes/recipe_c{{budget}}.json", caption="../report/recipe.rst", category=PAPER1),
     params:
-        code=code_version('scaling'),
+        code=code_version("recipe"),
         suite=json.dumps(config["models"], sort_keys=True),
         batch=config["train"]["batch_size"],
     log:
@@ -104,9 +97,9 @@ rule query_table:
         report(directory(f"{RES}/analysis/query_tuning"), patterns=["{name}.csv"],
                caption="../report/query_tables.rst", category=PAPER2),
     params:
-        code=code_version('evaluate/query_table.py', 'evaluate/query_groups.py', 'evaluate/stats.py', 'evaluate/paper2_tables.py', 'evaluate/layer_changes.py', 'sweep.py'),
+        code=code_version("query-table"),
         z=config["evaluate"]["pnd"]["z_critical"],
-        runs_dir=f"{RES}/query_runs",
+        runs_dir=query_runs_dir,
         runs=[f"{m}/{q}" for m, q in sorted(QRUNS)],
         plan=json.dumps({"query_tuning": config["query_tuning"]}, sort_keys=True),
     log:
@@ -124,7 +117,7 @@ rule appendix_tables:
     output:
         directory(f"{RES}/analysis/appendix"),
     params:
-        code=code_version('scaling', 'sweep.py', 'plots/figures.py'),
+        code=code_version("appendix-tables"),
         grid=grid_json(),
         delta=config["analyze"]["huber_delta"],
     log:
@@ -146,7 +139,7 @@ rule figures:
                        caption="../report/figure.rst", category=figure_category),
         report=report(f"{RES}/analysis/report.md", caption="../report/report_md.rst", category=STUDY),
     params:
-        code=code_version("plots", "scaling", "cost.py"),
+        code=code_version("figures"),
     log:
         f"{LOGS}/figures.log",
     shell:
@@ -165,7 +158,7 @@ rule summary:
     output:
         report(f"{RES}/metrics.json", caption="../report/metrics.rst", category=STUDY),
     params:
-        code=code_version("summary.py"),
+        code=code_version("summary"),
     log:
         f"{LOGS}/summary.log",
     shell:

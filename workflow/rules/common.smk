@@ -5,11 +5,11 @@
 # shlex.quote per list item); helpers below return argv *lists* for that, never hand-quoted
 # strings. Run configs travel as JSON arguments (quoted the same way).
 import glob
-import hashlib
 import json
 import re
 from pathlib import Path
 
+from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate
 from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.sweep import max_context_length, mteb_run_ids, query_runs, training_plan
@@ -68,17 +68,15 @@ PND_DATASETS = config["query_tuning"]["evaluate_on"]
 SRC = Path(workflow.basedir) / "src" / "embtune"
 
 
-def code_version(*parts):
-    """Hash of the library source a rule runs (sub-packages or modules of src/embtune).
+def code_version(stage):
+    """Rerun hash of the library code `embtune <stage>` runs: the stage module's import closure
+    within src/embtune, derived by embtune.codeversion (never a hand-kept list, issue 16).
 
-    Used as a rule param: Snakemake's params trigger then re-runs exactly the rules whose code
-    changed (e.g. editing evaluate/ re-runs evaluation and analysis, never training or data)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        path = SRC / part
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            digest.update(f.relative_to(SRC).as_posix().encode() + f.read_bytes())
-    return digest.hexdigest()[:16]
+    Used as the `code` param of a rule; Snakemake's params trigger then re-runs exactly the rules
+    whose code changed (e.g. editing evaluate/pnd.py re-runs the PND evaluations and the query tables that
+    import it, never training or data). tests/test_rerun_hashes.py checks that each rule names
+    the stage its shell command runs."""
+    return _codeversion.code_version(stage, root=SRC)
 
 
 def grid_json():
@@ -226,8 +224,38 @@ def pnd_doc_model(wildcards):
     return ["--doc-model-dir", f"{RES}/query_runs/{wildcards.qmodel}/{wildcards.qrun}/doc_model"]
 
 
+def pnd_out_dir(wildcards, output):
+    """The folder of the evaluation's pnd.json (a query run's directory)."""
+    return str(Path(output.pnd).parent)
+
+
+def query_runs_dir(wildcards, input):
+    """query_runs/, the folder above every <model>/<run>/pnd.json the query tables read."""
+    return str(Path(input[0]).parents[2]) if input else f"{RES}/query_runs"
+
+
 def pnd_exclusion(wildcards):
     return ["--exclude-domains", *PND_EXCLUDE_DOMAINS] if PND_EXCLUDE_DOMAINS else []
+
+
+# Reading choice of the papers (docs/fidelity.md): an integer from the validated config.
+MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
+
+
+def mteb_max_length_arg(wildcards):
+    """``--max-length N`` when params set one; else the checkpoint's own context length."""
+    return ["--max-length", str(int(MTEB_MAX_LENGTH))] if MTEB_MAX_LENGTH else []
+
+
+# ---------------------------------------------------------------- report categories
+PAPER1 = "Paper 1: compute-optimal embedding fine-tuning"
+PAPER2 = "Paper 2: query-tower tuning (PND)"
+STUDY = "Study: plan, cost, summary"
+
+
+def figure_category(wildcards):
+    """The report category of one figure of the figures directory, from its file name."""
+    return PAPER2 if wildcards.name.startswith("p2_") else PAPER1
 
 
 # ---------------------------------------------------------------- targets
@@ -266,7 +294,7 @@ from embtune.sweep import format_budget  # noqa: E402  (used in targets above)
 
 
 # ---------------------------------------------------------------- CLI argument builders
-# Each returns an argv list; the rule writes `{params.args:q}` so Snakemake quotes every item.
+# Each returns an argv list; rules write `{params.args:q}`, so Snakemake quotes every item.
 def tokenizer_args(wildcards):
     tok = config["tokenizer"]
     if tok["source"] == "train":

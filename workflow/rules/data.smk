@@ -19,8 +19,11 @@ rule require_raw:
         f"{RAW}/{{path}}",
     wildcard_constraints:
         path=r"(?!hf/).+",
+    log:
+        f"{LOGS}/require_raw/{{path}}.log",
     shell:
-        "echo 'missing raw source '{output:q}': place it there by hand (see README: Data sources)' >&2; exit 1"
+        "echo 'missing raw source '{output:q}': place it there by hand (see README: Data sources)' "
+        "| tee {log:q} >&2; exit 1"
 
 
 rule build_tokenizer:
@@ -29,7 +32,7 @@ rule build_tokenizer:
     output:
         directory(f"{PROC}/tokenizer"),
     params:
-        code=code_version('models/tokenizer.py', 'models/gguf.py'),
+        code=code_version("build-tokenizer"),
         tokenizer=config["tokenizer"],
         args=tokenizer_args,
     log:
@@ -45,7 +48,7 @@ rule prepare_bge:
     output:
         directory(f"{PROC}/bge"),
     params:
-        code=code_version('data/bge.py', 'data/jsonl.py', 'data/sources.py'),
+        code=code_version("prepare-bge"),
         cfg=config["data"]["bge"],
         context=MAX_CONTEXT,
         seed=config["seed"],
@@ -69,7 +72,7 @@ rule pack_pairs:
     output:
         directory(f"{PROC}/bge_packed"),
     params:
-        code=code_version('train/pairs.py'),
+        code=code_version("pack-pairs"),
     log:
         f"{LOGS}/pack_pairs.log",
     shell:
@@ -82,7 +85,7 @@ rule split_msmarco:
     output:
         directory(f"{PROC}/msmarco"),
     params:
-        code=code_version('data/msmarco.py', 'data/jsonl.py'),
+        code=code_version("split-msmarco"),
         cfg=config["data"]["msmarco"],
     log:
         f"{LOGS}/split_msmarco.log",
@@ -98,7 +101,7 @@ rule build_arxiv_negatives:
     output:
         directory(f"{PROC}/arxiv"),
     params:
-        code=code_version('stages/build_arxiv_negatives.py', 'data/arxiv_negatives.py', 'data/arxiv_records.py', 'data/jensen_shannon.py', 'data/jsonl.py', 'io.py'),
+        code=code_version("build-arxiv-negatives"),
         cfg=config["data"]["arxiv"],
         seed=config["seed"],
         args=arxiv_args,
@@ -114,7 +117,7 @@ rule prepare_xnli:
     output:
         f"{PROC}/xnli/test.parquet",
     params:
-        code=code_version('data/xnli.py', 'data/sources.py'),
+        code=code_version("prepare-xnli"),
         cfg=config["data"]["xnli"],
         languages=config["data"]["xnli"]["languages"],
     log:
@@ -130,7 +133,7 @@ rule materialise_mteb:
     output:
         directory(f"{PROC}/mteb"),
     params:
-        code=code_version('data/mteb_data.py'),
+        code=code_version("materialise-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
         source=mteb_source_args,
     log:
@@ -146,7 +149,7 @@ rule prepare_squad:
     output:
         directory(f"{PROC}/squad"),
     params:
-        code=code_version('data/squad.py', 'data/sentences.py', 'data/jsonl.py'),
+        code=code_version("prepare-squad"),
         rule=config["data"]["squad"]["positive_rule"],
     log:
         f"{LOGS}/prepare_squad.log",
@@ -162,7 +165,7 @@ rule prepare_hotpotqa:
     output:
         directory(f"{PROC}/hotpotqa"),
     params:
-        code=code_version('data/hotpotqa.py', 'data/squad.py', 'data/jsonl.py'),
+        code=code_version("prepare-hotpotqa"),
         cfg=config["data"]["hotpotqa"],
         levels=config["data"]["hotpotqa"]["levels"],
         flags=hotpotqa_flags,

@@ -5,15 +5,10 @@
 # are computed once and then read from the shared cache.
 
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
-MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
 PND_RULE_ARGS = ["--ties", config["evaluate"]["pnd"].get("ties", "error"),
                  "--xnli-text-prefix", config["evaluate"]["pnd"].get("xnli_text_prefix", "doc"),
                  *arxiv_level_args()]   # App. H levels: integers from the validated config
 
-
-def mteb_max_length_arg(wildcards):
-    """``--max-length N`` when params set one; else the checkpoint's own context length."""
-    return ["--max-length", str(int(MTEB_MAX_LENGTH))] if MTEB_MAX_LENGTH else []
 
 
 rule evaluate_mteb:
@@ -25,7 +20,7 @@ rule evaluate_mteb:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
     params:
-        code=code_version('evaluate/mteb_eval.py', 'models/embedder.py', 'models/pooling.py'),
+        code=code_version("evaluate-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
         exclude=config["evaluate"]["mteb"]["exclude_from_average"],
         batch=config["evaluate"]["mteb"]["batch_size"],
@@ -51,7 +46,7 @@ rule evaluate_pnd_base:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
     params:
-        code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
+        code=code_version("evaluate-pnd"),
         data_dir=PROC,
         model=qmodel_json,
         datasets=PND_DATASETS,
@@ -85,7 +80,7 @@ rule evaluate_pnd_query:
         pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
     params:
-        code=code_version('evaluate/pnd.py', 'evaluate/pnd_eval.py', 'evaluate/embed_cache.py', 'evaluate/ranking.py', 'models/encoders.py'),
+        code=code_version("evaluate-pnd"),
         data_dir=PROC,
         model=qmodel_json,
         datasets=PND_DATASETS,
@@ -94,7 +89,7 @@ rule evaluate_pnd_query:
         precision=config["evaluate"]["pnd"]["precision"],
         rules=PND_RULE_ARGS,
         cache=f"{RES}/embed_cache/{{qmodel}}",
-        out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
+        out_dir=pnd_out_dir,
         exclusion=pnd_exclusion,
         doc_model=pnd_doc_model,
     threads: 1

@@ -3,7 +3,7 @@
 # Included from the Snakefile after common.smk (they read RUNS and `config` at call time):
 #
 #     include: "workflow/rules/resources.smk"
-#     rule train_contrastive:
+#     (in rule train_contrastive)
 #         resources: **TRAIN_RESOURCES      # = runtime=train_runtime, mem_mb=train_mem_mb
 #
 # GPU count/type, cpus_per_gpu and partition are cluster facts and live in the slurm profile

