@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_train import TRAIN_DEFAULTS, make_base_model, make_shards, one_thread
 
 from embtune import config
 from embtune.models import families
 from embtune.models import methods as registry
 from embtune.models.flops import Arch, ParamCounts
-from helpers_train import TRAIN_DEFAULTS, make_base_model, make_shards, one_thread
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

@@ -203,7 +203,7 @@ def _variants_freeze(model: Mapping[str, Any], train: Mapping[str, Any], name: s
 
 def _complete_freeze(model: Mapping[str, Any], hyper: dict[str, Any]) -> None:
     if hyper.get("freeze_fraction") is not None:
-        hyper["frozen_blocks"] = int(round(hyper["freeze_fraction"] * model["num_layers"]))
+        hyper["frozen_blocks"] = round(hyper["freeze_fraction"] * model["num_layers"])
 
 
 def _parse_freeze(tag: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+
 def ok_rows(runs: pl.DataFrame, metric: str, study: str | None = "main") -> pl.DataFrame:
     """Finished runs of the main grid with a finite, positive value of ``metric``.
 
