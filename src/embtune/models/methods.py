@@ -109,6 +109,11 @@ def hyper_column(name: str) -> str | None:
     return m.hyper.column if m and m.hyper else None
 
 
+def hyper_columns() -> list[str]:
+    """Every method's hyper-parameter column, in registry order (runs-table columns)."""
+    return [m.hyper.column for m in REGISTRY.values() if m.hyper]
+
+
 def point_label(name: str, row: Mapping[str, Any]) -> str:
     """An IsoFLOP point's annotation: its hyper-parameter value ('' without one)."""
     m = REGISTRY.get(name)

@@ -128,6 +128,8 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
             row[f"mteb_{task}"] = _num(score)
             nonfinite += [f"mteb_{task}"] if _is_nonfinite(score) else []
     row["nonfinite"] = ",".join(nonfinite) or None
+    for col in registry.hyper_columns():        # a registered method's own column, if not above
+        row.setdefault(col, _num(cfg.get(col, parsed.get(col))))
     return row
 
 
@@ -173,6 +175,7 @@ def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema.update({c: pl.Float64 for c in FLOAT_COLS})
     schema.update({c: pl.Int64 for c in INT_COLS})
     schema.update({c: pl.Boolean for c in BOOL_COLS})
+    schema.update({c: pl.Float64 for c in registry.hyper_columns() if c not in schema})
     schema.update({t: pl.Float64 for t in tasks})
     data = {c: [r.get(c) for r in rows] for c in schema}
     return pl.DataFrame(data, schema=schema).sort("run_id")
