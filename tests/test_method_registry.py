@@ -85,7 +85,12 @@ def _counts_lnonly(a: Arch, cfg: dict[str, Any]) -> ParamCounts:
     return ParamCounts(a.n, a.n, a.n, (2 * a.layers + 1) * a.norm)
 
 
-LNONLY = registry.Method("lnonly", "LayerNorm only", "tab:purple", _apply_lnonly, _counts_lnonly)
+def _lr_lnonly(model: dict[str, Any], train: dict[str, Any]) -> float:
+    return 10 * model["pretrain_peak_lr"] / train["lr_divisor"]     # its own rule: 10x the default
+
+
+LNONLY = registry.Method("lnonly", "LayerNorm only", "tab:purple", _apply_lnonly, _counts_lnonly,
+                         peak_lr=_lr_lnonly)
 
 
 @pytest.fixture
@@ -133,6 +138,8 @@ def test_a_fifth_method_flows_from_plan_to_figures(tmp_path, lnonly) -> None:
     assert run["run_id"] == "tiny-d64-l2__lnonly__c1e9__s0"
     assert run["planned"]["n_update"] == HAND_N_U
     assert run["planned"]["n_forward"] == run["planned"]["n_backward"] == run["planned"]["n_total"]
+    full = next(r for r in runs if r["method"] == "full")
+    assert (full["peak_lr"], run["peak_lr"]) == (pytest.approx(1e-3), pytest.approx(1e-2))  # demo: divisor 1
 
     # train: the stage's own CLI, on a base model with the planned dims
     base = make_base_model(tmp_path / "fixture", hidden=64, layers=2)
