@@ -57,6 +57,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from embtune.models import methods
 from embtune.models.flops import ParamCounts
 
 THROUGHPUT_ENV = "EMBTUNE_FLOPS_PER_SECOND"
@@ -64,8 +65,6 @@ THROUGHPUT_KEY = "hardware_flops_per_gpu_second"
 #: profiles/default/ of the checkout (Snakemake's workflow profile, merged into every run).
 THROUGHPUT_FILE = Path(__file__).resolve().parents[2] / "profiles" / "default" / "throughput.yaml"
 
-#: Share of a back-propagated block's forward that activation checkpointing re-runs (see above).
-RECOMPUTE_FRACTION = {"full": 2 / 3, "freeze": 2 / 3, "bias": 2 / 3, "lora": 1.0}
 SECONDS_PER_HOUR = 3600.0
 
 
@@ -84,7 +83,9 @@ def hardware_per_token(counts: ParamCounts, method: str, *, gradcache_two_pass: 
     """Executed FLOPs per real token: 2·(N_F+N_B+N_U) + 2·N_F [two-pass] + ρ·2·N_B [checkpointing]."""
     extra = 2.0 * counts.n_forward if gradcache_two_pass else 0.0
     if checkpointing:
-        extra += RECOMPUTE_FRACTION[method] * 2.0 * counts.n_backward
+        # share of a back-propagated block's forward that checkpointing re-runs (see above),
+        # declared per method in the registry
+        extra += methods.get(method).recompute_fraction * 2.0 * counts.n_backward
     return counts.per_token + extra
 
 

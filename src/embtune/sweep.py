@@ -13,12 +13,12 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from embtune.models import families
-from embtune.models.flops import model_counts, tokens_for_budget
+from embtune.models import methods
+from embtune.models.flops import tokens_for_budget
+from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
 from embtune.train.query_schedules import scaled_lr
 
 
@@ -36,63 +36,10 @@ def format_budget(budget: float) -> str:
     return f"{mant:.3g}e{exp}"
 
 
-def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
-    """Frozen-block fractions k/n as (k, n): ``auto`` = k/6 if L % 6 == 0, else k/8 (paper 1, 4.2;
-    docs/fidelity.md#P1-FREEZE-GRID).
-
-    Kept unreduced so ids read like §4.2's grid (``freeze-2of6``, not ``freeze-1of3``)."""
-    if spec == "auto":
-        for denom in (6, 8):
-            if num_layers % denom == 0:
-                return [(k, denom) for k in range(denom)]
-        return []
-    # Nearest fraction with a denominator a block count can have (config.validate refuses a
-    # fraction that is k/L for no model, so this never turns 0.33 into 21/64 unnoticed).
-    fracs = [Fraction(x).limit_denominator(max(64, num_layers)) for x in spec]
-    return [(f.numerator, f.denominator) for f in fracs]
-
-
-def lora_alpha(rank: int, spec: float | str) -> float:
-    """peft's ``lora_alpha`` (adapter output scaled by alpha/r). A number is used at every rank:
-    the authors' released config leaves peft's default 8, so the scale is 8/r. ``rank`` gives
-    alpha = r, scale 1 at every rank (the other common convention)."""
-    if spec == "rank":
-        return float(rank)
-    if isinstance(spec, bool) or not isinstance(spec, (int, float)) or spec <= 0:
-        raise ValueError(f"train.lora.alpha: expected a positive number or 'rank', got {spec!r}")
-    return float(spec)
-
-
 def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple[str, dict[str, Any], str | None]]:
-    """(method tag, method settings, skip reason) for every method variant of one model."""
-    out: list[tuple[str, dict[str, Any], str | None]] = []
-    num_layers = model["num_layers"]
-    for method in train["methods"]:
-        if method == "full":
-            out.append((method, {"method": method}, None))
-        elif method == "bias":       # refused where the family has no biases (e.g. Llama)
-            reason = families.family_of_spec(model).bias_free_reason(families.dims_of(model))
-            out.append((method, {"method": method}, reason))
-        elif method == "freeze":
-            fracs = freeze_fractions(num_layers, train["freeze"]["fractions"])
-            if not fracs:
-                out.append(("freeze-auto", {"method": "freeze"},
-                            f"{num_layers} blocks is divisible by neither 6 nor 8 (fractions: auto)"))
-            for num, denom in fracs:
-                frac = Fraction(num, denom)
-                k = frac * num_layers
-                tag = f"freeze-{num}of{denom}"
-                reason = None if k.denominator == 1 else f"{frac} of {num_layers} blocks is not a whole number"
-                out.append((tag, {"method": "freeze", "freeze_fraction": float(frac),
-                                  "frozen_blocks": int(k) if reason is None else None}, reason))
-        elif method == "lora":
-            lora = train["lora"]
-            for rank in lora["ranks"]:
-                out.append((f"lora-r{rank}", {"method": "lora", "lora_rank": rank,
-                                             "lora_alpha": lora_alpha(rank, lora["alpha"]),
-                                             "lora_embed_in": bool(lora["embed_in"]),
-                                             "lora_dropout": lora["dropout"]}, None))
-    return out
+    """(method tag, method settings, skip reason) for every method variant of one model, as each
+    method declares them (``embtune.models.methods``: freeze fractions, LoRA ranks, ...)."""
+    return [v for name in train["methods"] for v in methods.get(name).variants(model, train, name)]
 
 
 def peak_lr(model: dict[str, Any], method: str, train: dict[str, Any]) -> float:
@@ -102,6 +49,9 @@ def peak_lr(model: dict[str, Any], method: str, train: dict[str, Any]) -> float:
     override = train.get("method_lr", {}).get(method)
     if override:
         return float(override)
+    rule = methods.get(method).peak_lr
+    if rule is not None:            # a method's own rule (none of paper 1's four has one)
+        return float(rule(model, train))
     lr = model["pretrain_peak_lr"] / train["lr_divisor"]
     bounds = train.get("peak_lr_range")
     if bounds:
@@ -136,10 +86,7 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                     if reason:
                         skipped.append(Skipped(run_id, reason))
                         continue
-                    counts = model_counts(
-                        model, method_cfg["method"], frozen_blocks=method_cfg.get("frozen_blocks") or 0,
-                        lora_rank=method_cfg.get("lora_rank"),
-                        lora_embed_in=bool(method_cfg.get("lora_embed_in")))
+                    counts = methods.planned_counts(model, method_cfg)
                     tokens = tokens_for_budget(counts, budget)
                     est_steps = tokens / train["tokens_per_pair_estimate"] / train["batch_size"]
                     if est_steps < train["min_steps"]:

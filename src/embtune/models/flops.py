@@ -78,43 +78,51 @@ def tokens_for_budget(counts: ParamCounts, budget: float) -> float:
     return budget / counts.per_token
 
 
-def model_counts(spec: Mapping[str, Any], method: str, *, frozen_blocks: int = 0,
-                 lora_rank: int | None = None, lora_embed_in: bool = False) -> ParamCounts:
-    """Counts for a params ``models`` entry (family and dims; see ``families.dims_of``), offline.
+@dataclass(frozen=True)
+class Arch:
+    """What a method's analytic counts need from a params ``models`` entry (offline, no weights).
 
     Per family (``families.FAMILIES``), a block is its dense layers (in·out weights, + out if the
     layer has a bias) and two norms (d, + d for a LayerNorm bias); N adds the final norm; the
-    embedding lookups are not counted. Bias-only updates the dense and norm biases; LoRA of rank r
-    adds r·(in + out) per dense layer, and r·d for an adapter on the token embeddings (its B)."""
+    embedding lookups are not counted."""
+
+    spec: Mapping[str, Any]
+    family: families.Family
+    dims: families.Dims
+    dense: tuple[families.Dense, ...]
+    norm: int           # parameters of one norm
+    block: int          # parameters of one block
+    n: int              # N
+
+    @property
+    def layers(self) -> int:
+        return self.dims.layers
+
+    @property
+    def hidden(self) -> int:
+        return self.dims.hidden
+
+
+def arch_of(spec: Mapping[str, Any]) -> Arch:
     fam = families.family_of_spec(spec)
     dims = families.dims_of(spec)
-    dense = fam.dense(dims)
-    d, layers = dims.hidden, dims.layers
-    norm = d * (2 if fam.norm_bias else 1)
+    dense = tuple(fam.dense(dims))
+    norm = dims.hidden * (2 if fam.norm_bias else 1)
     block = sum(x.fan_in * x.fan_out + x.fan_out * x.bias for x in dense) + 2 * norm
-    n = layers * block + norm
-    if method == "full":
-        return ParamCounts(n, n, n, n)
-    if method == "freeze":
-        if not 0 <= frozen_blocks < layers:
-            raise ValueError(f"frozen_blocks must be in [0, {layers}), got {frozen_blocks}")
-        active = (layers - frozen_blocks) * block + norm
-        return ParamCounts(n, n, active, active)
-    if method == "bias":
-        reason = fam.bias_free_reason(dims)
-        if reason:
-            raise ValueError(f"models[{spec.get('name', '?')}]: {reason}")
-        norm_bias = d if fam.norm_bias else 0
-        biases = layers * (sum(x.fan_out for x in dense if x.bias) + 2 * norm_bias) + norm_bias
-        return ParamCounts(n, n, n, biases)
-    if method == "lora":
-        if not lora_rank or lora_rank < 1:
-            raise ValueError(f"lora needs a positive lora_rank, got {lora_rank!r}")
-        adapter = layers * lora_rank * sum(x.fan_in + x.fan_out for x in dense)
-        if lora_embed_in:        # B (d×r) runs per token; A (vocab×r) is a lookup
-            adapter += lora_rank * d
-        return ParamCounts(n, n + adapter, n + adapter, adapter)
-    raise ValueError(f"unknown method {method!r} (expected full, freeze, bias or lora)")
+    return Arch(spec, fam, dims, dense, norm, block, dims.layers * block + norm)
+
+
+def model_counts(spec: Mapping[str, Any], method: str, *, frozen_blocks: int = 0,
+                 lora_rank: int | None = None, lora_embed_in: bool = False) -> ParamCounts:
+    """Counts for a params ``models`` entry (family and dims; see ``families.dims_of``), offline,
+    from the method's declaration in the registry (``embtune.models.methods``: freeze's frozen
+    blocks, bias-only's biases, LoRA's r·(in + out) per dense layer and r·d for an adapter on the
+    token embeddings). ``methods.planned_counts`` takes a whole run config instead."""
+    # imported here: the registry imports this module (ParamCounts, Arch)
+    from embtune.models.methods import planned_counts
+
+    return planned_counts(spec, {"method": method, "frozen_blocks": frozen_blocks, "lora_rank": lora_rank,
+                                 "lora_embed_in": lora_embed_in})
 
 
 def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,

@@ -1,25 +1,141 @@
-"""Fine-tuning methods (paper 1, section 4) and parameter counts from the instantiated model.
+"""The fine-tuning methods (paper 1, section 4): the one registry every stage reads.
+
+Why one registry: the sweep expands a method's variants, the training stage applies it, the FLOP
+accounting counts it, the fits and figures order and colour it, and the params schema names it.
+Each :class:`Method` declares all of that in one place, so adding a method is one declaration here
+(or a :func:`register` call from its own module) plus its name in the schema's ``$defs.method``
+enum (tests/test_method_registry.py checks the two agree and that no other module lists names).
 
 Methods: ``full`` (everything), ``freeze`` (first k blocks and the embedding lookups frozen),
 ``bias`` (only bias vectors, LayerNorm biases included), ``lora`` (peft adapters on every dense
 layer of every block, "all the dense layers" in section 4.2; ``lora_embed_in`` also adapts the
 token embeddings, as the authors' released config does). Which modules are blocks, lookups and
 dense layers comes from the model's family (``embtune.models.families``: GPT-NeoX, Llama, Qwen2,
-GPT-2). Why count from the real model: the FLOP budget C = 2·D·(N_F+N_B+N_U) is spent with these
-numbers, so they must describe what actually runs; tests assert they equal the planning-time
-``flops.analytic_counts`` and hand counts.
+GPT-2). Why count from the real model too: the FLOP budget C = 2·D·(N_F+N_B+N_U) is spent with
+these numbers, so they must describe what actually runs; tests assert :func:`count_params` equals
+the planning-time :func:`planned_counts` and hand counts (formulas: ``embtune.models.flops``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from embtune.models import families
-from embtune.models.flops import ParamCounts
+from embtune.models.flops import Arch, ParamCounts, arch_of
 
-METHODS = ("full", "freeze", "bias", "lora")
+if TYPE_CHECKING:
+    import torch
+
+#: (id tag, run-config settings, skip reason or None): one variant of a method for one model.
+Variant = tuple[str, dict[str, Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """A method's hyper-parameter column: what the sweep expands, the runs table holds and the
+    IsoFLOP profile picks the best of (paper 1 plots "the optimal choice" per point)."""
+
+    column: str                             # run-config and runs-table column
+    axis: str                               # x label of its effect figure
+    title: str                              # and its title
+    logx: bool                              # effect figure on a log x axis
+    figure: str                             # effect figure's name (Figs 3 and 5)
+    caption: str
+    point_label: Callable[[Any], str]       # annotation of an IsoFLOP point with this value
+    loss_flops_figure: str | None = None    # loss-vs-FLOP figure by S (Figs 18, 19), if any
+
+
+def _one_variant(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
+    return [(name, {"method": name}, None)]
+
+
+@dataclass(frozen=True)
+class Method:
+    """Everything the pipeline needs to know about one fine-tuning method."""
+
+    name: str
+    label: str                              # human-readable name in titles ("Full fine-tuning")
+    color: str                              # matplotlib colour in every per-method figure
+    apply: Callable[[Any, Mapping[str, Any]], Any]          # (model, run) -> model to train
+    counts: Callable[[Arch, Mapping[str, Any]], ParamCounts]  # analytic N, N_F, N_B, N_U
+    variants: Callable[[Mapping[str, Any], Mapping[str, Any], str], list[Variant]] = _one_variant
+    hyper: Hyper | None = None
+    settings: tuple[str, ...] = ()          # run-config keys besides "method" a recipe carries over
+    complete: Callable[[Mapping[str, Any], dict[str, Any]], None] | None = None  # derive settings (recipe)
+    parse_tag: Callable[[str], dict[str, Any]] = lambda tag: {}   # id tag -> hyper column
+    peak_lr: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None  # (model, train)
+    recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.cost)
+    isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
+    synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
+
+
+#: name -> Method, in plot/table order. Tests may add a method with ``monkeypatch.setitem``.
+REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    if method.name in REGISTRY:
+        raise ValueError(f"method {method.name!r} is already registered")
+    REGISTRY[method.name] = method
+    return method
+
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def get(name: str) -> Method:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r} (expected one of {', '.join(REGISTRY)})") from None
+
+
+def ordered(present: Iterable[str]) -> list[str]:
+    """``present`` in registry order, unknown names last (sorted)."""
+    present = set(present)
+    return [m for m in REGISTRY if m in present] + sorted(present - set(REGISTRY))
+
+
+def color(name: str) -> str | None:
+    return REGISTRY[name].color if name in REGISTRY else None
+
+
+def hyper_column(name: str) -> str | None:
+    m = REGISTRY.get(name)
+    return m.hyper.column if m and m.hyper else None
+
+
+def hyper_columns() -> list[str]:
+    """Every method's hyper-parameter column, in registry order (runs-table columns)."""
+    return [m.hyper.column for m in REGISTRY.values() if m.hyper]
+
+
+def point_label(name: str, row: Mapping[str, Any]) -> str:
+    """An IsoFLOP point's annotation: its hyper-parameter value ('' without one)."""
+    m = REGISTRY.get(name)
+    if m is None or m.hyper is None or row.get(m.hyper.column) is None:
+        return ""
+    return m.hyper.point_label(row[m.hyper.column])
+
+
+def parse_tag(tag: str) -> dict[str, Any]:
+    """A run id's method tag (``lora-r8``, ``freeze-2of6``) -> method and hyper column."""
+    name = tag.split("-")[0]
+    return {"method": name, **(REGISTRY[name].parse_tag(tag) if name in REGISTRY else {})}
+
+
+def planned_counts(spec: Mapping[str, Any], cfg: Mapping[str, Any]) -> ParamCounts:
+    """Analytic N, N_F, N_B, N_U of a params ``models`` entry under a run config's method settings."""
+    return get(cfg["method"]).counts(arch_of(spec), cfg)
+
+
+def apply_method(model: torch.nn.Module, run: Mapping[str, Any]) -> torch.nn.Module:
+    """Set ``requires_grad`` (or wrap with LoRA) per ``run['method']``; returns the model to train."""
+    return get(run["method"]).apply(model, run)
 
 
 def base_of(model: torch.nn.Module) -> torch.nn.Module:
@@ -27,7 +143,118 @@ def base_of(model: torch.nn.Module) -> torch.nn.Module:
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-def lora_config(family: families.Family, run: dict[str, Any]):  # -> peft.LoraConfig
+# ------------------------------------------------------------------------------------- full
+def _apply_full(model: Any, run: Mapping[str, Any]) -> Any:
+    model.requires_grad_(True)
+    return model
+
+
+def _counts_full(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
+    return ParamCounts(a.n, a.n, a.n, a.n)
+
+
+# ----------------------------------------------------------------------------------- freeze
+def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
+    """Frozen-block fractions k/n as (k, n): ``auto`` = k/6 if L % 6 == 0, else k/8 (paper 1, 4.2;
+    docs/fidelity.md#P1-FREEZE-GRID).
+
+    Kept unreduced so ids read like §4.2's grid (``freeze-2of6``, not ``freeze-1of3``)."""
+    if spec == "auto":
+        for denom in (6, 8):
+            if num_layers % denom == 0:
+                return [(k, denom) for k in range(denom)]
+        return []
+    # Nearest fraction with a denominator a block count can have (config.validate refuses a
+    # fraction that is k/L for no model, so this never turns 0.33 into 21/64 unnoticed).
+    fracs = [Fraction(x).limit_denominator(max(64, num_layers)) for x in spec]
+    return [(f.numerator, f.denominator) for f in fracs]
+
+
+def _apply_freeze(model: Any, run: Mapping[str, Any]) -> Any:
+    family = families.family_of(model)
+    k = int(run.get("frozen_blocks") or 0)
+    stack = families.blocks(model, family)
+    if not 0 <= k < len(stack):
+        raise ValueError(f"frozen_blocks must be in [0, {len(stack)}), got {k}")
+    model.requires_grad_(True)
+    for module in families.lookup_modules(model, family) + stack[:k]:
+        module.requires_grad_(False)
+    return model
+
+
+def _counts_freeze(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
+    frozen = cfg.get("frozen_blocks") or 0
+    if not 0 <= frozen < a.layers:
+        raise ValueError(f"frozen_blocks must be in [0, {a.layers}), got {frozen}")
+    active = (a.layers - frozen) * a.block + a.norm
+    return ParamCounts(a.n, a.n, active, active)
+
+
+def _variants_freeze(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
+    num_layers = model["num_layers"]
+    fracs = freeze_fractions(num_layers, train["freeze"]["fractions"])
+    out: list[Variant] = []
+    if not fracs:
+        out.append((f"{name}-auto", {"method": name},
+                    f"{num_layers} blocks is divisible by neither 6 nor 8 (fractions: auto)"))
+    for num, denom in fracs:
+        frac = Fraction(num, denom)
+        k = frac * num_layers
+        reason = None if k.denominator == 1 else f"{frac} of {num_layers} blocks is not a whole number"
+        out.append((f"{name}-{num}of{denom}", {"method": name, "freeze_fraction": float(frac),
+                                                 "frozen_blocks": int(k) if reason is None else None}, reason))
+    return out
+
+
+def _complete_freeze(model: Mapping[str, Any], hyper: dict[str, Any]) -> None:
+    if hyper.get("freeze_fraction") is not None:
+        hyper["frozen_blocks"] = round(hyper["freeze_fraction"] * model["num_layers"])
+
+
+def _parse_freeze(tag: str) -> dict[str, Any]:
+    num, _, den = tag.partition("-")[2].partition("of")
+    return {"freeze_fraction": int(num) / int(den)} if num.isdigit() and den.isdigit() else {}
+
+
+# ------------------------------------------------------------------------------------- bias
+def _apply_bias(model: Any, run: Mapping[str, Any]) -> Any:
+    family = families.family_of(model)
+    reason = family.bias_free_reason(families.dims_of(families.spec_of_config(model.config)))
+    if reason:
+        raise ValueError(reason)
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.endswith("bias"))
+    return model
+
+
+def _counts_bias(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
+    reason = a.family.bias_free_reason(a.dims)
+    if reason:
+        raise ValueError(f"models[{a.spec.get('name', '?')}]: {reason}")
+    norm_bias = a.hidden if a.family.norm_bias else 0
+    biases = a.layers * (sum(x.fan_out for x in a.dense if x.bias) + 2 * norm_bias) + norm_bias
+    return ParamCounts(a.n, a.n, a.n, biases)
+
+
+def _variants_bias(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
+    """Refused where the family has no biases (e.g. Llama)."""
+    reason = families.family_of_spec(model).bias_free_reason(families.dims_of(model))
+    return [(name, {"method": name}, reason)]
+
+
+# ------------------------------------------------------------------------------------- lora
+def lora_alpha(rank: int, spec: float | str) -> float:
+    """peft's ``lora_alpha`` (adapter output scaled by alpha/r). A number is used at every rank:
+    the authors' released config leaves peft's default 8, so the scale is 8/r. ``rank`` gives
+    alpha = r, scale 1 at every rank (the other common convention)."""
+    if spec == "rank":
+        return float(rank)
+    if isinstance(spec, bool) or not isinstance(spec, (int, float)) or spec <= 0:
+        raise ValueError(f"train.lora.alpha: expected a positive number or 'rank', got {spec!r}")
+    return float(spec)
+
+
+def lora_config(family: families.Family, run: Mapping[str, Any]):  # -> peft.LoraConfig
     """peft config: all the family's dense layers (+ its token embeddings with ``lora_embed_in``).
     GPT-2's Conv1D stores weights in × out: peft must be told (``fan_in_fan_out``)."""
     from peft import LoraConfig
@@ -38,36 +265,57 @@ def lora_config(family: families.Family, run: dict[str, Any]):  # -> peft.LoraCo
                       bias="none", fan_in_fan_out=family.fan_in_fan_out)
 
 
-def apply_method(model: torch.nn.Module, run: dict[str, Any]) -> torch.nn.Module:
-    """Set ``requires_grad`` (or wrap with LoRA) per ``run['method']``; returns the model to train."""
-    method = run["method"]
-    family = families.family_of(model)
-    if method == "full":
-        model.requires_grad_(True)
-        return model
-    if method == "freeze":
-        k = int(run.get("frozen_blocks") or 0)
-        stack = families.blocks(model, family)
-        if not 0 <= k < len(stack):
-            raise ValueError(f"frozen_blocks must be in [0, {len(stack)}), got {k}")
-        model.requires_grad_(True)
-        for module in families.lookup_modules(model, family) + stack[:k]:
-            module.requires_grad_(False)
-        return model
-    if method == "bias":
-        reason = family.bias_free_reason(families.dims_of(families.spec_of_config(model.config)))
-        if reason:
-            raise ValueError(reason)
-        for name, p in model.named_parameters():
-            p.requires_grad_(name.endswith("bias"))
-        return model
-    if method == "lora":
-        from peft import get_peft_model
+def _apply_lora(model: Any, run: Mapping[str, Any]) -> Any:
+    from peft import get_peft_model
 
-        return get_peft_model(model, lora_config(family, run))
-    raise ValueError(f"unknown method {method!r} (expected one of {METHODS})")
+    return get_peft_model(model, lora_config(families.family_of(model), run))
 
 
+def _counts_lora(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
+    rank = cfg.get("lora_rank")
+    if not rank or rank < 1:
+        raise ValueError(f"lora needs a positive lora_rank, got {rank!r}")
+    adapter = a.layers * rank * sum(x.fan_in + x.fan_out for x in a.dense)
+    if cfg.get("lora_embed_in"):        # B (d×r) runs per token; A (vocab×r) is a lookup
+        adapter += rank * a.hidden
+    return ParamCounts(a.n, a.n + adapter, a.n + adapter, adapter)
+
+
+def _variants_lora(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
+    lora = train["lora"]
+    return [(f"{name}-r{rank}", {"method": name, "lora_rank": rank, "lora_alpha": lora_alpha(rank, lora["alpha"]),
+                                 "lora_embed_in": bool(lora["embed_in"]), "lora_dropout": lora["dropout"]}, None)
+            for rank in lora["ranks"]]
+
+
+def _parse_lora(tag: str) -> dict[str, Any]:
+    rank = tag.partition("-r")[2]
+    return {"lora_rank": int(rank)} if rank.isdigit() else {}
+
+
+# ------------------------------------------------------------------------- the built-in four
+#: Modified-law parameters (raw units) of the synthetic runs tables, chosen to give paper-like losses.
+_LAW = {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 30.0, "beta": 0.22}
+
+register(Method("full", "Full fine-tuning", "tab:blue", _apply_full, _counts_full,
+                isoflop_figure="fig02a", synthetic_law=_LAW))
+register(Method(
+    "freeze", "Block freezing", "tab:green", _apply_freeze, _counts_freeze, _variants_freeze,
+    Hyper("freeze_fraction", "fraction of frozen blocks", "Block freezing", False, "fig03_freeze_fraction",
+          "Fig. 3: effect of the frozen-block fraction per model", lambda f: f"{1 - f:.2g} active", "fig18"),
+    settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
+    isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
+register(Method("bias", "Bias-only", "tab:red", _apply_bias, _counts_bias, _variants_bias,
+                isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}))
+register(Method(
+    "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
+    Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
+          lambda r: f"r{r}", "fig19"),
+    settings=("lora_rank", "lora_alpha", "lora_embed_in"), parse_tag=_parse_lora, recompute_fraction=1.0,
+    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}))
+
+
+# ------------------------------------------------------------- counts from the instantiated model
 def _lookup_tables(base: torch.nn.Module, family: families.Family) -> set[int]:
     """ids of the embedding tables: each lookup's weight and, with an embedding LoRA, its A
     (vocab×r, indexed by token id). Lookups cost no FLOPs; the paper counts none of them."""
@@ -81,9 +329,9 @@ def count_params(model: torch.nn.Module, method: str) -> ParamCounts:
     N: the base model's parameters. N_F: everything that runs per token, LoRA adapters included
     (unmerged, they run beside the base weights). N_B: N_F less the modules below the first one
     (the embedding lookups, then the blocks in order) that holds a trainable tensor: autograd
-    stops there. N_U: the trainable parameters."""
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r} (expected one of {METHODS})")
+    stops there. N_U: the trainable parameters. The same for every method: what differs is
+    which tensors ``apply`` left trainable."""
+    get(method)
     base = base_of(model)
     family = families.family_of(base)
     tables = _lookup_tables(base, family)

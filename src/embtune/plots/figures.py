@@ -18,14 +18,13 @@ import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import LogFormatter  # noqa: E402
 
+from embtune.models import methods as registry  # noqa: E402
+
 class _PlainLogFormatter(LogFormatter):
     """Log-axis labels as plain numbers (0.9, 1, 2) rather than 9e-01 or 2×10⁰."""
 
     def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
         return f"{x:g}"
-
-
-METHOD_COLORS = {"full": "tab:blue", "freeze": "tab:green", "bias": "tab:red", "lora": "tab:orange"}
 
 
 def _axes(title: str, xlabel: str, ylabel: str, logx: bool = True, logy: bool = True,
@@ -71,7 +70,7 @@ def frontier_figure(df: pl.DataFrame, ylabel: str, title: str) -> Figure:
     """Fig. 1 / 11. Columns: method, budget, value, kind (observed | fit | frontier)."""
     fig, ax = _axes(title, "compute budget C [FLOP]", ylabel)
     for method in df.filter(pl.col("kind") == "observed")["method"].unique(maintain_order=True):
-        color = METHOD_COLORS.get(method)
+        color = registry.color(method)
         obs = df.filter((pl.col("method") == method) & (pl.col("kind") == "observed"))
         ax.plot(obs["budget"], obs["value"], "x", color=color, ms=8, mew=2, label=f"{method}")
         fit = df.filter((pl.col("method") == method) & (pl.col("kind") == "fit"))
@@ -117,7 +116,7 @@ def optimal_n_figure(df: pl.DataFrame, title: str) -> Figure:
     """Figs 6, 12, 13. Columns: method, budget, N, kind (observed | fit)."""
     fig, ax = _axes(title, "compute budget C [FLOP]", "optimal non-embedding parameters N*")
     for method in df["method"].unique(maintain_order=True):
-        color = METHOD_COLORS.get(method)
+        color = registry.color(method)
         obs = df.filter((pl.col("method") == method) & (pl.col("kind") == "observed"))
         ax.plot(obs["budget"], obs["N"], "o", color=color, label=method)
         fit = df.filter((pl.col("method") == method) & (pl.col("kind") == "fit"))

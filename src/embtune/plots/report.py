@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from embtune.models import methods as registry
 from embtune.plots import figures as F
 from embtune.scaling.fit_cli import law_rows, methods_of
 from embtune.scaling.frontier import fit_line
@@ -73,18 +74,10 @@ def frontier_data(runs: pl.DataFrame, metric: str, maximize: bool,
     return pl.DataFrame(rows), None
 
 
-def _label(method: str, row: dict[str, Any]) -> str:
-    if method == "freeze" and row.get("freeze_fraction") is not None:
-        return f"{1 - row['freeze_fraction']:.2g} active"
-    if method == "lora" and row.get("lora_rank") is not None:
-        return f"r{row['lora_rank']}"
-    return ""
-
-
 def isoflop_data(runs: pl.DataFrame, method: str, metric: str, maximize: bool) -> pl.DataFrame:
     prof = isoflop(runs, method, metric, maximize)
     return pl.DataFrame([{"model": r["model"], "N": r["N"], "budget": r["budget"], "value": r[metric],
-                          "label": _label(method, r)} for r in prof.iter_rows(named=True)],
+                          "label": registry.point_label(method, r)} for r in prof.iter_rows(named=True)],
                         schema={"model": pl.Utf8, "N": pl.Float64, "budget": pl.Float64,
                                 "value": pl.Float64, "label": pl.Utf8})
 
@@ -154,16 +147,14 @@ def paper1_specs(runs: pl.DataFrame, fits: dict[str, Any]) -> list[Spec]:
     specs.append(_skip("fig01_frontier_loss", cap, why) if why else
                  _spec("fig01_frontier_loss", cap, data, lambda d: F.frontier_figure(d, ylab, "Compute-optimal frontier (loss)")))
     has_mteb = MTEB in runs.columns and not ok_rows(runs, MTEB).is_empty()
-    for method, fig in (("full", "fig02a"), ("freeze", "fig02b"), ("bias", "fig04a"), ("lora", "fig04b")):
-        cap = f"IsoFLOP profiles, {method} (best hyper-parameter per point, labelled)"
-        specs.append(_spec(f"{fig}_isoflop_{method}", cap, isoflop_data(runs, method, metric, False),
-                           lambda d, m=method: F.isoflop_figure(d, ylab, f"IsoFLOP profiles: {m}")))
-    specs.append(_spec("fig03_freeze_fraction", "Fig. 3: effect of the frozen-block fraction per model",
-                       hyper_data(runs, "freeze", "freeze_fraction", metric),
-                       lambda d: F.hyper_effect_figure(d, "fraction of frozen blocks", ylab, "Block freezing", False)))
-    specs.append(_spec("fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
-                       hyper_data(runs, "lora", "lora_rank", metric),
-                       lambda d: F.hyper_effect_figure(d, "LoRA rank", ylab, "LoRA rank", True)))
+    for m in registry.REGISTRY.values():        # Figs 2 and 4, one per method (registry order)
+        name = f"{m.isoflop_figure}_isoflop_{m.name}" if m.isoflop_figure else f"isoflop_{m.name}"
+        cap = f"IsoFLOP profiles, {m.name} (best hyper-parameter per point, labelled)"
+        specs.append(_spec(name, cap, isoflop_data(runs, m.name, metric, False),
+                           lambda d, m=m.name: F.isoflop_figure(d, ylab, f"IsoFLOP profiles: {m}")))
+    specs += [_spec(m.hyper.figure, m.hyper.caption, hyper_data(runs, m.name, m.hyper.column, metric),
+                    lambda d, m=m: F.hyper_effect_figure(d, m.hyper.axis, ylab, m.hyper.title, m.hyper.logx))
+              for m in registry.REGISTRY.values() if m.hyper]         # Figs 3 and 5
     specs.append(_spec("fig06_optimal_n", "Figs 6 and 12: optimal model size vs budget (loss), log-log fits dashed",
                        optimal_n_data(runs, metric, False), lambda d: F.optimal_n_figure(d, "Optimal model size (loss)")))
     specs += mteb_specs(runs, metric, ylab) if has_mteb else [
@@ -202,8 +193,9 @@ def law_specs(runs: pl.DataFrame, fits: dict[str, Any], metric: str, ylab: str) 
     full = ok.filter(pl.col("method") == "full").select(pl.col("C").alias("x"), pl.col(metric).alias("y"),
                                                         pl.col("model").alias("group"), "N").sort("N")
     specs.append(_spec("fig15_loss_vs_flops_full", "Fig. 15: full fine-tuning, loss vs FLOP per model", full,
-                       lambda d: F.scatter_figure(d, "FLOP", ylab, "Full fine-tuning: loss vs FLOP", lines=True)))
-    for method, fig in (("freeze", "fig18"), ("lora", "fig19")):
+                       lambda d: F.scatter_figure(d, "FLOP", ylab, f"{registry.get('full').label}: loss vs FLOP", lines=True)))
+    for method, fig in ((m.name, m.hyper.loss_flops_figure) for m in registry.REGISTRY.values()
+                        if m.hyper and m.hyper.loss_flops_figure):
         sub = ok.filter(pl.col("method") == method).sort("N", "S").select(
             pl.col("C").alias("x"), pl.col(metric).alias("y"),
             pl.format("S={}", pl.col("S").round(4)).alias("group"), pl.col("model").alias("panel"))

@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from embtune.io import atomic_dir, provenance, write_json, write_text
+from embtune.models import methods as registry
 from embtune.scaling.fit import fit_law
 from embtune.scaling.isoflop import ok_rows
 from embtune.scaling.laws import LAWS
@@ -44,7 +45,6 @@ from embtune.sweep import STUDY_FACTORS, training_plan
 
 RUN_COLUMNS = ("model", "method", "budget", "lora_rank", "freeze_fraction", "seed", "status",
                "skip_reason", "N", "D", "S", "steps")
-METHOD_ORDER = ("full", "freeze", "bias", "lora")
 
 
 def study_frame(runs: pl.DataFrame, members: list[dict[str, Any]], study: dict[str, Any],
@@ -113,10 +113,8 @@ def predicted_vs_actual(runs: pl.DataFrame, study_runs: pl.DataFrame, *, law_nam
     law, dcol = LAWS[law_name], "steps" if data == "steps" else "D"
     main = _law_rows(ok_rows(runs, loss), loss, dcol)
     test = _law_rows(study_runs, loss, dcol)
-    present = set(test["method"].drop_nulls().to_list())
-    methods = [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
     frames, summary = [], {}
-    for method in methods:
+    for method in registry.ordered(test["method"].drop_nulls().to_list()):
         fit_rows, test_rows = main.filter(pl.col("method") == method), test.filter(pl.col("method") == method)
         fit = (fit_law(law, *(fit_rows[c].to_numpy() for c in ("N", dcol, "S", loss)), delta=delta)
                if fit_rows.height else {"skipped": "no finished main-grid run of this method"})

@@ -35,6 +35,7 @@ import polars as pl
 from scipy.stats import spearmanr
 
 from embtune.io import provenance, write_json
+from embtune.models import methods as registry
 from embtune.scaling.fit import fit_law
 from embtune.scaling.frontier import crossovers, fit_line
 from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
@@ -42,12 +43,10 @@ from embtune.scaling.fit import SEARCH
 from embtune.scaling.laws import laws as law_set
 from embtune.scaling.runs_table import nonfinite_runs
 
-METHOD_ORDER = ("full", "freeze", "bias", "lora")
-
 
 def methods_of(runs: pl.DataFrame, metric: str) -> list[str]:
-    present = set(ok_rows(runs, metric)["method"].drop_nulls().to_list())
-    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+    """Methods with a finished run, in the registry's order (``embtune.models.methods``)."""
+    return registry.ordered(ok_rows(runs, metric)["method"].drop_nulls().to_list())
 
 
 def law_rows(runs: pl.DataFrame, method: str, metric: str) -> pl.DataFrame:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-HYPER = {"freeze": "freeze_fraction", "lora": "lora_rank"}
+from embtune.models import methods as registry
 
 
 def ok_rows(runs: pl.DataFrame, metric: str, study: str | None = "main") -> pl.DataFrame:
@@ -76,6 +76,6 @@ def optimal_n_fit(points: pl.DataFrame) -> dict[str, Any]:
 
 def points_records(points: pl.DataFrame, metric: str) -> list[dict[str, Any]]:
     """JSON rows for fits.json: what the optimum was and which hyper-parameter achieved it."""
-    keep = [c for c in ("run_id", "model", "budget", "C", "N", "D", metric, "freeze_fraction",
-                        "lora_rank") if c in points.columns]
+    keep = [c for c in ("run_id", "model", "budget", "C", "N", "D", metric, *registry.hyper_columns())
+            if c in points.columns]
     return points.select(keep).to_dicts()

@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from embtune.io import read_json, write_json
+from embtune.models import methods as registry
 from embtune.models.flops import model_counts
 from embtune.scaling.frontier import best_method, predict_interval, predict_log
 from embtune.scaling.isoflop import isoflop, ok_rows
@@ -76,13 +77,12 @@ def best_hyper(runs: pl.DataFrame, method: str, model: str, budget: float,
     best = (mine if not mine.is_empty() else at).sort(metric).row(0, named=True)
     out: dict[str, Any] = {"observed_budget": near, "observed_run": best["run_id"],
                            "observed_model": best["model"]}
-    if method == "lora":
-        out["lora_rank"] = best["lora_rank"]
-        for key in ("lora_alpha", "lora_embed_in"):     # the adapter setting the loss was measured with
-            if best.get(key) is not None:
-                out[key] = best[key]
-    if method == "freeze":
-        out["freeze_fraction"] = best["freeze_fraction"]
+    m = registry.get(method)
+    if m.hyper is not None:
+        out[m.hyper.column] = best[m.hyper.column]
+    for key in m.settings:      # the rest of the setting the loss was measured with (LoRA's alpha, ...)
+        if key not in out and best.get(key) is not None:
+            out[key] = best[key]
     return out
 
 
@@ -93,12 +93,10 @@ def measured_tokens_per_pair(runs: pl.DataFrame) -> float | None:
 
 def plan_tokens(model: dict[str, Any], method: str, hyper: dict[str, Any], budget: float) -> dict[str, Any]:
     """D = C / (2·(N_F + N_B + N_U)) for this model, method and hyper-parameter."""
-    frozen = 0
-    if method == "freeze" and hyper.get("freeze_fraction") is not None:
-        frozen = int(round(hyper["freeze_fraction"] * model["num_layers"]))
-        hyper["frozen_blocks"] = frozen
-    counts = model_counts(model, method, frozen_blocks=frozen, lora_rank=hyper.get("lora_rank"),
-                          lora_embed_in=bool(hyper.get("lora_embed_in")))
+    complete = registry.get(method).complete
+    if complete is not None:        # e.g. freeze: the frozen blocks of this model at that fraction
+        complete(model, hyper)
+    counts = registry.planned_counts(model, {**hyper, "method": method})
     return {"tokens": budget / counts.per_token, "flop_per_token": counts.per_token,
             "n_total": counts.n_total, "n_update": counts.n_update,
             "trainable_fraction": counts.trainable_fraction}
@@ -147,8 +145,7 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
     recipe = {
         "budget": budget, "method": method, "model": model["name"], "model_N": model["N"],
         "optimal_N": n_star, "optimal_N_source": n_source,
-        "hyperparameters": {k: hyper[k] for k in ("lora_rank", "lora_alpha", "lora_embed_in", "freeze_fraction",
-                                                  "frozen_blocks") if k in hyper},
+        "hyperparameters": {k: hyper[k] for k in registry.get(method).settings if k in hyper},
         "hyperparameter_source": {k: hyper[k] for k in ("observed_budget", "observed_run", "observed_model") if k in hyper},
         **plan,
         "tokens_per_pair": tpp, "pairs": pairs, "batch_size": batch_size,

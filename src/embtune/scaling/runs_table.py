@@ -38,6 +38,7 @@ import polars as pl
 
 from embtune.cost import measured_hardware_flops
 from embtune.io import provenance, read_json, write_json, write_parquet
+from embtune.models import methods as registry
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
@@ -63,20 +64,14 @@ def parse_run_id(run_id: str) -> dict[str, Any]:
     parts = run_id.split("__")
     if len(parts) < 4 or not parts[2].startswith("c") or not parts[3].startswith("s"):
         return {}
-    tag = parts[1]
-    out: dict[str, Any] = {"model": parts[0], "method": tag.split("-")[0],
+    # the method and its hyper column from the tag, as the method declares it (lora-r8, freeze-2of6)
+    out: dict[str, Any] = {"model": parts[0], **registry.parse_tag(parts[1]),
                            "study": parts[4] if len(parts) > 4 else "main"}
     try:
         out["budget"] = float(parts[2][1:])
         out["seed"] = int(parts[3][1:])
     except ValueError:
         pass
-    if tag.startswith("lora-r") and tag[6:].isdigit():
-        out["lora_rank"] = int(tag[6:])
-    if tag.startswith("freeze-") and "of" in tag:
-        num, _, den = tag[7:].partition("of")
-        if num.isdigit() and den.isdigit():
-            out["freeze_fraction"] = int(num) / int(den)
     return out
 
 
@@ -133,6 +128,8 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
             row[f"mteb_{task}"] = _num(score)
             nonfinite += [f"mteb_{task}"] if _is_nonfinite(score) else []
     row["nonfinite"] = ",".join(nonfinite) or None
+    for col in registry.hyper_columns():        # a registered method's own column, if not above
+        row.setdefault(col, _num(cfg.get(col, parsed.get(col))))
     return row
 
 
@@ -178,6 +175,7 @@ def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema.update({c: pl.Float64 for c in FLOAT_COLS})
     schema.update({c: pl.Int64 for c in INT_COLS})
     schema.update({c: pl.Boolean for c in BOOL_COLS})
+    schema.update({c: pl.Float64 for c in registry.hyper_columns() if c not in schema})
     schema.update({t: pl.Float64 for t in tasks})
     data = {c: [r.get(c) for r in rows] for c in schema}
     return pl.DataFrame(data, schema=schema).sort("run_id")

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from embtune.models import methods as registry
 from embtune.models.flops import analytic_counts
 from embtune.scaling.laws import modified_loss
 from embtune.scaling.runs_table import build_table
@@ -23,13 +24,10 @@ PYTHIA = [("pythia-14m", 128, 6), ("pythia-31m", 256, 6), ("pythia-70m", 512, 6)
 PAPER_BUDGETS = [1.5e15, 6e15, 2.4e16, 9.6e16, 3.8e17, 1.5e18]
 LORA_RANKS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 
-# One modified-law parameter set per method (raw units), chosen to give paper-like losses.
-TRUE_PARAMS: dict[str, dict[str, float]] = {
-    "full":   {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 30.0, "beta": 0.22},
-    "freeze": {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0, "beta": 0.22},
-    "bias":   {"E": 0.35, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 60.0, "beta": 0.22},
-    "lora":   {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 10.0, "b_s": 2.0, "c_s": 30.0, "beta": 0.22},
-}
+# One modified-law parameter set per method (raw units), chosen to give paper-like losses; each
+# method declares its own (``Method.synthetic_law`` in embtune.models.methods).
+TRUE_PARAMS: dict[str, dict[str, float]] = {m.name: dict(m.synthetic_law) for m in registry.REGISTRY.values()
+                                            if m.synthetic_law is not None}
 
 
 def variants(method: str, num_layers: int, ranks: list[int]) -> list[dict[str, Any]]:
@@ -43,13 +41,15 @@ def variants(method: str, num_layers: int, ranks: list[int]) -> list[dict[str, A
 
 
 def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
-                   methods: tuple[str, ...] = ("full", "freeze", "bias", "lora"),
+                   methods: tuple[str, ...] | None = None,
                    ranks: list[int] | None = None, params: dict[str, dict[str, float]] | None = None,
                    noise: float = 0.01, batch_size: int = 1024, tokens_per_pair: float = 110.0,
                    seed: int = 0) -> list[dict[str, Any]]:
-    """Runs-table rows whose loss follows ``params[method]`` (modified law) × lognormal noise."""
+    """Runs-table rows whose loss follows ``params[method]`` (modified law) × lognormal noise;
+    ``methods`` defaults to every registered method with a synthetic law."""
     rng = np.random.default_rng(seed)
     params = params or TRUE_PARAMS
+    methods = methods if methods is not None else tuple(TRUE_PARAMS)
     rows = []
     for name, hidden, layers in models:
         for method in methods:
