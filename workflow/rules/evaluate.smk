@@ -24,6 +24,7 @@ rule evaluate_mteb:
     output:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
+        results=directory(f"{RES}/runs/{{run}}/mteb_results"),   # mteb's own TaskResult layout
     params:
         code=code_version('evaluate/mteb_eval.py', 'models/embedder.py', 'models/pooling.py'),
         tasks=config["evaluate"]["mteb"]["tasks"],

@@ -46,7 +46,7 @@ rule train_contrastive:
         manifest=f"{RES}/runs/{{run}}/manifest.json",
         model=directory(f"{RES}/runs/{{run}}/model"),
     params:
-        code=code_version('train/loop.py', 'train/pairs.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/families.py', 'models/pooling.py'),
+        code=code_version('train/loop.py', 'train/pairs.py', 'train/gradcache.py', 'train/losses.py', 'train/schedule.py', 'models/methods.py', 'models/flops.py', 'models/families.py', 'models/pooling.py', 'models/st_export.py'),
         run=run_json,
         out_dir=f"{RES}/runs/{{run}}",
         ckpt=f"{RES}/checkpoints/{{run}}",
@@ -73,7 +73,7 @@ rule tune_query:
         metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
         model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
     params:
-        code=code_version('train/query_tower.py', 'train/freeze_specs.py', 'train/query_schedules.py', 'train/losses.py', 'evaluate/embed_cache.py', 'evaluate/layer_changes.py', 'models/encoders.py'),
+        code=code_version('train/query_tower.py', 'train/freeze_specs.py', 'train/query_schedules.py', 'train/losses.py', 'evaluate/embed_cache.py', 'evaluate/layer_changes.py', 'models/encoders.py', 'models/st_export.py'),
         data_dir=PROC,
         run=qrun_json,
         out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
