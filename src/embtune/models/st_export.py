@@ -159,8 +159,9 @@ def _provenance(manifest: Mapping[str, Any]) -> str:
     packages = manifest.get("packages") or {}
     keep = ", ".join(f"{k} {packages[k]}" for k in ("torch", "transformers", "sentence-transformers",
                                                      "peft", "mteb") if k in packages)
+    # no time or host: a re-run of the same run writes the same card (they are in manifest.json)
     return _table([("embtune commit", manifest.get("git_commit")), ("packages", keep or None),
-                   ("device", manifest.get("device")), ("created (UTC)", manifest.get("created_utc"))])
+                   ("device", manifest.get("device"))])
 
 
 def _mteb_section(mteb: Mapping[str, Any] | None) -> str:
