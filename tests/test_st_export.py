@@ -14,10 +14,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.models import st_export
 from embtune.train import loop
-from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 CONTEXT = 12
@@ -74,7 +74,7 @@ def _reference(model_dir, texts, pooling: str, module=None) -> np.ndarray:
 @pytest.mark.parametrize("method, pooling", [("full", "mean"), ("bias", "last")])
 def test_trained_run_is_a_sentence_transformers_folder(tmp_path, fixture_dirs, caplog, method, pooling):
     base, data = fixture_dirs
-    run, res, out = _train(tmp_path, base, data, method, pooling=pooling)
+    _, res, out = _train(tmp_path, base, data, method, pooling=pooling)
     model_dir = out / "model"
     modules = json.loads((model_dir / "modules.json").read_text())
     assert [m["path"] for m in modules] == ["", "1_Pooling"]
