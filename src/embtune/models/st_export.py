@@ -9,7 +9,8 @@ Layouts (built with sentence-transformers' own modules and ``save``, so its load
 
 * paper 1, full / freeze / bias: ``model/`` = ``Transformer`` + ``Pooling`` (``mean`` or
   ``lasttoken`` per ``train.pooling``); the tokenizer's ``model_max_length`` and each
-  ``sentence_bert_config.json``'s ``max_seq_length`` are the training context length.
+  ``sentence_bert_config.json``'s ``max_seq_length`` are the training context length. Paper 1
+  trains without text prefixes, so its prompts are empty.
 * paper 1, LoRA: ``model/`` stays the peft adapter (loads as is, evaluation merges it);
   ``model_merged/`` is the merged weights as a full sentence-transformers folder.
 * paper 2, query tuning: ``model/`` is ONE model with a ``Router``: route ``query`` = the tuned
