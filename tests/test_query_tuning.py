@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from embtune.train import query_tower as qt
+from helpers_st import load_quietly
 
 TOPICS = ["river", "bread", "planet", "guitar", "engine", "forest", "coffee", "poem"]
 
@@ -445,21 +446,6 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
 
 
 # ------------------------------------------------------------------ the saved dual encoder (issue 17)
-def _quiet_load(path, caplog):
-    """SentenceTransformer(path) with warnings as errors and no WARNING log record."""
-    import logging
-    import warnings
-
-    from sentence_transformers import SentenceTransformer
-
-    caplog.clear()
-    with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
-        warnings.simplefilter("error")
-        model = SentenceTransformer(str(path), device="cpu")
-    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    return model
-
-
 def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encoder_path, caplog):
     """model/ is ONE sentence-transformers model: encode_document is the untouched base, bit for
     bit; encode_query is the tuned tower; evaluate-pnd's encoder reads the query route."""
@@ -469,7 +455,7 @@ def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encod
     from embtune.evaluate.embed_cache import SentenceTransformerEncoder
 
     out = cli_outputs[0] / "model"
-    dual = _quiet_load(out, caplog)
+    dual = load_quietly(out, caplog)
     assert isinstance(dual[0], Router) and len(dual) == 1
     base = SentenceTransformer(encoder_path, device="cpu")
     assert dual.max_seq_length == base.max_seq_length == 256
@@ -500,7 +486,7 @@ def test_dual_encoder_applies_the_e5_prompts(encoder_path, tmp_path, caplog):
     run = _run(model=spec, max_epochs=1, patience=1, qrun_id="e5")
     assert qt.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
                     "--out-dir", str(tmp_path / "run"), "--threads", "1"]) == 0
-    dual = _quiet_load(tmp_path / "run" / "model", caplog)
+    dual = load_quietly(tmp_path / "run" / "model", caplog)
     assert dual.prompts == {"query": "query: ", "document": "passage: "}
     base = SentenceTransformer(encoder_path, device="cpu")
     texts = ["bees", "the capital of France"]

@@ -8,12 +8,12 @@ not by embtune's own embedder."""
 from __future__ import annotations
 
 import json
-import logging
-import warnings
+import shutil
 
 import numpy as np
 import pytest
 import torch
+from helpers_st import load_quietly
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.models import st_export
@@ -39,19 +39,6 @@ def _train(tmp_path, base, data, method: str, **over):
     assert res.status == "ok", res.metrics
     loop.write_outputs(tmp_path / "run", res, run)
     return run, res, tmp_path / "run"
-
-
-def _load_quietly(path, caplog):
-    """SentenceTransformer(path) with every warning an error and no WARNING log record."""
-    from sentence_transformers import SentenceTransformer
-
-    caplog.clear()
-    with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
-        warnings.simplefilter("error")
-        model = SentenceTransformer(str(path), device="cpu")
-    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert not loud, [r.getMessage() for r in loud]
-    return model
 
 
 def _reference(model_dir, texts, pooling: str, module=None) -> np.ndarray:
@@ -83,7 +70,7 @@ def test_trained_run_is_a_sentence_transformers_folder(tmp_path, fixture_dirs, c
     assert mode == {"mean": "mean", "last": "lasttoken"}[pooling]
     assert not any(p.name.endswith(".hf") for p in out.rglob("*"))          # staging removed
 
-    st = _load_quietly(model_dir, caplog)
+    st = load_quietly(model_dir, caplog)
     assert st.max_seq_length == CONTEXT
     got = st.encode(TEXTS, batch_size=3)          # one padded batch: padding must not matter
     np.testing.assert_allclose(got, _reference(model_dir, TEXTS, pooling), atol=1e-5)
@@ -107,7 +94,7 @@ def test_lora_run_keeps_the_adapter_and_writes_a_merged_folder(tmp_path, fixture
     adapter = json.loads((out / "model" / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(base)             # the adapter, as before
     merged_dir = out / st_export.MERGED_DIR
-    st = _load_quietly(merged_dir, caplog)
+    st = load_quietly(merged_dir, caplog)
     assert st.max_seq_length == CONTEXT
     assert not any("lora" in n for n, _ in st.named_parameters())
     # reference: the unmerged peft model from training, by hand
@@ -133,3 +120,27 @@ def test_model_card_cli_adds_mteb_scores(tmp_path, fixture_dirs):
     assert "| STS15 | 0.1235 |" in card and "| **average** (excluded: Tatoeba) | 0.1235 |" in card
     assert res.metrics["run_id"] in card
     assert "MTEB scores are not part" in (out / "model" / "README.md").read_text()
+
+
+def test_the_quiet_loader_fails_on_either_kind_of_warning(tmp_path, fixture_dirs, caplog):
+    """Control for the bar above: a sentence-transformers warning (an unknown config key) and a
+    transformers warning (a weight missing from the file, logged by transformers' own logger)
+    each make :func:`load_quietly` fail."""
+    from safetensors.torch import load_file, save_file
+
+    base, data = fixture_dirs
+    _, _, out = _train(tmp_path, base, data, "full")
+    unknown = tmp_path / "unknown_key"
+    shutil.copytree(out / "model", unknown)
+    cfg = json.loads((unknown / "sentence_bert_config.json").read_text())
+    (unknown / "sentence_bert_config.json").write_text(json.dumps({**cfg, "processing_kwargs": {"bogus": {}}}))
+    missing = tmp_path / "missing_weight"
+    shutil.copytree(out / "model", missing)
+    tensors = load_file(missing / "model.safetensors")
+    dropped = next(k for k in sorted(tensors) if k.endswith("final_layer_norm.weight"))
+    save_file({k: v for k, v in tensors.items() if k != dropped}, missing / "model.safetensors",
+              metadata={"format": "pt"})
+    for folder, needle in ((unknown, "bogus"), (missing, "final_layer_norm")):
+        with pytest.raises(AssertionError, match=needle):
+            load_quietly(folder, caplog)
+    load_quietly(out / "model", caplog)          # and the real folder still passes
