@@ -166,9 +166,9 @@ def _provenance(manifest: Mapping[str, Any]) -> str:
 
 
 def _mteb_section(mteb: Mapping[str, Any] | None) -> str:
-    where = ("Written next to this folder by `embtune evaluate-mteb`: `../mteb.json` (main score "
+    where = ("`embtune evaluate-mteb` writes the scores next to this folder: `../mteb.json` (main score "
              "per task and the average), `../mteb.parquet` (every metric) and `../mteb_results/` "
-             "(mteb's own `TaskResult` files: `mteb.ResultCache(\"../mteb_results\").load_results()`).")
+             "(mteb's own `TaskResult` files: `mteb.ResultCache(\"../mteb_results\").load_results(include_remote=False)`).")
     if not mteb or mteb.get("status") != "ok":
         return "## Evaluation\n\nMTEB scores are not part of the training output. " + where + "\n"
     rows = [(task, score) for task, score in sorted(mteb.get("tasks", {}).items())]
@@ -180,9 +180,9 @@ def _mteb_section(mteb: Mapping[str, Any] | None) -> str:
     return "\n".join(lines) + "\n\n" + where + "\n"
 
 
-def _usage(lines: Sequence[str]) -> str:
+def _usage(lines: Sequence[str], path: str = "path/to/this/folder") -> str:
     return "\n".join(["## Usage", "", "```python", "from sentence_transformers import SentenceTransformer",
-                      "", 'model = SentenceTransformer("path/to/this/folder")', *lines, "```", ""])
+                      "", f'model = SentenceTransformer("{path}")', *lines, "```", ""])
 
 
 def _method_text(metrics: Mapping[str, Any]) -> str:
@@ -234,7 +234,8 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
         f"Embeddings are the {t.get('pooling', 'mean')}-pooled last hidden states; texts are truncated "
         f"to {metrics.get('context_length')} tokens, the training context length.", prompts_note,
         _usage(['embeddings = model.encode(["first text", "second text"])',
-                "print(model.similarity(embeddings, embeddings))"]),
+                "print(model.similarity(embeddings, embeddings))"],
+               "path/to/run/model_merged" if metrics.get("method") == "lora" else "path/to/this/folder"),
         "## Training budget", "", _table(rows_budget), "",
         "## Hyper-parameters", "", _table(rows_hp), "",
         "## Loss", "", _table(rows_loss), "",
