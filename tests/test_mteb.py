@@ -246,3 +246,46 @@ def test_sentence_transformers_folder_defaults(tmp_path: Path) -> None:
     (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 256}))
     assert read_embedding_config(tmp_path, 512).max_length == 256
     assert read_embedding_config(tmp_path / "absent", 10**30).max_length == 512
+
+
+def test_mteb_results_in_mtebs_own_format_read_back_by_mteb(model_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """Beside mteb.json: mteb's TaskResult layout (results/<model>/<revision>/<Task>.json +
+    model_meta.json), which mteb's own ResultCache loader reads back with the same scores."""
+    import mteb
+
+    from embtune.evaluate.embed_cache import model_fingerprint
+
+    run = tmp_path / "runs" / "tiny__full__c1e+12__s0"
+    run.mkdir(parents=True)
+    metrics = run / "metrics.json"
+    metrics.write_text(json.dumps({"status": "ok", "run_id": run.name}))
+    out = run / "mteb.json"
+    assert mteb_eval.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
+                           "--tasks", "STS15", "AskUbuntuDupQuestions", "--data-dir", str(DEMO),
+                           "--device", "cpu", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    revision = model_fingerprint(str(model_dirs["full"]))
+    assert record["mteb_revision"] == revision and record["mteb_model_name"] == f"embtune/{run.name}"
+    folder = run / "mteb_results" / "results" / f"embtune__{run.name}" / revision
+    assert sorted(p.name for p in folder.glob("*.json")) == ["AskUbuntuDupQuestions.json", "STS15.json",
+                                                           "model_meta.json"]
+    loaded = mteb.ResultCache(run / "mteb_results").load_results(include_remote=False)
+    (model_result,) = loaded.model_results
+    assert (model_result.model_name, model_result.model_revision) == (f"embtune/{run.name}", revision)
+    by_task = {r.task_name: r for r in model_result.task_results}
+    assert set(by_task) == {"STS15", "AskUbuntuDupQuestions"}
+    for name, result in by_task.items():
+        assert result.mteb_version == mteb.__version__
+        assert result.dataset_revision == mteb.get_task(name).metadata.dataset["revision"]
+        assert result.get_score() == pytest.approx(record["tasks"][name], abs=1e-6)  # to_disk rounds to 6
+    meta = json.loads((folder / "model_meta.json").read_text())
+    assert meta["embed_dim"] == 64 and meta["max_tokens"] == 32
+
+
+def test_skipped_run_writes_an_empty_mteb_results_folder(tmp_path: Path) -> None:
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"status": "skipped", "skip_reason": "too few steps"}))
+    assert mteb_eval.main(["--model-dir", str(tmp_path / "absent"), "--run-metrics", str(metrics),
+                           "--tasks", "STS15", "--data-dir", str(DEMO), "--out", str(tmp_path / "mteb.json")]) == 0
+    assert "too few steps" in (tmp_path / "mteb_results" / "README.txt").read_text()
+    assert mteb_eval.read_mteb_results(tmp_path / "mteb_results").model_results == []

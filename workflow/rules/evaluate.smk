@@ -19,6 +19,7 @@ rule evaluate_mteb:
     output:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
+        results=directory(f"{RES}/runs/{{run}}/mteb_results"),   # mteb's own TaskResult layout
     params:
         code=code_version("evaluate-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],

@@ -59,28 +59,34 @@ def check_precision(precision: str) -> str:
 
 
 class SentenceTransformerEncoder:
-    """A sentence-transformers folder (base model or a query tower saved with ``.save``).
+    """A sentence-transformers folder: a base model, or a query-tuned dual encoder (a ``Router``
+    model that tune-query writes), read through its ``route`` ("query" or "document").
 
     ``precision="fp32"`` (default): plain float32 with TF32 matmuls disabled for the call;
-    ``"bf16"``: bfloat16 autocast on the model's device (CPU or CUDA)."""
+    ``"bf16"``: bfloat16 autocast on the model's device (CPU or CUDA). No prompt is applied:
+    callers add the model's prefixes themselves (the cache key records them)."""
 
-    def __init__(self, path: str, device: str | None = None, precision: str = "fp32") -> None:
+    def __init__(self, path: str, device: str | None = None, precision: str = "fp32",
+                 route: str | None = None) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
         from embtune.models.embedder import check_weight_files
+        from embtune.models.st_export import is_dual_encoder
 
         check_weight_files(path)  # a damaged file is named, not a bare SafetensorError
         self.precision = check_precision(precision)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = SentenceTransformer(path, device=self.device)
+        self.route = route if is_dual_encoder(path) else None   # one-tower folders have no routes
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         import torch
 
+        routing = {"task": self.route} if self.route else {}
         with torch.inference_mode(), compute_precision(self.precision, self.device):
             out = self.model.encode(texts, batch_size=batch_size, convert_to_numpy=False,
-                                    convert_to_tensor=True, show_progress_bar=False)
+                                    convert_to_tensor=True, show_progress_bar=False, **routing)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
 
 

@@ -15,7 +15,11 @@ Input length: texts are truncated to the checkpoint's training ``context_length`
 Outputs: ``mteb.json`` = ``{"status", "tasks": {task: main_score}, "average", "excluded",
 "n_texts_encoded", "seconds", "max_length"}`` (``average`` = mean main score over tasks not
 excluded; paper 1 App. B leaves out Tatoeba), and ``mteb.parquet`` beside it with every metric mteb reports, one row per
-(task, type, split, subset, metric, value).
+(task, type, split, subset, metric, value). ``mteb_results/`` beside them holds the same results
+in mteb's own format (``TaskResult`` JSON per task with mteb version and dataset revision, under
+``results/embtune__<run_id>/<model revision>/`` with ``model_meta.json``; the revision is the
+sha256 of the weight files), written by mteb's ``ResultCache`` so mteb's tools read them back
+(``mteb.ResultCache(<run>/mteb_results).load_results()``) and they can be submitted.
 """
 
 from __future__ import annotations
@@ -120,17 +124,29 @@ def local_task(name: str, data_dir: str | Path) -> Any:
 # ---------------------------------------------------------------- model adapter
 
 
-def _mteb_encoder(embedder: Any, batch_size: int) -> Any:
+def model_meta(embedder: Any, name: str = "embtune/checkpoint", revision: str = "local") -> Any:
+    """mteb's ``ModelMeta`` for a checkpoint: the name and revision its result folders carry
+    (``results/<name with / as __>/<revision>/``), plus what the embedder knows of itself."""
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
+
+    n_params = sum(p.numel() for p in embedder.model.parameters()) if hasattr(embedder, "model") else None
+    return ModelMeta.create_empty({
+        "name": name, "revision": revision, "similarity_fn_name": ScoringFunction.COSINE,
+        "n_parameters": n_params, "embed_dim": getattr(embedder, "dim", None),
+        "max_tokens": getattr(getattr(embedder, "config", None), "max_length", None),
+        "framework": ["PyTorch", "Sentence Transformers"], "open_weights": True,
+        "use_instructions": False})
+
+
+def _mteb_encoder(embedder: Any, batch_size: int, meta: Any = None) -> Any:
     """A thin ``AbsEncoder`` around :class:`embtune.models.embedder.Embedder` (cosine similarity)."""
     from mteb.models.abs_encoder import AbsEncoder
-    from mteb.models.model_meta import ModelMeta, ScoringFunction
 
     class EmbedderEncoder(AbsEncoder):
         def __init__(self) -> None:
             self.model = embedder
             self.n_texts = 0
-            self.mteb_model_meta = ModelMeta.create_empty(
-                {"name": "embtune/checkpoint", "revision": "local", "similarity_fn_name": ScoringFunction.COSINE})
+            self.mteb_model_meta = meta if meta is not None else model_meta(embedder)
 
         def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
                    prompt_type: Any = None, **kwargs: Any) -> np.ndarray:
@@ -187,15 +203,19 @@ def skipped_record(metrics: Mapping[str, Any], excluded: Sequence[str]) -> dict[
 
 
 def evaluate_embedder(embedder: Any, tasks: Sequence[str], data_dir: str | Path, batch_size: int,
-                      excluded: Sequence[str] = ()) -> tuple[dict[str, Any], pl.DataFrame]:
-    """Run mteb on the local tasks; returns (mteb.json record, tidy table)."""
+                      excluded: Sequence[str] = (), meta: Any = None,
+                      task_results: list[Any] | None = None) -> tuple[dict[str, Any], pl.DataFrame]:
+    """Run mteb on the local tasks; returns (mteb.json record, tidy table). mteb's own
+    ``TaskResult`` objects are appended to ``task_results`` when a list is given."""
     import mteb
 
-    model = _mteb_encoder(embedder, batch_size)
+    model = _mteb_encoder(embedder, batch_size, meta)
     local = [local_task(name, data_dir) for name in tasks]
     start = time.perf_counter()
     result = mteb.evaluate(model, tasks=local, cache=None, show_progress_bar=False,
                            encode_kwargs={"batch_size": batch_size})
+    if task_results is not None:
+        task_results.extend(result.task_results)
     tidy = tidy_scores(result.task_results, {t.metadata.name: str(t.metadata.type) for t in local})
     scores = main_scores(tidy)
     missing = sorted(set(tasks) - set(scores))
@@ -205,6 +225,43 @@ def evaluate_embedder(embedder: Any, tasks: Sequence[str], data_dir: str | Path,
               "excluded": sorted(set(excluded) & set(tasks)), "n_texts_encoded": int(model.n_texts),
               "seconds": round(time.perf_counter() - start, 3)}
     return record, tidy
+
+
+MTEB_RESULTS_DIR = "mteb_results"
+
+
+def model_revision(model_dir: str | Path) -> str:
+    """The checkpoint's revision for mteb: sha256 over its weight files (names and contents), the
+    same identity the embedding caches use, so a retrained model never shares a result folder."""
+    from embtune.evaluate.embed_cache import model_fingerprint
+
+    return model_fingerprint(str(model_dir))
+
+
+def write_mteb_results(out_dir: str | Path, task_results: Sequence[Any], meta: Any,
+                       note: str | None = None) -> None:
+    """mteb's own result layout, written by mteb's ``ResultCache.save_to_cache``:
+    ``<out_dir>/results/<model name>/<revision>/<Task>.json`` (``TaskResult``: scores, dataset
+    revision, mteb version, evaluation time) + ``model_meta.json``. mteb's tools read it back with
+    ``mteb.ResultCache(out_dir).load_results()``; the folder is what the results repository takes.
+    The whole folder is replaced atomically; ``note`` (a skipped run) goes to ``README.txt``."""
+    from mteb.cache import ResultCache
+
+    from embtune.io import atomic_dir
+
+    with atomic_dir(out_dir) as tmp:
+        if note:
+            (tmp / "README.txt").write_text(note + "\n", encoding="utf-8")
+        cache = ResultCache(tmp)
+        for result in task_results:
+            cache.save_to_cache(result, meta)
+
+
+def read_mteb_results(out_dir: str | Path) -> Any:
+    """``BenchmarkResults`` of a folder written by :func:`write_mteb_results`, by mteb's loader."""
+    from mteb.cache import ResultCache
+
+    return ResultCache(out_dir).load_results(include_remote=False)
 
 
 def loss_mteb_spearman(runs: pl.DataFrame, loss: str = "final_train_loss",
@@ -261,12 +318,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     tidy_path = args.out.with_suffix(".parquet")
-    # mteb.json is the commit marker (collect-runs reads it): gone before mteb.parquet is
-    # replaced, back last, so a present mteb.json always has its own mteb.parquet beside it.
+    results_dir = args.out.parent / MTEB_RESULTS_DIR
+    # mteb.json is the commit marker (collect-runs reads it): gone before mteb.parquet and
+    # mteb_results/ are replaced, back last, so a present mteb.json always has its own beside it.
     args.out.unlink(missing_ok=True)
     metrics = read_json(args.run_metrics) if args.run_metrics else {"status": "ok"}
     if metrics.get("status") == "skipped":
         write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))
+        write_mteb_results(results_dir, [], None, note=f"run skipped: {metrics.get('skip_reason')}")
         write_json(args.out, skipped_record(metrics, args.exclude_from_average))
         print(f"evaluate-mteb: run skipped ({metrics.get('skip_reason')}); wrote {args.out}")
         return 0
@@ -276,10 +335,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_finite(embedder.model, args.model_dir)
     if args.max_length is not None:
         embedder.config = with_max_length(embedder.config, args.max_length)
+    run_id = metrics.get("run_id") or args.model_dir.resolve().parent.name
+    meta = model_meta(embedder, f"embtune/{run_id}", model_revision(args.model_dir))
+    task_results: list[Any] = []
     record, tidy = evaluate_embedder(embedder, args.tasks, args.data_dir, args.batch_size,
-                                     args.exclude_from_average)
-    record["max_length"] = int(embedder.config.max_length)
+                                     args.exclude_from_average, meta, task_results)
+    record.update(max_length=int(embedder.config.max_length), mteb_model_name=meta.name,
+                  mteb_revision=meta.revision, mteb_results=MTEB_RESULTS_DIR)
     write_parquet(tidy_path, tidy)
+    write_mteb_results(results_dir, task_results, meta)
     write_json(args.out, record)
     for task, value in record["tasks"].items():
         print(f"{task:<28} {value:.4f}")

@@ -37,9 +37,11 @@ share one exact text -> code table (:class:`TextCodes`, polars joins), so each a
 abstract is embedded once for all levels and the 21 files never become Python strings row by row;
 ``pnd.json["arxiv_levels"]`` maps flavour -> level -> dataset id.
 
-Both towers tuned (App. L, Fig. 11a): ``--doc-model-dir`` replaces the base model as the document
-tower; its cache store is keyed by that folder's fingerprint, so the frozen base's document
-embeddings are never reused for it.
+Query runs: tune-query saves ONE sentence-transformers model with a ``Router``; ``--query-model-dir``
+embeds through its ``query`` route. Both towers tuned (App. L, Fig. 11a): ``--doc-model-dir`` (the
+same folder) replaces the base model as the document tower, through its ``document`` route; its
+cache store is keyed by that folder's fingerprint, so the frozen base's document embeddings are
+never reused for it.
 """
 
 from __future__ import annotations
@@ -441,34 +443,37 @@ def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]
 class LazyEncoder:
     """Loads the sentence-transformers model only if some text is not cached yet."""
 
-    def __init__(self, path: str, precision: str = "fp32") -> None:
+    def __init__(self, path: str, precision: str = "fp32", route: str | None = None) -> None:
         self.path = path
         self.precision = check_precision(precision)
+        self.route = route
         self._enc: Encoder | None = None
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._enc is None:
             from embtune.evaluate.embed_cache import SentenceTransformerEncoder
 
-            self._enc = SentenceTransformerEncoder(self.path, precision=self.precision)
+            self._enc = SentenceTransformerEncoder(self.path, precision=self.precision, route=self.route)
         return self._enc.encode(texts, batch_size)
 
 
 def build_towers(spec: dict[str, Any], query_model_dir: str | None,
                  precision: str = "fp32", doc_model_dir: str | None = None) -> Towers:
-    """Query tower: ``query_model_dir`` or the base model; document tower: ``doc_model_dir`` (both
-    towers tuned, App. L) or the base model. Each tower's cache identity is its folder's content
+    """Query tower: the query route of ``query_model_dir`` (tune-query's dual encoder; a plain
+    one-tower folder also works) or the base model; document tower: the document route of
+    ``doc_model_dir`` (both towers tuned, App. L) or the base model. Each tower's cache identity is its folder's content
     fingerprint, so a tuned document tower never reads the frozen base's stored embeddings."""
     from embtune.models.encoders import resolve_encoder_path
 
     base_path = resolve_encoder_path(spec)
     base, base_fp = LazyEncoder(base_path, precision), model_fingerprint(base_path)
-    query, query_fp = (LazyEncoder(query_model_dir, precision), model_fingerprint(query_model_dir)) \
+    query, query_fp = (LazyEncoder(query_model_dir, precision, "query"), model_fingerprint(query_model_dir)) \
         if query_model_dir else (base, base_fp)
     if doc_model_dir and not Path(doc_model_dir).is_dir():
-        raise DataError(f"{doc_model_dir}: --doc-model-dir is not a directory; expected the tuned "
-                        f"document tower that tune-query writes as doc_model/ (tune_doc_tower: true)")
-    doc, doc_fp = (LazyEncoder(doc_model_dir, precision), model_fingerprint(doc_model_dir)) \
+        raise DataError(f"{doc_model_dir}: --doc-model-dir is not a directory; expected the run's "
+                        f"model/ that tune-query writes (its document route is the tuned document "
+                        f"tower when tune_doc_tower: true)")
+    doc, doc_fp = (LazyEncoder(doc_model_dir, precision, "document"), model_fingerprint(doc_model_dir)) \
         if doc_model_dir else (base, base_fp)
     return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
                   spec.get("doc_prefix", "") or "")
@@ -479,10 +484,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--model-json", required=True,
                     help="encoder spec JSON: name, source, id, query_prefix, doc_prefix")
     ap.add_argument("--query-model-dir", default=None,
-                    help="query tower (sentence-transformers folder); default: the base model")
+                    help="query tower: tune-query's model/ (its query route) or any sentence-transformers "
+                         "folder; default: the base model")
     ap.add_argument("--doc-model-dir", default=None,
-                    help="document tower when both towers were tuned (App. L, Fig. 11a); "
-                         "default: the frozen base model")
+                    help="document tower when both towers were tuned (App. L, Fig. 11a): tune-query's "
+                         "model/ (its document route); default: the frozen base model")
     ap.add_argument("--datasets", nargs="+", default=["msmarco", "arxiv-first", "arxiv-title", "xnli"],
                     choices=DATASETS)
     ap.add_argument("--data-dir", required=True, help="{processed}")

@@ -410,20 +410,33 @@ def curve_csv(curve: Sequence[dict[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_model_dir(path: Path, result: Result, run: dict[str, Any]) -> None:
-    """save_pretrained (safetensors; LoRA as a peft adapter on the base dir) + tokenizer + pooling."""
+RUN_SUBDIRS = ("model", "model_merged", "mteb_results")   # a run directory's own sub-folders
+
+
+def save_model_dir(path: Path, result: Result, run: dict[str, Any], card: str) -> None:
+    """A sentence-transformers folder (``embtune.models.st_export``: Transformer + Pooling,
+    ``max_seq_length`` = context length, model card) plus ``embedding_config.json`` for
+    :mod:`embtune.models.embedder`. LoRA: ``model/`` stays the peft adapter on the base dir (it
+    loads as is) and ``model_merged/`` beside it holds the merged sentence-transformers folder."""
     from transformers import AutoTokenizer
 
     from embtune.io import write_json
+    from embtune.models import st_export
 
     model = result.model
+    pooling, context = run["train"]["pooling"], int(run["train"]["context_length"])
     if hasattr(model, "peft_config"):
         for cfg in model.peft_config.values():
             cfg.base_model_name_or_path = str(run["base_model_dir"])
-    model.save_pretrained(str(path), safe_serialization=True)
-    AutoTokenizer.from_pretrained(run["base_model_dir"]).save_pretrained(str(path))
-    write_json(path / "embedding_config.json", {"pooling": run["train"]["pooling"],
-                                                "max_length": int(run["train"]["context_length"])})
+        model.save_pretrained(str(path), safe_serialization=True)
+        AutoTokenizer.from_pretrained(run["base_model_dir"]).save_pretrained(str(path))
+        (path / st_export.CARD).write_text(card, encoding="utf-8")
+        st_export.save_merged_adapter(path, path.parent / st_export.MERGED_DIR, pooling=pooling,
+                                      max_seq_length=context, card=card)
+    else:
+        st_export.save_run_model(model, path, run["base_model_dir"], pooling=pooling,
+                                 max_seq_length=context, card=card)
+    write_json(path / "embedding_config.json", {"pooling": pooling, "max_length": context})
 
 
 def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
@@ -431,19 +444,21 @@ def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
     onto ``out_dir`` (an older run directory, with any evaluation of the old model in it, goes
     with it); ``manifest.json`` is written last."""
     from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
+    from embtune.models.st_export import training_card
 
-    check_replaceable(out_dir)
+    check_replaceable(out_dir, RUN_SUBDIRS)
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    manifest = provenance(stage="train", run=run, seed=run["seed"], device=device,
+                          threads=torch.get_num_threads())
     with atomic_dir(out_dir) as tmp:
         (tmp / "model").mkdir()
         if result.status == "ok":
-            save_model_dir(tmp / "model", result, run)
+            save_model_dir(tmp / "model", result, run, training_card(result.metrics, run, manifest))
         else:
             (tmp / "model" / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
         write_text(tmp / "curve.csv", curve_csv(result.curve))
         write_json(tmp / "metrics.json", result.metrics)
-        device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-        write_json(tmp / "manifest.json", provenance(stage="train", run=run, seed=run["seed"],
-                                                    device=device, threads=torch.get_num_threads()))
+        write_json(tmp / "manifest.json", manifest)
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -465,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
     from embtune.io import check_replaceable
 
-    check_replaceable(args.out_dir)      # before training, not after it
+    check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
     stop = StopFlag()
     stop.install()
     t0 = time.time()

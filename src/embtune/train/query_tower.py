@@ -25,8 +25,13 @@ Both towers tuned (``tune_doc_tower: true``; App. L, Fig. 11a "E5-full": "both t
 encoder are subject to tuning (as two independent encoders, with the same starting point) with
 the embedding block frozen in both encoders"): the document tower becomes a second trainable copy
 (:class:`TunedDocs`) with the same freeze spec, both towers' parameters share one optimizer, and
-its embeddings, which change every step, never touch the cache. It is saved as ``doc_model/``
-next to ``model/``; evaluate-pnd then embeds documents with it (``--doc-model-dir``).
+its embeddings, which change every step, never touch the cache.
+
+Output: ``model/`` is ONE sentence-transformers model with a ``Router`` (``encode_query`` = the
+tuned query tower, ``encode_document`` = the frozen base, or the tuned document tower when both
+are tuned), with the model's prefixes as prompts and a model card (:mod:`embtune.models.st_export`).
+evaluate-pnd reads the query route (``--query-model-dir``) and, when both towers were tuned, the
+document route of the same folder (``--doc-model-dir``).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, SentenceTransf
                                           compute_precision, model_fingerprint)
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
+from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
 from embtune.train.query_schedules import epoch_lrs
@@ -422,18 +428,23 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
                           n_train_triplets=len(train), embed_precision=precision)
     doc_changes = None if result.doc_tower is None else \
         layer_changes(encoder.model.state_dict(), result.doc_tower.state_dict())
+    manifest = provenance(stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
+                          train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
+                          embed_precision=precision)
+    spec = run["model"]
     with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
-        result.query_tower.save(str(tmp / "model"))
-        if result.doc_tower is not None and doc_changes is not None:   # evaluate-pnd --doc-model-dir
-            result.doc_tower.save(str(tmp / "doc_model"))
+        # ONE sentence-transformers model: query route = tuned tower, document route = the base
+        # encoder (or the tuned doc tower); evaluate-pnd routes by task (embtune.models.st_export)
+        save_dual_encoder(tmp / "model", result.query_tower,
+                          encoder.model if result.doc_tower is None else result.doc_tower,
+                          st_prompts(spec.get("query_prefix"), spec.get("doc_prefix")),
+                          query_card(result.metrics, run, manifest))
+        if doc_changes is not None:
             doc_changes.write_csv(tmp / "layer_changes_doc.csv")
         write_text(tmp / "curve.csv", curve_csv(result.curve))
         changes.write_csv(tmp / "layer_changes.csv")
         write_json(tmp / "metrics.json", result.metrics)
-        write_json(tmp / "manifest.json", provenance(
-            stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
-            train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
-            embed_precision=precision))
+        write_json(tmp / "manifest.json", manifest)
     return result.metrics
 
 
