@@ -136,3 +136,19 @@ def test_a_moved_stage_leaves_no_parser_behind() -> None:
         names = {n.name for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)}
         assert not imports_argparse(src) and "main" not in names and "_parser" not in names, rel
     assert not (SRC / "config_cli.py").exists()
+
+
+def test_summary_driver_reads_table1_or_nothing(tmp_path: Path) -> None:
+    """The file glue that moved out of embtune.summary: Table 1's rows when table1.csv has any,
+    ``[]`` when it is absent or empty; only the model, run and c%/+/- columns, NaN as null."""
+    from embtune.stages.summary import _table1
+    from embtune.summary import query_summary
+
+    assert _table1(None) is None and _table1(tmp_path) is None
+    (tmp_path / "table1.csv").write_text("")
+    assert _table1(tmp_path) is None
+    (tmp_path / "table1.csv").write_text("model,qrun_id,msmarco_c_pct,xnli_plus,xnli_minus,other\n"
+                                         "m,q1,NaN,3,1,9\nm,q2,12.5,0,2,8\n")
+    assert query_summary(_table1(tmp_path)) == [
+        {"model": "m", "qrun_id": "q1", "msmarco_c_pct": None, "xnli_plus": 3, "xnli_minus": 1},
+        {"model": "m", "qrun_id": "q2", "msmarco_c_pct": 12.5, "xnli_plus": 0, "xnli_minus": 2}]

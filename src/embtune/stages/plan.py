@@ -1,6 +1,10 @@
 """``embtune plan``: the training grid as tables — what will run, what is skipped and why, and what
 it costs (paper FLOPs, hardware FLOPs, GPU-hours) before anything runs.
 
+Why a stage: a skipped or capped configuration must be visible next to the results (the scaling
+analysis reads ``skipped.csv``), not silently absent from the grid; and a study is planned in
+GPU-hours (``embtune.cost``).
+
 Why a driver apart from :mod:`embtune.plan`: the library builds the planned, skipped and cost
 tables from validated params; reading the params (files or the rule's JSON), the calibrated
 FLOP/s, the printed report and the CSV outputs live here. A params or cost error is printed on
@@ -27,7 +31,7 @@ STAGE = "plan"
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description="\n\n".join(__doc__.split("\n\n")[:2]))
     ap.add_argument("files", nargs="*", default=["params.yaml"], help="params.yaml then presets")
     ap.add_argument("--params-json", help="already-validated params (models/train/paths) as JSON, "
                     "as the Snakemake rule passes them")
