@@ -118,7 +118,7 @@ def _check_stage(stage: Stage, tmp: Path) -> None:
 
 # --------------------------------------------------------------------------- stages
 def _mteb(tasks: list[str]) -> Callable[[Path], object]:
-    from embtune.data import mteb_data
+    from embtune.stages import materialise_mteb as mteb_data
 
     def run(out: Path) -> None:
         assert mteb_data.main(["--tasks", *tasks, "--source", "local", "--local-dir", str(DEMO / "mteb"),
@@ -135,7 +135,7 @@ def _pack(bge: Path) -> Callable[[Path], object]:
 
 
 def _msmarco(train: int) -> Callable[[Path], object]:
-    from embtune.data import msmarco
+    from embtune.stages import split_msmarco as msmarco
 
     def run(out: Path) -> None:
         assert msmarco.main(["--file", str(DEMO / "msmarco" / "msmarco-triplets.jsonl.gz"), "--train-size",
@@ -156,7 +156,8 @@ def _arxiv(max_size: int) -> Callable[[Path], object]:
 
 def _qa(name: str, *extra: str) -> Callable[[Path], object]:
     """prepare-squad / prepare-hotpotqa on the shipped demo files (paper 2, App. C, D)."""
-    from embtune.data import hotpotqa, squad
+    from embtune.stages import prepare_hotpotqa as hotpotqa
+    from embtune.stages import prepare_squad as squad
 
     module, files = ((squad, ["squad/train-v2.0.json", "squad/dev-v2.0.json"]) if name == "prepare-squad"
                      else (hotpotqa, ["hotpotqa/hotpot_train_v1.1.json",

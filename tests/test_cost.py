@@ -18,6 +18,7 @@ from embtune.cost import CostError, flops_per_second, hardware_per_token, trim_t
 from embtune.models.flops import ParamCounts
 from embtune.plots.report import cost_markdown
 from embtune.scaling.runs_table import build_table, collect
+from embtune.stages import plan as plan_stage
 from embtune.sweep import training_runs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def test_plan_cost_of_a_tiny_grid_matches_hand_count(tmp_path: Path, capsys: pyt
     params = tiny_params(tmp_path)
     out = tmp_path / "cost.csv"
     files = [str(REPO / "params.yaml"), str(tmp_path / "tiny.yaml")]
-    assert plan.main([*files, "--flops-per-second", str(FPS), "--out-cost", str(out)]) == 0
+    assert plan_stage.main([*files, "--flops-per-second", str(FPS), "--out-cost", str(out)]) == 0
     cost = {r["run_id"]: r for r in csv.DictReader(out.open())}
     assert len(cost) == 6
     for row in cost.values():
@@ -116,7 +117,7 @@ def test_dropped_runs_are_missing_in_the_runs_table_and_the_report(tmp_path: Pat
     params = tiny_params(tmp_path, gpu_hours_cap=(21 * (rf + rb) - 16 * rb + 0.01) * 1e12 / FPS / 3600)
     files = [str(REPO / "params.yaml"), str(tmp_path / "tiny.yaml")]
     paths = {k: tmp_path / f"{k}.csv" for k in ("runs", "skipped", "cost")}
-    assert plan.main([*files, "--flops-per-second", str(FPS), "--out-runs", str(paths["runs"]),
+    assert plan_stage.main([*files, "--flops-per-second", str(FPS), "--out-runs", str(paths["runs"]),
                       "--out-skipped", str(paths["skipped"]), "--out-cost", str(paths["cost"])]) == 0
     from embtune.scaling.runs_table import read_skipped_csv
 

@@ -16,6 +16,7 @@ from embtune.cli import main as cli_main
 from embtune.data import hotpotqa, squad
 from embtune.data.jsonl import DataError
 from embtune.data.sentences import sentence_spans, split_sentences
+from embtune.stages import prepare_squad
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_SQUAD = [REPO / "data/demo/squad/train-v2.0.json", REPO / "data/demo/squad/dev-v2.0.json"]
@@ -190,7 +191,7 @@ def test_squad_bad_input_names_the_place(tmp_path: Path, capsys: pytest.CaptureF
     with pytest.raises(DataError, match="no question has both"):
         src.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [
             {"context": "One. Two.", "qas": [{"id": "a", "question": "?", "answers": []}]}]}]}))
-        squad.run(squad._parser().parse_args(["--files", str(src), "--out", str(tmp_path / "o")]))
+        prepare_squad.run(prepare_squad._parser().parse_args(["--files", str(src), "--out", str(tmp_path / "o")]))
 
 
 # ---------------------------------------------------------------- HotpotQA

@@ -166,15 +166,17 @@ def test_mteb_shaped_dataset_round_trips_through_the_layout(tmp_path: Path) -> N
 
 
 def test_materialise_local_copies_and_counts_rows(tmp_path: Path) -> None:
+    from embtune.stages import materialise_mteb
+
     out = tmp_path / "mteb"
-    assert mteb_data.main(["--tasks", "STS15", "Tatoeba", "--source", "local",
-                           "--local-dir", str(DEMO), "--out", str(out)]) == 0
+    assert materialise_mteb.main(["--tasks", "STS15", "Tatoeba", "--source", "local",
+                                  "--local-dir", str(DEMO), "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["tasks"]["STS15"]["rows"] == {"default/test.parquet": 90}
     assert set(manifest["tasks"]["Tatoeba"]["rows"]) == {f"{s}/test.parquet" for s in ("deu-eng", "fra-eng", "spa-eng")}
     assert (out / "STS15" / "default" / "test.parquet").read_bytes() == (DEMO / "STS15" / "default" / "test.parquet").read_bytes()
-    assert mteb_data.main(["--tasks", "STS15", "--source", "local", "--local-dir", str(tmp_path / "nope"),
-                           "--out", str(tmp_path / "x")]) == 1
+    assert materialise_mteb.main(["--tasks", "STS15", "--source", "local", "--local-dir", str(tmp_path / "nope"),
+                                  "--out", str(tmp_path / "x")]) == 1
 
 
 def test_local_task_keeps_real_metadata_and_subsets_on_disk() -> None:

@@ -335,7 +335,7 @@ def test_parallel_fit_equals_serial():
 def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_path, capsys):
     """Full fine-tuning whose loss ignores N: the Chinchilla fit ends with α at its bound, and
     every place that shows the fit says so."""
-    from embtune import summary
+    from embtune.stages import summary
     from embtune.plots.figures import predicted_vs_actual_figure
     from embtune.plots.report import fits_markdown, predicted_actual_data
     from embtune.scaling import recipe as recipe_mod

@@ -1,4 +1,5 @@
-"""``embtune summary``: the study's headline numbers as one small JSON for ``dvc metrics diff``.
+"""The study's headline numbers as one small JSON for ``dvc metrics diff`` (stage ``summary``,
+driver :mod:`embtune.stages.summary`).
 
 Why a separate stage: DVC compares metrics across commits; the full fits and tables are too big
 and too nested to diff, so this keeps the few numbers a reader checks first, in full precision.
@@ -6,15 +7,10 @@ and too nested to diff, so this keeps the few numbers a reader checks first, in 
 
 from __future__ import annotations
 
-import argparse
 import math
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
-
-from embtune import io
 
 
 def _finite(x: Any) -> Any:
@@ -70,31 +66,7 @@ def recipes_summary(recipes: list[dict[str, Any]]) -> dict[str, Any]:
     return {f"{r['budget']:.3g}": {k: _finite(r.get(k)) for k in keys} for r in recipes}
 
 
-def query_summary(table_dir: Path) -> list[dict[str, Any]]:
-    path = table_dir / "table1.csv"
-    if not path.exists() or path.stat().st_size == 0:
-        return []
-    table = pl.read_csv(path)
+def query_summary(table: pl.DataFrame) -> list[dict[str, Any]]:
+    """Table 1's rows (``table1.csv``): the model, the query run and the c%/+/- columns."""
     keep = [c for c in table.columns if c in ("model", "qrun_id") or c.endswith(("_c_pct", "_plus", "_minus"))]
     return [{k: _finite(v) for k, v in row.items()} for row in table.select(keep).iter_rows(named=True)]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune summary", description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=Path, required=True)
-    ap.add_argument("--fits", type=Path, required=True)
-    ap.add_argument("--recipes", type=Path, nargs="*", default=[])
-    ap.add_argument("--query-table-dir", type=Path)
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-    summary = {
-        "training": training_summary(pl.read_parquet(args.runs)),
-        "fits": fits_summary(io.read_json(args.fits)),
-        "recipes": recipes_summary([io.read_json(p) for p in args.recipes]),
-        "query_tuning": query_summary(args.query_table_dir) if args.query_table_dir else [],
-    }
-    io.write_json(args.out, summary)
-    for name in summary["fits"]["untrustworthy_fits"]:
-        print(f"WARNING: untrustworthy fit {name} (a parameter at a bound): see fits.json")
-    print(f"summary -> {args.out}")
-    return 0

@@ -1,4 +1,5 @@
-"""Materialise the pinned MTEB tasks to local parquet files (stage ``materialise-mteb``).
+"""The pinned MTEB tasks as local parquet files: layout, readers, writers and checks (stage
+``materialise-mteb``, driver :mod:`embtune.stages.materialise_mteb`).
 
 Why: compute nodes have no network, and evaluating ~1000 checkpoints must not hit the hub ~8000
 times. We download once (``--source mteb``: through the mteb library itself, so we get exactly
@@ -38,7 +39,6 @@ manifest always belong together: a killed run leaves the previous output or none
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.io import atomic_dir, atomic_path, check_replaceable, provenance, write_json
+from embtune.io import atomic_path
 
 RETRIEVAL_TYPES = frozenset({"Retrieval", "Reranking"})
 RETRIEVAL_FILES = ("corpus", "queries", "qrels", "top_ranked")
@@ -231,59 +231,3 @@ def copy_task(src: Path, task_dir: Path) -> None:
     """Copy a validated local task dir byte for byte (keeps re-runs identical)."""
     with atomic_path(task_dir) as tmp:
         shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(".*"))
-
-
-# ---------------------------------------------------------------- CLI
-
-
-def materialise(tasks: Sequence[str], source: str, local_dir: Path | None, out: Path) -> dict[str, Any]:
-    """Write every task under ``out``; returns the manifest's ``tasks`` record."""
-    record: dict[str, Any] = {}
-    for name in tasks:
-        kind = task_type(name)
-        retrieval = kind in RETRIEVAL_TYPES
-        if source == "local":
-            assert local_dir is not None
-            frames = read_task_dir(local_dir / name, retrieval)
-            splits = local_splits(kind)
-        else:
-            frames = frames_from_mteb(name)
-            splits = sorted({split for _, split in frames})
-        problems = validate_frames(name, kind, frames, splits)
-        if problems:
-            raise ValueError("invalid MTEB task data:\n  " + "\n  ".join(problems))
-        if source == "local":
-            assert local_dir is not None
-            copy_task(local_dir / name, out / name)
-        else:
-            write_task(frames, out / name)
-        record[name] = {"type": kind, "rows": row_counts(frames)}
-    return record
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="embtune materialise-mteb", description=__doc__.split("\n")[0])
-    p.add_argument("--tasks", nargs="+", required=True)
-    p.add_argument("--source", choices=["mteb", "local"], required=True)
-    p.add_argument("--local-dir", type=Path, default=None, help="with --source local: holds <Task>/")
-    p.add_argument("--out", type=Path, required=True)
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.source == "local" and args.local_dir is None:
-        _parser().error("--source local needs --local-dir")
-    try:
-        check_replaceable(args.out, own_dirs=(), stage="materialise-mteb")
-        with atomic_dir(args.out) as tmp:       # tasks and manifest appear together or not at all
-            record = materialise(args.tasks, args.source, args.local_dir, tmp)
-            write_json(tmp / "manifest.json",
-                       provenance(stable=True, stage="materialise-mteb", source=args.source,
-                                  local_dir=str(args.local_dir) if args.local_dir else None, tasks=record))
-    except (FileNotFoundError, ValueError) as err:
-        print(f"materialise-mteb: {err}")
-        return 1
-    for name, info in record.items():
-        print(f"{name:<28} {info['type']:<20} {sum(info['rows'].values()):>7} rows")
-    return 0

@@ -1,4 +1,5 @@
-"""Stage ``fetch``: download an ``hf://datasets/...`` source file into ``data/raw``; file globs.
+"""Source files: ``hf://datasets/...`` URIs and their download (stage ``fetch``, driver
+:mod:`embtune.stages.fetch`), and file globs.
 
 Why a stage of its own: downloads are the only network step, so isolating them lets every other
 stage run offline from ``data/raw`` and lets Snakemake/DVC track the raw file like any output.
@@ -6,17 +7,13 @@ stage run offline from ``data/raw`` and lets Snakemake/DVC track the raw file li
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
-import shutil
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from embtune.data.jsonl import DataError
-from embtune.io import atomic_path, sha256_file
 
 HF_DATASET_PREFIX = "hf://datasets/"
 
@@ -68,23 +65,3 @@ def expand_files(patterns: Iterable[str]) -> list[str]:
                 seen.add(path)
                 out.append(path)
     return out
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune fetch", description=__doc__.splitlines()[0])
-    ap.add_argument("--uri", required=True, help="hf://datasets/<org>/<name>/<file>")
-    ap.add_argument("--out", required=True, help="destination file")
-    return ap
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        src = hub_download(args.uri)
-    except DataError as err:
-        print(f"embtune fetch: {err}", file=sys.stderr)
-        return 2
-    with atomic_path(args.out) as tmp:
-        shutil.copyfile(src, tmp)
-    print(f"{args.out}\t{sha256_file(args.out)}")
-    return 0

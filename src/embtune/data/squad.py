@@ -1,5 +1,6 @@
-"""Stage ``prepare-squad``: SQuAD v2 -> one row per question with its paragraph's sentences as
-positive / negative candidates (paper 2, App. C and Table 2).
+"""SQuAD v2 -> one row per question with its paragraph's sentences as positive / negative
+candidates (paper 2, App. C and Table 2); the ``prepare-squad`` stage (driver:
+:mod:`embtune.stages.prepare_squad`).
 
 App. C: "we identified (for each query) the given paragraph sentences containing an answer to the
 query as positives, and the rest of the sentences as negatives. We left samples having at least
@@ -29,7 +30,6 @@ Outputs (``--out DIR``): ``eval.parquet`` and ``eval_min5.parquet`` with ``sampl
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections import Counter
@@ -40,9 +40,9 @@ from typing import Any
 
 import polars as pl
 
-from embtune.data.jsonl import DataError, drop_summary, open_text, run_stage
+from embtune.data.jsonl import DataError, open_text
 from embtune.data.sentences import sentence_spans
-from embtune.io import atomic_dir, provenance, read_parquet, sha256_file, write_json, write_parquet
+from embtune.io import read_parquet
 
 MIN_CANDIDATES = 5          # "SQUAD min 5"
 POSITIVE_RULES = ("text", "span")
@@ -208,57 +208,6 @@ def min_candidates(frame: pl.DataFrame, n: int = MIN_CANDIDATES) -> pl.DataFrame
     return frame.filter(pl.col("positives").list.len() + pl.col("negatives").list.len() >= n)
 
 
-def _mean_len(frame: pl.DataFrame, col: str) -> float | None:
+def mean_len(frame: pl.DataFrame, col: str) -> float | None:
+    """Mean length of a list column (None for an empty frame), for the manifest."""
     return float(frame[col].list.len().mean()) if frame.height else None  # type: ignore[arg-type]
-
-
-# ---------------------------------------------------------------- CLI
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune prepare-squad", description=__doc__.splitlines()[0])
-    ap.add_argument("--files", nargs="+", required=True,
-                    help="SQuAD v2 train and validation files (official JSON or hub parquet)")
-    ap.add_argument("--positive-rule", choices=POSITIVE_RULES, default="text",
-                    help="a sentence is positive if it contains an answer string (text) or "
-                         "overlaps an answer span (span); default text")
-    ap.add_argument("--out", required=True, help="output directory")
-    return ap
-
-
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    rows: list[dict[str, Any]] = []
-    drops: Counter[str] = Counter()
-    examples: dict[str, list[str]] = {}
-    inputs = []
-    for path in args.files:
-        built = build_rows(read_questions(path), Path(path).name, args.positive_rule)
-        rows += built.rows
-        drops.update(built.drops)
-        for reason, where in built.examples.items():
-            examples.setdefault(reason, []).extend(where)
-        inputs.append({"path": path, "sha256": sha256_file(path), "questions": built.read,
-                       "kept": len(built.rows)})
-    if not rows:
-        raise DataError(f"{', '.join(args.files)}: no question has both a sentence with an answer and "
-                        f"one without ({drop_summary(drops, examples)})")
-    frame = pl.DataFrame(rows, schema=FRAME_SCHEMA)
-    min5 = min_candidates(frame)
-    with atomic_dir(args.out) as out:
-        write_parquet(out / "eval.parquet", frame)
-        write_parquet(out / "eval_min5.parquet", min5)
-        manifest = provenance(
-            stable=True, stage="prepare-squad", inputs=inputs, positive_rule=args.positive_rule,
-            sentence_splitter="embtune.data.sentences (rule-based)",
-            questions_read=sum(i["questions"] for i in inputs), dropped=dict(sorted(drops.items())),
-            eval_rows=frame.height, eval_min5_rows=min5.height, min_candidates=MIN_CANDIDATES,
-            mean_positives=_mean_len(frame, "positives"), mean_negatives=_mean_len(frame, "negatives"),
-            eval_comparisons=int((frame["positives"].list.len() * frame["negatives"].list.len()).sum()),
-        )
-        write_json(out / "manifest.json", manifest)
-    return manifest
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_stage("prepare-squad", run, _parser().parse_args(argv), lambda m: (
-        f"prepare-squad: {m['questions_read']} questions -> {m['eval_rows']} with positives and "
-        f"negatives ({m['mean_positives']:.2f} / {m['mean_negatives']:.2f} per query), "
-        f"{m['eval_min5_rows']} with >= {m['min_candidates']} sentences; dropped {m['dropped']}"))

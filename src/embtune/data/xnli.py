@@ -1,4 +1,5 @@
-"""Stage ``prepare-xnli``: XNLI (15 languages) -> one long table, every pair checked in every language.
+"""XNLI (15 languages) -> one long table, every pair checked in every language; the
+``prepare-xnli`` stage (driver: :mod:`embtune.stages.prepare_xnli`).
 
 Paper 2 (App. F) compares each pair across all 15 x 15 language combinations, which only makes
 sense if row ``i`` is the same pair (same label) in every language. The hub repo stores one parquet
@@ -8,17 +9,14 @@ layout is accepted too (the offline demo). ``pair_id`` is the row position withi
 
 from __future__ import annotations
 
-import argparse
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from embtune.data.jsonl import DataError, run_stage
+from embtune.data.jsonl import DataError
 from embtune.data.sources import is_hf_uri, parse_hf_uri
-from embtune.io import provenance, read_parquet, sha256_file, write_json, write_parquet
+from embtune.io import read_parquet
 
 LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TEXT_COLUMNS = ("premise", "hypothesis")
@@ -50,6 +48,11 @@ def hub_resolver(uri: str) -> Callable[[str], Path]:
         parse_hf_uri(f"{uri.rstrip('/')}/{rel}")  # validates the combined URI
         return Path(hf_hub_download(repo_id="/".join(parts), filename=rel, repo_type="dataset"))
     return resolve
+
+
+def resolver(source: str) -> Callable[[str], Path]:
+    """The hub resolver for an ``hf://`` source, else the local-directory one."""
+    return hub_resolver(source) if is_hf_uri(source) else local_resolver(source)
 
 
 def read_language(path: Path, lang: str) -> pl.DataFrame:
@@ -101,41 +104,3 @@ def long_table(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
         for lang, f in frames.items()
     ]
     return pl.concat(parts)
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune prepare-xnli", description=__doc__.splitlines()[0])
-    ap.add_argument("--source", required=True, help="hf://datasets/facebook/xnli or a local directory")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--languages", nargs="+", required=True)
-    ap.add_argument("--out", required=True, help="output parquet (manifest.json is written beside it)")
-    return ap
-
-
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    if len(set(args.languages)) != len(args.languages):
-        raise DataError(f"--languages has duplicates: {args.languages}")
-    resolve = hub_resolver(args.source) if is_hf_uri(args.source) else local_resolver(args.source)
-    paths = {lang: resolve(relative_file(lang, args.split)) for lang in args.languages}
-    frames = {lang: read_language(path, lang) for lang, path in paths.items()}
-    check_aligned(frames)
-    table = long_table(frames)
-    out = Path(args.out)
-    write_parquet(out, table)
-    first = next(iter(frames.values()))
-    manifest = provenance(
-        stable=True, stage="prepare-xnli", source=args.source, split=args.split,
-        languages=list(args.languages),
-        inputs={lang: {"file": relative_file(lang, args.split), "sha256": sha256_file(p)} for lang, p in paths.items()},
-        pairs_per_language=first.height, rows_out=table.height,
-        label_counts={LABELS[k]: v for k, v in sorted(Counter(first["label"].to_list()).items())},
-        output=out.name,
-    )
-    write_json(out.parent / "manifest.json", manifest)
-    return manifest
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_stage("prepare-xnli", run, _parser().parse_args(argv), lambda m: (
-        f"prepare-xnli: {len(m['languages'])} languages x {m['pairs_per_language']} pairs "
-        f"= {m['rows_out']} rows, labels {m['label_counts']}"))

@@ -1,9 +1,13 @@
-"""Stage drivers: one module per ``embtune <stage>`` command.
+"""Stage drivers: one module per ``embtune <stage>`` command, named after the stage
+(``embtune prepare-xnli`` -> ``embtune/stages/prepare_xnli.py``).
 
 Why a package of its own: library modules compute and return data; argument parsing, reading
 and writing files and exit codes live here, so the library can be imported (and tested) without
 an argv. Every driver has the same shape: ``main(argv) -> int``; bad input raises
 :class:`embtune.errors.DataError`, which :mod:`embtune.cli` prints as one line and exits 2; a
-traceback means a bug. Stages not yet moved here keep their ``main`` in their library module
-(see ``embtune.cli.STAGES``).
+traceback means a bug. Three stages keep the exit status they always had for a config or
+missing-task error: ``validate-params`` and ``plan`` (a params error: 1) and
+``materialise-mteb`` (missing or invalid task data: 1). Stages not yet moved here keep their
+``main`` in their library module (see ``embtune.cli.STAGES`` and the shrinking allow-list in
+tests/test_stage_drivers.py).
 """
