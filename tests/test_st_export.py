@@ -115,7 +115,8 @@ def test_model_card_cli_adds_mteb_scores(tmp_path, fixture_dirs):
         "status": "ok", "tasks": {"STS15": 0.123456, "Tatoeba": 0.5}, "average": 0.123456,
         "excluded": ["Tatoeba"], "max_length": CONTEXT}))
     card_path = tmp_path / "card.md"
-    assert st_export.main(["--run-dir", str(out), "--out", str(card_path)]) == 0
+    from embtune.stages import model_card
+    assert model_card.main(["--run-dir", str(out), "--out", str(card_path)]) == 0
     card = card_path.read_text()
     assert "| STS15 | 0.1235 |" in card and "| **average** (excluded: Tatoeba) | 0.1235 |" in card
     assert res.metrics["run_id"] in card

@@ -25,12 +25,11 @@ budget, achieved FLOPs / tokens / steps, hyper-parameters, final and held-out lo
 runs later in the pipeline and must not rewrite the training stage's output folder (Snakemake
 would see the model as changed), so the card names the files that hold the scores
 (``../mteb.json``, ``../mteb_results/`` in mteb's format, ``../pnd.json``); ``embtune model-card``
-renders the card again with the MTEB scores in it, for publishing.
+(:mod:`embtune.stages.model_card`) renders the card again with the MTEB scores in it, for publishing.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -288,26 +287,3 @@ def query_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Map
         "## Provenance", "", _provenance(manifest), "",
         "Full run record: `../metrics.json`, `../curve.csv` (per epoch), `../layer_changes.csv`, "
         "`../manifest.json`.", ""])
-
-
-# ---------------------------------------------------------------- CLI: the card with MTEB scores
-def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="embtune model-card", description=__doc__.splitlines()[0])
-    ap.add_argument("--run-dir", type=Path, required=True, help="a paper-1 run directory (runs/<run_id>)")
-    ap.add_argument("--out", type=Path, required=True,
-                    help="where to write the card, e.g. <run>/model/README.md before publishing the model")
-    return ap.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Render a paper-1 run's card with its MTEB scores (``mteb.json``) once they exist."""
-    from embtune.io import read_json, write_text
-
-    args = _parse(argv)
-    metrics = read_json(args.run_dir / "metrics.json")
-    manifest = read_json(args.run_dir / "manifest.json")
-    mteb_path = args.run_dir / "mteb.json"
-    mteb = read_json(mteb_path) if mteb_path.is_file() else None
-    write_text(args.out, training_card(metrics, manifest.get("run", {}), manifest, mteb))
-    print(f"model-card: {args.out} ({'with' if mteb else 'without'} MTEB scores)")
-    return 0
