@@ -105,7 +105,7 @@ def test_cli_validate_params_reports_key(tmp_path: Path, paper: dict) -> None:
     bad["train"]["methods"] = ["fancy"]
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(yaml.safe_dump(bad))
-    assert main(["validate-params", str(cfg)]) == 1
+    assert main(["validate-params", str(cfg)]) == 2
 
 
 # ------------------------------------------------------------ hostile / broken input (issue 15)

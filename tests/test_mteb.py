@@ -176,7 +176,7 @@ def test_materialise_local_copies_and_counts_rows(tmp_path: Path) -> None:
     assert set(manifest["tasks"]["Tatoeba"]["rows"]) == {f"{s}/test.parquet" for s in ("deu-eng", "fra-eng", "spa-eng")}
     assert (out / "STS15" / "default" / "test.parquet").read_bytes() == (DEMO / "STS15" / "default" / "test.parquet").read_bytes()
     assert materialise_mteb.main(["--tasks", "STS15", "--source", "local", "--local-dir", str(tmp_path / "nope"),
-                                  "--out", str(tmp_path / "x")]) == 1
+                                  "--out", str(tmp_path / "x")]) == 2
 
 
 def test_local_task_keeps_real_metadata_and_subsets_on_disk() -> None:

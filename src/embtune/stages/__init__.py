@@ -5,9 +5,8 @@ Why a package of its own: library modules compute and return data; argument pars
 and writing files and exit codes live here, so the library can be imported (and tested) without
 an argv. Every driver has the same shape: ``main(argv) -> int``; bad input raises
 :class:`embtune.errors.DataError`, which :mod:`embtune.cli` prints as one line and exits 2; a
-traceback means a bug. Three stages keep the exit status they always had for a config or
-missing-task error: ``validate-params`` and ``plan`` (a params error: 1) and
-``materialise-mteb`` (missing or invalid task data: 1). Stages not yet moved here keep their
+traceback means a bug. ``validate-params`` and ``plan`` print a params error (which can list
+several keys, one per line) and exit 2 too. Stages not yet moved here keep their
 ``main`` in their library module (see ``embtune.cli.STAGES`` and the shrinking allow-list in
 tests/test_stage_drivers.py).
 """

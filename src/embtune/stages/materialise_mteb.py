@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import sys
+
+from embtune.errors import EXIT_DATA_ERROR, one_line
 from embtune.data.mteb_data import (RETRIEVAL_TYPES, copy_task, frames_from_mteb, local_splits,
                                     read_task_dir, row_counts, task_type, validate_frames,
                                     write_task)
@@ -70,8 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                        provenance(stable=True, stage=STAGE, source=args.source,
                                   local_dir=str(args.local_dir) if args.local_dir else None, tasks=record))
     except (FileNotFoundError, ValueError) as err:
-        print(f"{STAGE}: {err}")
-        return 1
+        print(f"embtune {STAGE}: error: {one_line(err)}", file=sys.stderr)
+        return EXIT_DATA_ERROR
     for name, info in record.items():
         print(f"{name:<28} {info['type']:<20} {sum(info['rows'].values()):>7} rows")
     return 0

@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from embtune import io
+from embtune.errors import EXIT_DATA_ERROR
 from embtune.config import ParamsError, load_params
 from embtune.cost import CostError, flops_per_second, thin_methods
 from embtune.plan import cost_summary, format_summary, plan_tables
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CostError(f"--flops-per-second: expected a positive number, got {fps}")
     except (ParamsError, CostError) as err:
         print(err, file=sys.stderr)
-        return 1
+        return EXIT_DATA_ERROR
     source = "--flops-per-second" if args.flops_per_second else "calibrated: embtune.cost.flops_per_second"
     planned, skipped, cost = plan_tables(params, fps)
     n_query = f"; {len(query_runs(params))} query-tuning runs" if "query_tuning" in params else ""

@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from embtune.errors import EXIT_DATA_ERROR
 from embtune.config import ParamsError, load_params
 
 STAGE = "validate-params"
@@ -29,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = load_params(args.files)
     except ParamsError as err:
         print(err, file=sys.stderr)
-        return 1
+        return EXIT_DATA_ERROR
     json.dump(params, sys.stdout, indent=2, sort_keys=True)
     print()
     return 0
