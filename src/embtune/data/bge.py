@@ -164,17 +164,26 @@ def iter_pairs(files: Sequence[str], english_filter: bool, stats: Stats) -> Iter
     The English test judges query and positive as one text: short queries alone have too few
     words for the stop-word test, and a non-English side pulls the joint ratios below threshold."""
     for path in files:
-        for line_no, obj in iter_jsonl(path):
-            stats.rows_in += 1
-            pair = extract_pair(obj)
-            if isinstance(pair, str):
-                stats.drop(pair, f"{path}:{line_no}")
-                continue
-            if english_filter and not is_english(pair[0] + "\n" + pair[1]):
-                stats.drop("not English", f"{path}:{line_no}")
-                continue
-            stats.pairs_kept += 1
-            yield pair
+        yield from filter_pairs(((f"{path}:{line_no}", obj) for line_no, obj in iter_jsonl(path)),
+                                english_filter, stats)
+
+
+def filter_pairs(records: Iterable[tuple[Any, Any]], english_filter: bool,
+                 stats: Stats) -> Iterator[tuple[str, str]]:
+    """The filters of :func:`iter_pairs` over ``(where, record)``; ``where`` is what a drop
+    example records (``file:line`` here; the scattered stage's byte-range parts record their
+    own position and turn it into ``file:line`` when gathered, see embtune.data.bge_scatter)."""
+    for where, obj in records:
+        stats.rows_in += 1
+        pair = extract_pair(obj)
+        if isinstance(pair, str):
+            stats.drop(pair, where)
+            continue
+        if english_filter and not is_english(pair[0] + "\n" + pair[1]):
+            stats.drop("not English", where)
+            continue
+        stats.pairs_kept += 1
+        yield pair
 
 
 def spill(pairs: Iterable[tuple[str, str]], seed: int, n_buckets: int, tmpdir: Path) -> list[Path]:
@@ -512,12 +521,17 @@ def write_shards(out: Path, tokenizer: Any, rows: Iterable[list[tuple[str, str]]
             done.train_rows += len(chunk)
             done.shards.append(name)
         write_parquet(out / name, frame)
-    if done.val_rows < val_pairs:
-        raise DataError(f"only {done.val_rows} pairs left after filtering; --val-pairs {val_pairs} "
-                        "needs more (and train needs at least one)")
-    if not done.shards:
-        raise DataError(f"no training pairs left after the {done.val_rows} validation pairs")
+    check_split(done.val_rows, val_pairs, len(done.shards))
     return done
+
+
+def check_split(val_rows: int, val_pairs: int, train_shards: int) -> None:
+    """Fail when the pairs left do not fill the validation slice plus at least one training row."""
+    if val_rows < val_pairs:
+        raise DataError(f"only {val_rows} pairs left after filtering; --val-pairs {val_pairs} "
+                        "needs more (and train needs at least one)")
+    if not train_shards:
+        raise DataError(f"no training pairs left after the {val_rows} validation pairs")
 
 
 def no_pairs_message(files: Sequence[str], stats: Stats) -> str:
@@ -563,23 +577,35 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             done = write_shards(final, tokenizer, ordered(), args.val_pairs, args.shard_rows,
                                 args.context_length)
         except DataError as err:  # too few pairs: say what the filters dropped
-            raise DataError(f"{err}; {len(files)} input file(s), {stats.rows_in} records, dropped: "
-                            f"{drop_summary(stats.drops, stats.drop_examples)}") from None
-        manifest = provenance(
-            stable=True, stage="prepare-bge",
-            inputs=[{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in files],
-            tokenizer=args.tokenizer, context_length=args.context_length, seed=args.seed,
-            english_filter=english, dedup=dedup, max_pairs=args.max_pairs,
-            val_pairs=args.val_pairs, shard_rows=args.shard_rows,
-            rows_in=stats.rows_in, pairs_after_filters=stats.pairs_kept,
-            duplicates_removed=duplicates["removed"], rows_out=done.val_rows + done.train_rows,
-            val_rows=done.val_rows, train_rows=done.train_rows, train_shards=done.shards,
-            drops=dict(sorted(stats.drops.items())), drop_examples=stats.drop_examples,
-            tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
-                    "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
-        )
+            raise too_few_pairs(err, files, stats) from None
+        inputs = [{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in files]
+        manifest = build_manifest(args, inputs, stats, duplicates["removed"], done)
         write_json(final / "manifest.json", manifest)
     return manifest
+
+
+def too_few_pairs(err: DataError, files: Sequence[str], stats: Stats) -> DataError:
+    """``check_split``'s error with what the filters dropped (the user's next question)."""
+    return DataError(f"{err}; {len(files)} input file(s), {stats.rows_in} records, dropped: "
+                     f"{drop_summary(stats.drops, stats.drop_examples)}")
+
+
+def build_manifest(args: argparse.Namespace, inputs: list[dict[str, Any]], stats: Stats,
+                   duplicates_removed: int, done: Written) -> dict[str, Any]:
+    """The stage's manifest; one function for the one-process and the scattered stage
+    (embtune.data.bge_scatter), whose manifests must be byte-identical."""
+    return provenance(
+        stable=True, stage="prepare-bge", inputs=inputs,
+        tokenizer=args.tokenizer, context_length=args.context_length, seed=args.seed,
+        english_filter=not args.no_english_filter, dedup=not args.no_dedup, max_pairs=args.max_pairs,
+        val_pairs=args.val_pairs, shard_rows=args.shard_rows,
+        rows_in=stats.rows_in, pairs_after_filters=stats.pairs_kept,
+        duplicates_removed=duplicates_removed, rows_out=done.val_rows + done.train_rows,
+        val_rows=done.val_rows, train_rows=done.train_rows, train_shards=done.shards,
+        drops=dict(sorted(stats.drops.items())), drop_examples=stats.drop_examples,
+        tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
+                "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
