@@ -51,7 +51,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from embtune.data import bge
-from embtune.data.jsonl import DataError, is_gzip, iter_jsonl, iter_jsonl_range, run_stage
+from embtune.data.jsonl import (
+    DataError,
+    is_gzip,
+    iter_jsonl,
+    iter_jsonl_range,
+    run_stage,
+)
 from embtune.data.sources import expand_files
 from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
 
