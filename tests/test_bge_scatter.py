@@ -228,3 +228,25 @@ def test_parts_of_other_settings_are_refused(tmp_path: Path, tokenizer_dir: Path
     assert cli_main(["prepare-bge-part", "sort", "--inputs", spill[1], spill[0], "--parts", "2", "--part", "0",
                      "--out", str(tmp_path / "s")]) == 2
     assert "expected spill part 0 of 2" in capsys.readouterr().err
+
+
+def test_errors_and_tiny_inputs_match_the_one_process_stage(tmp_path: Path, tokenizer_dir: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing left / too few pairs: the same one-line error as prepare-bge, from the gather;
+    a part with no rows at all (7 parts, 12 records) is fine."""
+    lines = DEMO.read_text(encoding="utf-8").splitlines(keepends=True)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(lines[:12]) + '{"query": "x"}\n')
+    for files, val in (([empty], 5), ([few], 20), ([few], 12)):
+        assert cli_main(["prepare-bge", "--files", *map(str, files), "--seed", "3", *output_args(tokenizer_dir, val, 5),
+                         "--out", str(tmp_path / "ref")]) == 2
+        ref = capsys.readouterr().err.strip().removeprefix("embtune prepare-bge: error: ")
+        with pytest.raises(AssertionError):
+            scattered(files, tmp_path / f"work-{val}", tokenizer_dir, 3, val=val, shard=5)
+        got = capsys.readouterr().err.strip().splitlines()[-1].removeprefix("embtune prepare-bge-part: error: ")
+        assert got == ref and ("no records" in ref or "pairs left" in ref or "no training pairs" in ref)
+        assert not (tmp_path / f"work-{val}" / "bge").exists()
+    one_process([few], tmp_path / "ref", tokenizer_dir, val=2, shard=5)
+    assert_same_bytes(tmp_path / "ref", scattered([few], tmp_path / "work7", tokenizer_dir, 7, val=2, shard=5))
