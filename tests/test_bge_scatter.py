@@ -102,6 +102,9 @@ def test_scattered_output_is_byte_identical(tmp_path: Path, tokenizer_dir: Path,
     # several one-process spill buckets (the duplicates count depends on them under --max-pairs)
     monkeypatch.setattr(bge, "BUCKET_TARGET_BYTES", 200_000)
     one_process(files, tmp_path / "ref", tokenizer_dir)
+    # many Arrow batches per spill file and several sort slices per key range
+    monkeypatch.setattr(bge, "SPILL_BUFFER_PAIRS", 97)
+    monkeypatch.setattr(bge_scatter, "SORT_SLICE_BYTES", 30_000)
     got = scattered(files, tmp_path / "work", tokenizer_dir, parts)
     assert_same_bytes(tmp_path / "ref", got)
     manifest = json.loads((got / "manifest.json").read_text())

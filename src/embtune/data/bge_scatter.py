@@ -61,7 +61,7 @@ from embtune.data.jsonl import (
 from embtune.data.sources import expand_files
 from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
 
-SPILL_BATCH_PAIRS = 50_000          # pairs buffered per sort part before an Arrow batch is written
+SPILL_BATCH_PAIRS = 50_000          # rows per Arrow batch of a sort part's output
 SORT_SLICE_BYTES = 256 << 20        # Arrow bytes sorted at once by a sort part (a slice of its key range)
 KEY_SPACE = 1 << 64
 PAIR_SCHEMA = pa.schema([("key", pa.uint64()), ("query", pa.string()), ("pos", pa.string())])
@@ -176,15 +176,18 @@ def spill(args: argparse.Namespace) -> dict[str, Any]:
                      pa.array(positives, pa.string())], schema=PAIR_SCHEMA))
                 buffers[j] = ([], [], [])
 
+        buffered = 0
         for query, pos in bge.filter_pairs(_records(segments), english, stats):
             key = bge.pair_key(args.seed, query, pos)
-            j = bge.bucket_of(key, args.parts)
-            buf = buffers[j]
+            buf = buffers[bge.bucket_of(key, args.parts)]
             buf[0].append(key)
             buf[1].append(query)
             buf[2].append(pos)
-            if len(buf[0]) >= SPILL_BATCH_PAIRS:
-                flush(j)
+            buffered += 1
+            if buffered >= bge.SPILL_BUFFER_PAIRS:  # memory bounded whatever N is
+                for j in range(args.parts):
+                    flush(j)
+                buffered = 0
         for j, writer in enumerate(writers):
             flush(j)
             writer.close()
