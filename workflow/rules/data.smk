@@ -139,6 +139,8 @@ rule prepare_bge:
         context=MAX_CONTEXT,
         seed=config["seed"],
         flags=bge_flags,
+    resources:
+        **BGE_GATHER_RESOURCES,
     log:
         f"{LOGS}/prepare_bge/gather.log",
     shell:

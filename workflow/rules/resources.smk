@@ -151,6 +151,12 @@ def bge_part_runtime(wildcards, attempt):
     return _minutes(20 + _RUNTIME_SAFETY * _bge_part_bytes() / _BGE_BYTES_PER_SECOND / 60.0, attempt)
 
 
+def bge_gather_runtime(wildcards, attempt):
+    """Minutes for the gather `prepare_bge`: it hard-links the shards (seconds), but copies them
+    where the filesystem cannot link: 20 min + the whole input at 100 MB/s, times `attempt`."""
+    return _minutes(20 + _bge_part_bytes() * config["data"]["bge"]["parts"] / 100e6 / 60.0, attempt)
+
+
 def bge_sort_mem_mb(wildcards, attempt):
     """Host RAM (MB) for `bge_sort`: its key range is sorted in slices of 256 MB of Arrow data
     (embtune.data.bge_scatter.SORT_SLICE_BYTES; sort indices, dedup and the slice's copy), 6 GB."""
@@ -171,3 +177,4 @@ EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 BGE_SPILL_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": lambda wildcards, attempt: _mb(4096, attempt)}
 BGE_SORT_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": bge_sort_mem_mb}
 BGE_SHARDS_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": bge_shards_mem_mb}
+BGE_GATHER_RESOURCES = {"runtime": bge_gather_runtime}
