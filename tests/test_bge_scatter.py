@@ -163,6 +163,16 @@ def test_range_reader_reads_every_line_once(tmp_path: Path) -> None:
             got = [obj for a, b in ((0, cut1), (cut1, cut2), (cut2, size))
                    for _, obj in iter_jsonl_range(path, a, b)]
             assert got == whole, (cut1, cut2)
+            counts = []
+            for a, b in ((0, cut1), (cut1, cut2), (cut2, size)):
+                reader = iter_jsonl_range(path, a, b)
+                while True:
+                    try:
+                        next(reader)
+                    except StopIteration as stop:
+                        counts.append(stop.value)
+                        break
+            assert sum(counts) == 6, (cut1, cut2, counts)  # every line, blank ones included, once
 
 
 def test_range_reader_errors_name_the_file_line(tmp_path: Path) -> None:

@@ -128,32 +128,23 @@ def _input_facts(files: Sequence[str]) -> tuple[list[int], list[bool]]:
     return sizes, gz
 
 
-def _records(segments: Sequence[Segment]) -> Iterator[tuple[list[int], Any]]:
-    """``([segment, line], record)``: the line counts from 1 in its segment (fixed in gather)."""
+def _records(segments: Sequence[Segment], lines: list[int]) -> Iterator[tuple[list[int], Any]]:
+    """``([segment, line], record)``: the line counts from 1 in its segment (fixed in gather).
+    Appends each segment's line count (blank lines included) to ``lines`` once it is read."""
     for s, seg in enumerate(segments):
-        lines = iter_jsonl(seg.path) if seg.gz else iter_jsonl_range(seg.path, seg.start, seg.end)
-        for line_no, obj in lines:
-            yield [s, line_no], obj
-
-
-def _count_lines(seg: Segment) -> int:
-    """Lines starting in the segment (blank ones included), as ``iter_lines`` numbers them."""
-    if seg.gz:
-        return 0  # whole file: its line numbers are already the file's
-    n = 0
-    with open(seg.path, "rb") as fh:
-        pos = seg.start
-        if seg.start > 0:
-            fh.seek(seg.start - 1)
-            if fh.read(1) != b"\n":
-                pos += len(fh.readline())
-        fh.seek(pos)
-        for raw in fh:
-            if pos >= seg.end:
+        if seg.gz:  # whole file: its line numbers are already the file's
+            for line_no, obj in iter_jsonl(seg.path):
+                yield [s, line_no], obj
+            lines.append(0)
+            continue
+        reader = iter_jsonl_range(seg.path, seg.start, seg.end)
+        while True:
+            try:
+                line_no, obj = next(reader)
+            except StopIteration as stop:
+                lines.append(stop.value)
                 break
-            n += 1
-            pos += len(raw)
-    return n
+            yield [s, line_no], obj
 
 
 def spill(args: argparse.Namespace) -> dict[str, Any]:
@@ -177,7 +168,8 @@ def spill(args: argparse.Namespace) -> dict[str, Any]:
                 buffers[j] = ([], [], [])
 
         buffered = 0
-        for query, pos in bge.filter_pairs(_records(segments), english, stats):
+        lines: list[int] = []
+        for query, pos in bge.filter_pairs(_records(segments, lines), english, stats):
             key = bge.pair_key(args.seed, query, pos)
             buf = buffers[bge.bucket_of(key, args.parts)]
             buf[0].append(key)
@@ -195,8 +187,8 @@ def spill(args: argparse.Namespace) -> dict[str, Any]:
             "step": "spill", "part": args.part, "parts": args.parts,
             "settings": spill_settings(files, sizes, args),
             "n_buckets": bge.n_buckets_for(sum(sizes)),
-            "segments": [{"path": s.path, "start": s.start, "end": s.end, "gz": s.gz,
-                          "lines": _count_lines(s)} for s in segments],
+            "segments": [{"path": s.path, "start": s.start, "end": s.end, "gz": s.gz, "lines": n}
+                         for s, n in zip(segments, lines, strict=True)],
             "sha256": {f: sha256_file(f) for f, o in zip(files, owners) if o == args.part},
             "rows_in": stats.rows_in, "pairs_kept": stats.pairs_kept,
             "drops": dict(stats.drops), "drop_examples": stats.drop_examples,

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -174,9 +174,10 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
         yield line_no, obj
 
 
-def iter_jsonl_range(path: str | os.PathLike[str], start: int, end: int) -> Iterator[tuple[int, Any]]:
+def iter_jsonl_range(path: str | os.PathLike[str], start: int, end: int) -> Generator[tuple[int, Any], None, int]:
     """:func:`iter_jsonl` over the lines of a plain (not gzip) file that *start* in the byte range
-    ``[start, end)``; line numbers count from 1 at the range's first line.
+    ``[start, end)``; line numbers count from 1 at the range's first line. The generator returns
+    the number of lines in the range (blank ones included).
 
     Why: a scattered stage splits one big file into byte ranges, one per job. A line belongs to
     the range holding its first byte, so consecutive ranges read every line exactly once. A job
@@ -213,6 +214,7 @@ def iter_jsonl_range(path: str | os.PathLike[str], start: int, end: int) -> Iter
                 yield line_no, obj
         except OSError as err:
             raise DataError(_read_error(p, False, _line_at(p, pos) - 1, pos, err)) from None
+    return line_no
 
 
 def _line_at(path: Path, offset: int) -> int:
