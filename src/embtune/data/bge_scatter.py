@@ -530,10 +530,10 @@ def _parser() -> argparse.ArgumentParser:
 def _check(args: argparse.Namespace) -> None:
     if args.parts < 1:
         raise DataError("--parts must be >= 1")
-    if getattr(args, "part", 0) is not None and not 0 <= getattr(args, "part", 0) < args.parts:
+    if args.step != "gather" and not 0 <= args.part < args.parts:
         raise DataError(f"--part must be in 0..{args.parts - 1}")
     if args.step in ("shards", "gather"):
-        args.threads = getattr(args, "threads", None)
+        args.threads = getattr(args, "threads", None)  # gather has no --threads
         bge._check_args(args)
 
 
