@@ -107,3 +107,13 @@ def test_no_pickle_enabled_torch_load_in_the_repo() -> None:
                 if folder == "src" and "torch.load(" in text:
                     offenders.append(f"{path.relative_to(ROOT)} (torch.load)")
     assert not offenders, offenders
+
+
+def test_library_code_never_unpickles() -> None:
+    """No ``pickle``/``dill``/``joblib`` loading in library code or the workflow: temp files and
+    caches use JSON, Arrow or safetensors (a shared filesystem is writable by others)."""
+    pattern = re.compile(r"^\s*(import (pickle|dill|cloudpickle)|from (pickle|dill|cloudpickle) import)"
+                         r"|(pickle|dill|joblib)\.loads?\(", re.M)
+    offenders = [str(p.relative_to(ROOT)) for folder in ("src", "workflow")
+                 for p in (ROOT / folder).rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert not offenders, offenders

@@ -207,7 +207,8 @@ def test_ci_pipeline_through_slurm(slurm_cluster: SlurmCluster, pipeline_copy: P
                     f"{tails}\n{slurm_cluster.diagnostics()}")
     remote, local = executed_jobs(proc.stdout + proc.stderr)
     assert remote + local == planned, f"executed {dict(remote)} + local {dict(local)} != planned {dict(planned)}"
-    for rule in GPU_RULES | {"prepare_bge"}:          # the heavy rules all went to SLURM
+    assert planned["bge_spill"] == planned["bge_sort"] == planned["bge_shards"] == 2, planned
+    for rule in GPU_RULES | {"prepare_bge", "bge_spill", "bge_sort", "bge_shards"}:  # heavy rules: SLURM
         assert remote[rule] == planned[rule], (rule, dict(remote), dict(planned))
     for rule in ("plan", "collect_runs", "fit_scaling", "recipe", "query_table", "build_tokenizer"):
         assert local[rule] == planned[rule] and not remote[rule], (rule, dict(local))

@@ -45,7 +45,43 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
                  "collect_runs", "fit_scaling", "recipe", "figures", "query_table", "appendix_tables",
                  "summary"):
         assert counts.get(rule) == 1, rule
+    parts = params["data"]["bge"]["parts"]
+    assert parts > 1 and counts["bge_spill"] == counts["bge_sort"] == counts["bge_shards"] == parts
     # App. K: base and tuned evaluations score arxiv without each tuned domain, alike
     pnd = [line for line in proc.stdout.splitlines() if line.startswith("Shell command: embtune evaluate-pnd")]
     assert len(pnd) == counts["evaluate_pnd_base"] + counts["evaluate_pnd_query"]
     assert all(re.search(r"--exclude-domains cs math physics\s+(--doc-model-dir \S+\s+)?--out", line) for line in pnd)
+
+
+def test_bge_preparation_scatters_over_parts(tmp_path: Path) -> None:
+    """data.bge.parts = N plans N spill, sort and shards jobs (byte ranges, key ranges, row ranges)
+    and one gather, each part its own job; a bad N is refused by the schema."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    paths = f"paths={{raw: data/demo, processed: {tmp_path}/processed, results: {tmp_path}/results}}"
+    base = [sys.executable, "-m", "snakemake", "-n", "-p", f"{tmp_path}/processed/bge", "--configfile",
+            "presets/demo.yaml", "--config", paths]
+
+    def with_parts(parts: int) -> list[str]:  # a config layer over the preset (--config gives strings)
+        layer = tmp_path / f"parts-{parts}.yaml"
+        layer.write_text(f"data:\n  bge:\n    parts: {parts}\n")
+        return [*base[:8], str(layer), *base[8:]]
+
+    for parts in (1, 5):
+        proc = subprocess.run(with_parts(parts), cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        counts = _job_counts(proc.stdout + proc.stderr)
+        assert counts["bge_spill"] == counts["bge_sort"] == counts["bge_shards"] == parts
+        assert counts["prepare_bge"] == 1
+        shells = [line for line in proc.stdout.splitlines() if line.startswith("Shell command: embtune prepare-bge-part")]
+        for step in ("spill", "sort", "shards"):
+            got = sorted(int(m.group(1)) for line in shells if f"prepare-bge-part {step} " in line
+                         for m in [re.search(rf"--parts {parts} --part (\d+) ", line)] if m)
+            assert got == list(range(parts)), (step, got)
+        gather = [line for line in shells if "prepare-bge-part gather " in line]
+        assert len(gather) == 1 and all(f"shards-{i}-of-{parts}" in gather[0] for i in range(parts))
+    # the demo preset itself runs the scatter path with N > 1
+    proc = subprocess.run(base, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and _job_counts(proc.stdout + proc.stderr)["bge_spill"] == 3
+    proc = subprocess.run(with_parts(0), cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode != 0 and "data.bge.parts: 0 is less than the minimum of 1" in proc.stdout + proc.stderr

@@ -21,6 +21,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "build-tokenizer": ("embtune.models.tokenizer", "Train the demo byte-level BPE tokenizer (or fetch the hub one)."),
     "build-model": ("embtune.models.build", "Build/fetch a base decoder; pre-train the tiny demo suite as causal LMs."),
     "prepare-bge": ("embtune.data.bge", "BGE pairs -> tokenised, deduplicated parquet shards + manifest."),
+    "prepare-bge-part": ("embtune.data.bge_scatter", "prepare-bge as N scattered jobs: spill | sort | shards PART, then gather."),
     "pack-pairs": ("embtune.train.pairs", "prepare-bge shards -> memory-mapped token arrays for training."),
     "split-msmarco": ("embtune.stages.split_msmarco", "MSMARCO triplets -> train/val/eval splits."),
     "build-arxiv-negatives": ("embtune.stages.build_arxiv_negatives", "arXiv snapshot -> arxiv-negatives + triplets."),

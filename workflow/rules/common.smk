@@ -316,6 +316,22 @@ def bge_flags(wildcards):
     return flags
 
 
+def bge_input_flags(wildcards):
+    """The flags of `prepare-bge-part spill` (what the filters need)."""
+    return [] if config["data"]["bge"]["english_only"] else ["--no-english-filter"]
+
+
+def bge_dedup_flags(wildcards):
+    return [] if config["data"]["bge"]["dedup"] else ["--no-dedup"]
+
+
+def bge_output_flags(wildcards):
+    """The flags of `prepare-bge-part shards` (how the output is cut)."""
+    cfg = config["data"]["bge"]
+    flags = ["--val-pairs", str(cfg["val_pairs"]), "--shard-rows", str(cfg["shard_rows"])]
+    return flags + (["--max-pairs", str(cfg["max_pairs"])] if cfg.get("max_pairs") else [])
+
+
 def arxiv_source_input(wildcards):
     cfg = config["data"]["arxiv"]
     return local_file(cfg["snapshot"] if cfg["source"] == "build" else cfg["published"])

@@ -41,27 +41,117 @@ rule build_tokenizer:
         "embtune build-tokenizer {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule prepare_bge:
+# BGE preparation scattered over N = data.bge.parts parts (embtune.data.bge_scatter): N spill
+# jobs (byte ranges of the input) -> N sort jobs (key ranges, exact dedup) -> N shards jobs
+# (tokenise the output files of a row range) -> prepare_bge gathers. Each part is its own job (a
+# SLURM job under --profile slurm); the output is byte-identical to `embtune prepare-bge` (one
+# process). The parts are temp(): removed once prepare_bge has gathered them.
+BGE_PARTS = config["data"]["bge"]["parts"]
+BGE_WORK = f"{PROC}/bge_parts"
+
+
+def bge_parts(step):
+    return [f"{BGE_WORK}/{step}-{i}-of-{BGE_PARTS}" for i in range(BGE_PARTS)]
+
+
+rule bge_spill:
+    """Byte range `part` of the BGE input: filter, key, route to the sort parts."""
     input:
         files=expand_sources(config["data"]["bge"]["files"]),
+    output:
+        temp(directory(f"{BGE_WORK}/spill-{{part}}-of-{BGE_PARTS}")),
+    wildcard_constraints:
+        part=r"\d+",
+    params:
+        parts=BGE_PARTS,
+        code=code_version("prepare-bge-part"),
+        seed=config["seed"],
+        flags=bge_input_flags,
+    threads: 1
+    resources:
+        **BGE_SPILL_RESOURCES,
+    log:
+        f"{LOGS}/prepare_bge/spill-{{part}}.log",
+    shell:
+        "embtune prepare-bge-part spill --files {input.files:q} --seed {params.seed:q} {params.flags:q} "
+        "--parts {params.parts:q} --part {wildcards.part:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule bge_sort:
+    """Key range `part`: sort by the seeded key and drop exact duplicates (across all files)."""
+    input:
+        bge_parts("spill"),
+    output:
+        temp(directory(f"{BGE_WORK}/sort-{{part}}-of-{BGE_PARTS}")),
+    wildcard_constraints:
+        part=r"\d+",
+    params:
+        parts=BGE_PARTS,
+        code=code_version("prepare-bge-part"),
+        flags=bge_dedup_flags,
+    threads: 1
+    resources:
+        **BGE_SORT_RESOURCES,
+    log:
+        f"{LOGS}/prepare_bge/sort-{{part}}.log",
+    shell:
+        "embtune prepare-bge-part sort --inputs {input:q} {params.flags:q} "
+        "--parts {params.parts:q} --part {wildcards.part:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule bge_shards:
+    """Tokenise and write the output shards whose first row is in row range `part`."""
+    input:
+        parts=bge_parts("sort"),
+        tokenizer=f"{PROC}/tokenizer",
+    output:
+        temp(directory(f"{BGE_WORK}/shards-{{part}}-of-{BGE_PARTS}")),
+    wildcard_constraints:
+        part=r"\d+",
+    params:
+        parts=BGE_PARTS,
+        code=code_version("prepare-bge-part"),
+        context=MAX_CONTEXT,
+        flags=bge_output_flags,
+    # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
+    threads: 4
+    resources:
+        **BGE_SHARDS_RESOURCES,
+    log:
+        f"{LOGS}/prepare_bge/shards-{{part}}.log",
+    shell:
+        "embtune prepare-bge-part shards --inputs {input.parts:q} --tokenizer {input.tokenizer:q} "
+        "--context-length {params.context:q} {params.flags:q} --threads {threads:q} "
+        "--parts {params.parts:q} --part {wildcards.part:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule prepare_bge:
+    """Gather the parts into the output of `embtune prepare-bge` (links the shards, writes the
+    manifest; checks every part was built with these settings)."""
+    input:
+        files=expand_sources(config["data"]["bge"]["files"]),
+        spill=bge_parts("spill"),
+        sorted=bge_parts("sort"),
+        shards=bge_parts("shards"),
         tokenizer=f"{PROC}/tokenizer",
     output:
         directory(f"{PROC}/bge"),
     params:
-        code=code_version("prepare-bge"),
+        parts=BGE_PARTS,
+        code=code_version("prepare-bge-part"),
         cfg=config["data"]["bge"],
         context=MAX_CONTEXT,
         seed=config["seed"],
         flags=bge_flags,
-    # Readers (one input file each) and tokenizer threads; the output does not depend on it.
-    # Snakemake scales it down to --cores.
-    threads: 4
+    resources:
+        **BGE_GATHER_RESOURCES,
     log:
-        f"{LOGS}/prepare_bge.log",
+        f"{LOGS}/prepare_bge/gather.log",
     shell:
-        "embtune prepare-bge --files {input.files:q} --tokenizer {input.tokenizer:q} "
+        "embtune prepare-bge-part gather --files {input.files:q} --tokenizer {input.tokenizer:q} "
         "--context-length {params.context:q} --seed {params.seed:q} {params.flags:q} "
-        "--threads {threads:q} --out {output:q} > {log:q} 2>&1"
+        "--parts {params.parts:q} --spill {input.spill:q} --sorted {input.sorted:q} "
+        "--shards {input.shards:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule pack_pairs:

@@ -133,8 +133,48 @@ def eval_mem_mb(wildcards, attempt):
     return eval_pnd_mem_mb(wildcards, attempt)
 
 
+# Scattered BGE preparation (data.smk: bge_spill / bge_sort / bge_shards, N parts each). Rate:
+# the one-process stage takes ~17 s CPU per 100K pairs (issue 17); FlagEmbedding records with
+# their negatives are >= 1 KB each, so >= ~6 MB of input per second for all steps together.
+_BGE_BYTES_PER_SECOND = 6e6
+
+
+def _bge_part_bytes():
+    """This part's share of the BGE input bytes (0 while the raw files are not there yet)."""
+    files = [f for f in expand_sources(config["data"]["bge"]["files"]) if _os.path.isfile(f)]
+    return sum(_os.path.getsize(f) for f in files) / config["data"]["bge"]["parts"]
+
+
+def bge_part_runtime(wildcards, attempt):
+    """Minutes for one part of a scattered BGE step: 20 min + 2x its input share at the
+    one-process rate of all steps together (each step does a fraction of it), times `attempt`."""
+    return _minutes(20 + _RUNTIME_SAFETY * _bge_part_bytes() / _BGE_BYTES_PER_SECOND / 60.0, attempt)
+
+
+def bge_gather_runtime(wildcards, attempt):
+    """Minutes for the gather `prepare_bge`: it hard-links the shards (seconds), but copies them
+    where the filesystem cannot link: 20 min + the whole input at 100 MB/s, times `attempt`."""
+    return _minutes(20 + _bge_part_bytes() * config["data"]["bge"]["parts"] / 100e6 / 60.0, attempt)
+
+
+def bge_sort_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `bge_sort`: its key range is sorted in slices of 256 MB of Arrow data
+    (embtune.data.bge_scatter.SORT_SLICE_BYTES; sort indices, dedup and the slice's copy), 6 GB."""
+    return _mb(6144, attempt)
+
+
+def bge_shards_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `bge_shards`: one shard in memory as Python strings, token ids and the
+    parquet frame: 4 GB + 4 KB per shard row, times `attempt`."""
+    return _mb(4096 + config["data"]["bge"]["shard_rows"] * 4 / 1024, attempt)
+
+
 # What the rules splice in with `resources: **TRAIN_RESOURCES` etc.
 TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb}
 QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 
+BGE_SPILL_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": lambda wildcards, attempt: _mb(4096, attempt)}
+BGE_SORT_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": bge_sort_mem_mb}
+BGE_SHARDS_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": bge_shards_mem_mb}
+BGE_GATHER_RESOURCES = {"runtime": bge_gather_runtime}

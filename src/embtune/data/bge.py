@@ -13,6 +13,10 @@ Speed (``--threads N``): input files are filtered and spilled by up to N worker 
 per task, each into its own bucket part files; a bucket is sorted as a whole, so the parts' order
 does not matter), and the Rust tokenizer encodes each batch on N threads. Neither changes a byte
 of the output: the outputs for 1 and N threads are identical (tested).
+
+Scale-out: the workflow runs this stage as 3N + 1 separate jobs (embtune.data.bge_scatter: byte
+ranges of the input, key ranges of the sort, row ranges of the output), built from the functions
+here and byte-identical to this one-process stage (tested); this module stays the reference.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ import argparse
 import contextlib
 import functools
 import hashlib
+import json
 import math
 import multiprocessing
 import os
-import pickle
 import re
 import tempfile
 from collections import Counter
@@ -164,28 +168,38 @@ def iter_pairs(files: Sequence[str], english_filter: bool, stats: Stats) -> Iter
     The English test judges query and positive as one text: short queries alone have too few
     words for the stop-word test, and a non-English side pulls the joint ratios below threshold."""
     for path in files:
-        for line_no, obj in iter_jsonl(path):
-            stats.rows_in += 1
-            pair = extract_pair(obj)
-            if isinstance(pair, str):
-                stats.drop(pair, f"{path}:{line_no}")
-                continue
-            if english_filter and not is_english(pair[0] + "\n" + pair[1]):
-                stats.drop("not English", f"{path}:{line_no}")
-                continue
-            stats.pairs_kept += 1
-            yield pair
+        yield from filter_pairs(((f"{path}:{line_no}", obj) for line_no, obj in iter_jsonl(path)),
+                                english_filter, stats)
+
+
+def filter_pairs(records: Iterable[tuple[Any, Any]], english_filter: bool,
+                 stats: Stats) -> Iterator[tuple[str, str]]:
+    """The filters of :func:`iter_pairs` over ``(where, record)``; ``where`` is what a drop
+    example records (``file:line`` here; the scattered stage's byte-range parts record their
+    own position and turn it into ``file:line`` when gathered, see embtune.data.bge_scatter)."""
+    for where, obj in records:
+        stats.rows_in += 1
+        pair = extract_pair(obj)
+        if isinstance(pair, str):
+            stats.drop(pair, where)
+            continue
+        if english_filter and not is_english(pair[0] + "\n" + pair[1]):
+            stats.drop("not English", where)
+            continue
+        stats.pairs_kept += 1
+        yield pair
 
 
 def spill(pairs: Iterable[tuple[str, str]], seed: int, n_buckets: int, tmpdir: Path) -> list[Path]:
     """Append each pair as ``(key, query, pos)`` to its key-range bucket file.
 
-    Why pickled batches rather than a JSON line per pair: (de)serialising whole lists of tuples
-    runs in C, several times faster than ``json.dumps``/``loads`` per pair; the files are our own
-    short-lived temp files, so pickle's trust issue does not arise. Pairs are buffered in memory
+    Why one JSON line per *batch* rather than per pair: (de)serialising a whole list in one
+    ``json.dumps``/``loads`` call runs in C, several times faster than a call per pair; and JSON,
+    not pickle, because nothing in embtune is loaded with pickle (a temp dir on a shared
+    filesystem is writable by others). JSON keeps the 64-bit keys exact. Pairs are buffered in memory
     (at most ``SPILL_BUFFER_PAIRS``) and a bucket file is only opened to append a batch, so even
     thousands of buckets never hit the open-file limit. A bucket that got no pair has no file."""
-    paths = [tmpdir / f"bucket-{i:05d}.pkl" for i in range(n_buckets)]
+    paths = [tmpdir / f"bucket-{i:05d}.jsonl" for i in range(n_buckets)]
     buffers: list[list[tuple[int, str, str]]] = [[] for _ in range(n_buckets)]
     buffered = 0
     for query, pos in pairs:
@@ -202,8 +216,9 @@ def spill(pairs: Iterable[tuple[str, str]], seed: int, n_buckets: int, tmpdir: P
 def _flush(paths: list[Path], buffers: list[list[tuple[int, str, str]]]) -> None:
     for path, buf in zip(paths, buffers):
         if buf:
-            with open(path, "ab") as fh:
-                pickle.dump(buf, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(buf))   # ASCII escapes: lone surrogates survive
+                fh.write("\n")
             buf.clear()
 
 
@@ -249,16 +264,13 @@ def spill_all(files: Sequence[str], english_filter: bool, seed: int, n_buckets: 
 
 def read_bucket(paths: Sequence[Path], dedup: bool) -> tuple[list[tuple[str, str]], int]:
     """Sort one bucket (all its part files) by (key, query, pos); drop exact duplicates if asked."""
-    rows: list[tuple[int, str, str]] = []
+    rows: list[list[Any]] = []   # [key, query, pos]: lists sort like tuples
     for path in paths:
         if not path.exists():
             continue
-        with open(path, "rb") as fh:
-            while True:
-                try:
-                    rows.extend(pickle.load(fh))
-                except EOFError:
-                    break
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                rows.extend(json.loads(line))
     rows.sort()
     if not dedup:
         return [(q, p) for _, q, p in rows], 0
@@ -512,12 +524,17 @@ def write_shards(out: Path, tokenizer: Any, rows: Iterable[list[tuple[str, str]]
             done.train_rows += len(chunk)
             done.shards.append(name)
         write_parquet(out / name, frame)
-    if done.val_rows < val_pairs:
-        raise DataError(f"only {done.val_rows} pairs left after filtering; --val-pairs {val_pairs} "
-                        "needs more (and train needs at least one)")
-    if not done.shards:
-        raise DataError(f"no training pairs left after the {done.val_rows} validation pairs")
+    check_split(done.val_rows, val_pairs, len(done.shards))
     return done
+
+
+def check_split(val_rows: int, val_pairs: int, train_shards: int) -> None:
+    """Fail when the pairs left do not fill the validation slice plus at least one training row."""
+    if val_rows < val_pairs:
+        raise DataError(f"only {val_rows} pairs left after filtering; --val-pairs {val_pairs} "
+                        "needs more (and train needs at least one)")
+    if not train_shards:
+        raise DataError(f"no training pairs left after the {val_rows} validation pairs")
 
 
 def no_pairs_message(files: Sequence[str], stats: Stats) -> str:
@@ -563,23 +580,35 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             done = write_shards(final, tokenizer, ordered(), args.val_pairs, args.shard_rows,
                                 args.context_length)
         except DataError as err:  # too few pairs: say what the filters dropped
-            raise DataError(f"{err}; {len(files)} input file(s), {stats.rows_in} records, dropped: "
-                            f"{drop_summary(stats.drops, stats.drop_examples)}") from None
-        manifest = provenance(
-            stable=True, stage="prepare-bge",
-            inputs=[{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in files],
-            tokenizer=args.tokenizer, context_length=args.context_length, seed=args.seed,
-            english_filter=english, dedup=dedup, max_pairs=args.max_pairs,
-            val_pairs=args.val_pairs, shard_rows=args.shard_rows,
-            rows_in=stats.rows_in, pairs_after_filters=stats.pairs_kept,
-            duplicates_removed=duplicates["removed"], rows_out=done.val_rows + done.train_rows,
-            val_rows=done.val_rows, train_rows=done.train_rows, train_shards=done.shards,
-            drops=dict(sorted(stats.drops.items())), drop_examples=stats.drop_examples,
-            tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
-                    "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
-        )
+            raise too_few_pairs(err, files, stats) from None
+        inputs = [{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in files]
+        manifest = build_manifest(args, inputs, stats, duplicates["removed"], done)
         write_json(final / "manifest.json", manifest)
     return manifest
+
+
+def too_few_pairs(err: DataError, files: Sequence[str], stats: Stats) -> DataError:
+    """``check_split``'s error with what the filters dropped (the user's next question)."""
+    return DataError(f"{err}; {len(files)} input file(s), {stats.rows_in} records, dropped: "
+                     f"{drop_summary(stats.drops, stats.drop_examples)}")
+
+
+def build_manifest(args: argparse.Namespace, inputs: list[dict[str, Any]], stats: Stats,
+                   duplicates_removed: int, done: Written) -> dict[str, Any]:
+    """The stage's manifest; one function for the one-process and the scattered stage
+    (embtune.data.bge_scatter), whose manifests must be byte-identical."""
+    return provenance(
+        stable=True, stage="prepare-bge", inputs=inputs,
+        tokenizer=args.tokenizer, context_length=args.context_length, seed=args.seed,
+        english_filter=not args.no_english_filter, dedup=not args.no_dedup, max_pairs=args.max_pairs,
+        val_pairs=args.val_pairs, shard_rows=args.shard_rows,
+        rows_in=stats.rows_in, pairs_after_filters=stats.pairs_kept,
+        duplicates_removed=duplicates_removed, rows_out=done.val_rows + done.train_rows,
+        val_rows=done.val_rows, train_rows=done.train_rows, train_shards=done.shards,
+        drops=dict(sorted(stats.drops.items())), drop_examples=stats.drop_examples,
+        tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
+                "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

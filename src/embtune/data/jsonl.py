@@ -17,13 +17,14 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from embtune.errors import DataError, one_line
 
-__all__ = ["DataError", "drop_summary", "iter_jsonl", "iter_lines", "open_text", "run_stage"]
+__all__ = ["DataError", "drop_summary", "is_gzip", "iter_jsonl", "iter_jsonl_range", "iter_lines",
+           "open_text", "run_stage"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -171,6 +172,67 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             reason = f"{p}:{line_no}: invalid JSON ({err.msg} at column {err.colno})"
             raise DataError(_damaged_gzip(p, line_no, reason) if _is_gzip(p) else reason) from None
         yield line_no, obj
+
+
+def iter_jsonl_range(path: str | os.PathLike[str], start: int, end: int) -> Generator[tuple[int, Any], None, int]:
+    """:func:`iter_jsonl` over the lines of a plain (not gzip) file that *start* in the byte range
+    ``[start, end)``; line numbers count from 1 at the range's first line. The generator returns
+    the number of lines in the range (blank ones included).
+
+    Why: a scattered stage splits one big file into byte ranges, one per job. A line belongs to
+    the range holding its first byte, so consecutive ranges read every line exactly once. A job
+    does not know how many lines come before its range; the errors here count them (on the error
+    path only) and name the file's real line, as :func:`iter_jsonl` does."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: file not found")
+    with open(p, "rb") as fh:
+        pos = start
+        if start > 0:
+            fh.seek(start - 1)
+            if fh.read(1) != b"\n":  # inside a line: it belongs to the range before
+                pos = start + len(fh.readline())
+        fh.seek(pos)
+        line_no = 0
+        try:
+            for raw in fh:
+                if pos >= end:
+                    break
+                line_no += 1
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise DataError(_utf8_error(p, False, _line_at(p, pos), pos, raw, err)) from None
+                at, pos = pos, pos + len(raw)
+                if not text.strip():
+                    continue
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{p}:{_line_at(p, at)}: invalid JSON ({err.msg} at column "
+                                    f"{err.colno})") from None
+                yield line_no, obj
+        except OSError as err:
+            raise DataError(_read_error(p, False, _line_at(p, pos) - 1, pos, err)) from None
+    return line_no
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """The 1-based number of the line starting at byte ``offset`` (counts the newlines before)."""
+    n = 0
+    with open(path, "rb") as fh:
+        while offset > 0:
+            block = fh.read(min(offset, 1 << 24))
+            if not block:
+                break
+            n += block.count(b"\n")
+            offset -= len(block)
+    return n + 1
+
+
+def is_gzip(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts with the gzip magic bytes (how every reader here detects gzip)."""
+    return _is_gzip(path)
 
 
 def _is_gzip(path: str | os.PathLike[str]) -> bool:

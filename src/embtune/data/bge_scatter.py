@@ -1,0 +1,557 @@
+"""Stage ``prepare-bge-part``: ``embtune prepare-bge`` scattered over N parts, one job each.
+
+The one-process stage (:mod:`embtune.data.bge`) reads the whole dump, sorts it by the seeded
+keyed hash of each pair, drops exact duplicates and tokenises in that order: about 9 hours for
+the 200M-pair dump while the cluster sits idle. Here the same work is done by ``3N + 1`` jobs
+(Snakemake rules ``bge_spill``, ``bge_sort``, ``bge_shards`` and ``prepare_bge``, each part a
+SLURM job under ``--profile slurm``), and the output directory is byte-identical to the
+one-process result (tested for several N and for duplicates across files):
+
+``spill I/N``
+    Byte range ``I`` of the concatenated input files (a gzip file cannot be split and goes whole
+    to the part holding its first byte; a line belongs to the range holding its first byte).
+    Filters each record exactly as the one-process stage, keys each pair with ``pair_key`` and
+    routes it to the sort part owning that key's range (``bucket_of(key, N)``): one Arrow IPC
+    file per sort part, plus the drop counts and the sha256 of the files it starts.
+``sort J/N``
+    Key range ``J``: the pairs routed there by every spill part, sorted by (key, query, pos) and
+    exact duplicates dropped; in slices of the key range of bounded size (memory stays bounded).
+    A duplicate pair has one key wherever it was read, so it always meets its twin here: the
+    dedup is exact across files and parts. Writes the sorted pairs and, per one-process spill
+    bucket, how many rows and duplicates it holds (the one-process stage stops counting
+    duplicates at the bucket where ``--max-pairs`` is reached; the gather repeats that count).
+``shards J/N``
+    The sorted parts concatenated in ``J`` order *are* the one-process global order. Each output
+    file (``val.parquet``, ``train-NNNNN.parquet``; its rows follow from the row counts alone)
+    is tokenised and written by the part whose row range holds the file's first row.
+``gather``
+    Links the shards into the output directory and writes the manifest from the parts' counts
+    (``embtune.data.bge.build_manifest``, shared with the one-process stage).
+
+Intermediate parts live under ``<processed>/bge_parts/`` (Snakemake ``temp()``: removed once the
+gather is done); every part directory is written atomically and records the arguments it was
+built with, which the next step checks, so parts of different settings never mix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from embtune.data import bge
+from embtune.data.jsonl import (
+    DataError,
+    is_gzip,
+    iter_jsonl,
+    iter_jsonl_range,
+    run_stage,
+)
+from embtune.data.sources import expand_files
+from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
+
+SPILL_BATCH_PAIRS = 50_000          # rows per Arrow batch of a sort part's output
+SORT_SLICE_BYTES = 256 << 20        # Arrow bytes sorted at once by a sort part (a slice of its key range)
+KEY_SPACE = 1 << 64
+PAIR_SCHEMA = pa.schema([("key", pa.uint64()), ("query", pa.string()), ("pos", pa.string())])
+
+
+def part_name(step: str, part: int, parts: int) -> str:
+    """``spill-3-of-7``: the part directory (N in the name, so a new N never reads old parts)."""
+    return f"{step}-{part}-of-{parts}"
+
+
+def key_bound(i: int, n: int) -> int:
+    """First key of range ``i`` of ``n`` under ``bge.bucket_of`` (``(key * n) >> 64 == i``)."""
+    return -(-i * KEY_SPACE // n)
+
+
+# ---------------------------------------------------------------- spill: byte ranges of the input
+@dataclass(frozen=True)
+class Segment:
+    """Bytes ``[start, end)`` of one input file, read by one spill part (gzip: the whole file)."""
+
+    path: str
+    start: int
+    end: int
+    gz: bool
+
+
+def plan_segments(files: Sequence[str], sizes: Sequence[int], gz: Sequence[bool],
+                  parts: int) -> list[list[Segment]]:
+    """Split the concatenated input into ``parts`` byte ranges of equal size, per part the file
+    segments in input order. A gzip file goes whole to the part holding its first byte."""
+    total = sum(sizes)
+    lo = [i * total // parts for i in range(parts + 1)]
+    out: list[list[Segment]] = [[] for _ in range(parts)]
+    offset = 0
+    for path, size, zipped in zip(files, sizes, gz):
+        if zipped:
+            owner = max(i for i in range(parts) if lo[i] <= offset) if total else 0
+            out[owner].append(Segment(path, 0, size, True))
+        else:
+            for i in range(parts):
+                a, b = max(lo[i], offset), min(lo[i + 1], offset + size)
+                if a < b:
+                    out[i].append(Segment(path, a - offset, b - offset, False))
+        offset += size
+    return out
+
+
+def file_owner(files: Sequence[str], sizes: Sequence[int], parts: int) -> list[int]:
+    """The part that hashes each file (the one holding its first byte): one reader per file."""
+    total, offset, owners = sum(sizes), 0, []
+    for size in sizes:
+        owners.append(min(parts - 1, offset * parts // total) if total else 0)
+        offset += size
+    return owners
+
+
+def _input_facts(files: Sequence[str]) -> tuple[list[int], list[bool]]:
+    sizes, gz = [], []
+    for f in files:
+        if not os.path.isfile(f):
+            raise DataError(f"{f}: file not found")
+        sizes.append(os.path.getsize(f))
+        gz.append(is_gzip(f))
+    return sizes, gz
+
+
+def _records(segments: Sequence[Segment], lines: list[int]) -> Iterator[tuple[list[int], Any]]:
+    """``([segment, line], record)``: the line counts from 1 in its segment (fixed in gather).
+    Appends each segment's line count (blank lines included) to ``lines`` once it is read."""
+    for s, seg in enumerate(segments):
+        if seg.gz:  # whole file: its line numbers are already the file's
+            for line_no, obj in iter_jsonl(seg.path):
+                yield [s, line_no], obj
+            lines.append(0)
+            continue
+        reader = iter_jsonl_range(seg.path, seg.start, seg.end)
+        while True:
+            try:
+                line_no, obj = next(reader)
+            except StopIteration as stop:
+                lines.append(stop.value)
+                break
+            yield [s, line_no], obj
+
+
+def spill(args: argparse.Namespace) -> dict[str, Any]:
+    files = expand_files(args.files)
+    sizes, gz = _input_facts(files)
+    segments = plan_segments(files, sizes, gz, args.parts)[args.part]
+    owners = file_owner(files, sizes, args.parts)
+    english = not args.no_english_filter
+    stats = bge.Stats()
+    out = Path(args.out)
+    with atomic_dir(out) as tmp:
+        writers = [pa.ipc.new_file(str(tmp / f"to-{j}.arrow"), PAIR_SCHEMA) for j in range(args.parts)]
+        buffers: list[tuple[list[int], list[str], list[str]]] = [([], [], []) for _ in range(args.parts)]
+
+        def flush(j: int) -> None:
+            keys, queries, positives = buffers[j]
+            if keys:
+                writers[j].write_batch(pa.record_batch(
+                    [pa.array(keys, pa.uint64()), pa.array(queries, pa.string()),
+                     pa.array(positives, pa.string())], schema=PAIR_SCHEMA))
+                buffers[j] = ([], [], [])
+
+        buffered = 0
+        lines: list[int] = []
+        for query, pos in bge.filter_pairs(_records(segments, lines), english, stats):
+            key = bge.pair_key(args.seed, query, pos)
+            buf = buffers[bge.bucket_of(key, args.parts)]
+            buf[0].append(key)
+            buf[1].append(query)
+            buf[2].append(pos)
+            buffered += 1
+            if buffered >= bge.SPILL_BUFFER_PAIRS:  # memory bounded whatever N is
+                for j in range(args.parts):
+                    flush(j)
+                buffered = 0
+        for j, writer in enumerate(writers):
+            flush(j)
+            writer.close()
+        record = {
+            "step": "spill", "part": args.part, "parts": args.parts,
+            "settings": spill_settings(files, sizes, args),
+            "n_buckets": bge.n_buckets_for(sum(sizes)),
+            "segments": [{"path": s.path, "start": s.start, "end": s.end, "gz": s.gz, "lines": n}
+                         for s, n in zip(segments, lines, strict=True)],
+            "sha256": {f: sha256_file(f) for f, o in zip(files, owners) if o == args.part},
+            "rows_in": stats.rows_in, "pairs_kept": stats.pairs_kept,
+            "drops": dict(stats.drops), "drop_examples": stats.drop_examples,
+        }
+        write_json(tmp / "stats.json", record)
+    return record
+
+
+def spill_settings(files: Sequence[str], sizes: Sequence[int], args: argparse.Namespace) -> dict[str, Any]:
+    return {"files": list(files), "bytes": list(sizes), "seed": args.seed,
+            "english_filter": not args.no_english_filter}
+
+
+# ---------------------------------------------------------------- sort: key ranges
+def _read_table(path: Path) -> pa.Table:
+    """An Arrow IPC file, memory-mapped (no copy until a slice is used)."""
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; expected a part of the scattered prepare-bge "
+                        "(run the earlier step first)")
+    try:
+        return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    except (pa.ArrowInvalid, OSError) as err:
+        raise DataError(f"{path}: not a readable Arrow IPC file ({err})") from None
+
+
+def _part_record(directory: Path, step: str, part: int, parts: int) -> dict[str, Any]:
+    path = directory / "stats.json"
+    if not path.is_file():
+        raise DataError(f"{path}: file not found; expected the {step} part {part} of {parts}")
+    rec = read_json(path)
+    if rec.get("step") != step or rec.get("part") != part or rec.get("parts") != parts:
+        raise DataError(f"{path}: holds {rec.get('step')} part {rec.get('part')} of {rec.get('parts')}, "
+                        f"expected {step} part {part} of {parts}")
+    return rec
+
+
+def _same(records: Sequence[dict[str, Any]], dirs: Sequence[Path], key: str, expected: Any) -> None:
+    for rec, d in zip(records, dirs):
+        if rec[key] != expected:
+            raise DataError(f"{d}: built with {key} {json.dumps(rec[key], sort_keys=True)[:300]}, "
+                            f"expected {json.dumps(expected, sort_keys=True)[:300]} (a stale part: "
+                            "delete it and run again)")
+
+
+def dedup_sorted(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """Rows of a (key, query, pos)-sorted table without exact repeats, and the kept mask."""
+    n = table.num_rows
+    keep = np.ones(n, dtype=bool)
+    if n > 1:
+        same = np.ones(n - 1, dtype=bool)
+        for name in ("key", "query", "pos"):
+            col = table.column(name).combine_chunks()
+            same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        keep[1:] = ~same
+    return table.filter(pa.array(keep)), keep
+
+
+def bucket_ids(keys: np.ndarray, n_buckets: int) -> np.ndarray:
+    """``bge.bucket_of`` for every key, vectorised (a search among the buckets' first keys)."""
+    bounds = np.array([key_bound(b, n_buckets) for b in range(1, n_buckets)], dtype=np.uint64)
+    return np.searchsorted(bounds, keys, side="right")
+
+
+def sort(args: argparse.Namespace) -> dict[str, Any]:
+    spill_dirs = [Path(d) for d in args.inputs]
+    if len(spill_dirs) != args.parts:
+        raise DataError(f"sort part {args.part}: got {len(spill_dirs)} spill parts, expected {args.parts}")
+    records = [_part_record(d, "spill", i, args.parts) for i, d in enumerate(spill_dirs)]
+    _same(records, spill_dirs, "settings", records[0]["settings"])
+    n_buckets = records[0]["n_buckets"]
+    tables = [_read_table(d / f"to-{args.part}.arrow") for d in spill_dirs]
+    table = pa.concat_tables(tables)
+    lo, hi = key_bound(args.part, args.parts), key_bound(args.part + 1, args.parts)
+    slices = max(1, math.ceil(table.nbytes / SORT_SLICE_BYTES))
+    rows: Counter = Counter()
+    dups: Counter = Counter()
+    kept_rows = 0
+    out = Path(args.out)
+    with atomic_dir(out) as tmp:
+        with pa.ipc.new_file(str(tmp / "pairs.arrow"), PAIR_SCHEMA.remove(0)) as writer:
+            keys_all = table.column("key")
+            for s in range(slices):
+                a, b = lo + (hi - lo) * s // slices, lo + (hi - lo) * (s + 1) // slices
+                mask = pc.greater_equal(keys_all, pa.scalar(a, pa.uint64()))
+                if b < KEY_SPACE:
+                    mask = pc.and_(mask, pc.less(keys_all, pa.scalar(b, pa.uint64())))
+                part = table.filter(mask).sort_by([("key", "ascending"), ("query", "ascending"),
+                                                   ("pos", "ascending")])
+                keys = part.column("key").to_numpy()
+                if args.no_dedup:
+                    kept, keep = part, np.ones(part.num_rows, dtype=bool)
+                else:
+                    kept, keep = dedup_sorted(part)
+                ids = bucket_ids(keys, n_buckets)
+                all_counts = np.bincount(ids, minlength=n_buckets)
+                kept_counts = np.bincount(ids[keep], minlength=n_buckets)
+                for bkt in np.flatnonzero(all_counts):
+                    rows[int(bkt)] += int(kept_counts[bkt])
+                    dups[int(bkt)] += int(all_counts[bkt] - kept_counts[bkt])
+                kept_rows += kept.num_rows
+                for batch in kept.select(["query", "pos"]).to_batches(max_chunksize=SPILL_BATCH_PAIRS):
+                    writer.write_batch(batch)
+        record = {"step": "sort", "part": args.part, "parts": args.parts,
+                  "settings": {**records[0]["settings"], "dedup": not args.no_dedup},
+                  "rows": kept_rows,
+                  "buckets": {str(b): [rows[b], dups[b]] for b in sorted(rows)}}
+        write_json(tmp / "stats.json", record)
+    return record
+
+
+# ---------------------------------------------------------------- shards: output files by row range
+def duplicates_counted(buckets: dict[int, list[int]], max_pairs: int | None) -> tuple[int, int]:
+    """(pairs kept, duplicates removed) as ``bge.ordered_pairs`` counts them: buckets in key
+    order, each bucket's duplicates counted, stopping after the bucket that reaches max_pairs."""
+    remaining, removed, total = max_pairs, 0, 0
+    for b in sorted(buckets):
+        rows, dups = buckets[b]
+        removed += dups
+        take = rows if remaining is None else min(rows, remaining)
+        total += take
+        if remaining is not None:
+            remaining -= take
+            if remaining == 0:
+                break
+    return total, removed
+
+
+def layout(total: int, val_pairs: int, shard_rows: int) -> list[tuple[str, int, int]]:
+    """``(name, first row, end row)`` of every output file, as ``bge.write_shards`` cuts them:
+    val.parquet (empty when val_pairs is 0), then train shards of shard_rows (the last shorter)."""
+    files: list[tuple[str, int, int]] = []
+    start = min(val_pairs, total)
+    files.append(("val.parquet", 0, start))
+    while start < total:
+        end = min(start + shard_rows, total)
+        files.append((f"train-{len(files) - 1:05d}.parquet", start, end))
+        start = end
+    return files
+
+
+def shard_owner(start: int, total: int, parts: int) -> int:
+    """The shards part writing the file whose first row is ``start`` (equal row ranges)."""
+    return min(parts - 1, start * parts // total) if total else 0
+
+
+def _merged_buckets(records: Sequence[dict[str, Any]]) -> dict[int, list[int]]:
+    merged: dict[int, list[int]] = {}
+    for rec in records:
+        for b, (rows, dups) in rec["buckets"].items():
+            cur = merged.setdefault(int(b), [0, 0])
+            cur[0] += rows
+            cur[1] += dups
+    return merged
+
+
+def _sorted_parts(dirs: Sequence[Path], parts: int) -> list[dict[str, Any]]:
+    if len(dirs) != parts:
+        raise DataError(f"got {len(dirs)} sort parts, expected {parts}")
+    records = [_part_record(d, "sort", j, parts) for j, d in enumerate(dirs)]
+    _same(records, dirs, "settings", records[0]["settings"])
+    return records
+
+
+def _rows(dirs: Sequence[Path], counts: Sequence[int], start: int, end: int) -> list[tuple[str, str]]:
+    """Global rows ``[start, end)`` of the sorted parts concatenated in order."""
+    out: list[tuple[str, str]] = []
+    offset = 0
+    for d, n in zip(dirs, counts):
+        a, b = max(start, offset), min(end, offset + n)
+        if a < b:
+            t = _read_table(d / "pairs.arrow").slice(a - offset, b - a)
+            out.extend(zip(t.column("query").to_pylist(), t.column("pos").to_pylist()))
+        offset += n
+    return out
+
+
+def shards(args: argparse.Namespace) -> dict[str, Any]:
+    sort_dirs = [Path(d) for d in args.inputs]
+    records = _sorted_parts(sort_dirs, args.parts)
+    counts = [rec["rows"] for rec in records]
+    total, _ = duplicates_counted(_merged_buckets(records), args.max_pairs)
+    mine = [f for f in layout(total, args.val_pairs, args.shard_rows)
+            if shard_owner(f[1], total, args.parts) == args.part]
+    written = []
+    with bge.tokenizer_threads(args.threads):
+        tokenizer = bge.load_tokenizer(args.tokenizer) if mine else None
+        with atomic_dir(Path(args.out)) as tmp:
+            for name, start, end in mine:
+                frame, cuts = bge.pairs_frame(tokenizer, _rows(sort_dirs, counts, start, end),
+                                              args.context_length)
+                write_parquet(tmp / name, frame)
+                written.append({"name": name, "rows": end - start,
+                                "query_tokens": dict(Counter(frame["query_tokens"].to_list())),
+                                "pos_tokens": dict(Counter(frame["pos_tokens"].to_list())), **cuts})
+            record = {"step": "shards", "part": args.part, "parts": args.parts,
+                      "settings": {**records[0]["settings"], **shard_settings(args)}, "files": written}
+            write_json(tmp / "stats.json", record)
+    return record
+
+
+def shard_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {"tokenizer": args.tokenizer, "context_length": args.context_length,
+            "val_pairs": args.val_pairs, "shard_rows": args.shard_rows, "max_pairs": args.max_pairs}
+
+
+# ---------------------------------------------------------------- gather
+def _drop_where(segments: list[dict[str, Any]], line_base: list[int], where: list[int]) -> str:
+    seg, line = where
+    return f"{segments[seg]['path']}:{line_base[seg] + line}"
+
+
+def merged_stats(records: Sequence[dict[str, Any]]) -> bge.Stats:
+    """The spill parts' counts merged in input order, drop examples as ``file:line`` (a part's
+    line numbers count from its byte range's first line; the lines of the earlier ranges of the
+    same file are added)."""
+    stats = bge.Stats()
+    lines_before: Counter = Counter()
+    for rec in records:
+        base = []
+        for seg in rec["segments"]:
+            base.append(lines_before[seg["path"]])
+            lines_before[seg["path"]] += seg["lines"]
+        part = bge.Stats(rows_in=rec["rows_in"], pairs_kept=rec["pairs_kept"], drops=Counter(rec["drops"]),
+                         drop_examples={reason: [_drop_where(rec["segments"], base, w) for w in where]
+                                        for reason, where in rec["drop_examples"].items()})
+        stats.merge(part)
+    return stats
+
+
+def _link(src: Path, dst: Path) -> None:
+    """Hard link (no copy of gigabytes) where the filesystem allows it, else copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def gather(args: argparse.Namespace) -> dict[str, Any]:
+    bge._check_args(args)
+    files = expand_files(args.files)
+    sizes, _ = _input_facts(files)
+    spill_dirs, sort_dirs, shard_dirs = ([Path(d) for d in ds] for ds in (args.spill, args.sorted, args.shards))
+    n = args.parts
+    if not len(spill_dirs) == len(sort_dirs) == len(shard_dirs) == n:
+        raise DataError(f"gather: expected {n} spill, sort and shards parts, got "
+                        f"{len(spill_dirs)}, {len(sort_dirs)}, {len(shard_dirs)}")
+    spills = [_part_record(d, "spill", i, n) for i, d in enumerate(spill_dirs)]
+    settings = spill_settings(files, sizes, args)
+    _same(spills, spill_dirs, "settings", settings)
+    sorts = _sorted_parts(sort_dirs, n)
+    settings = {**settings, "dedup": not args.no_dedup}
+    _same(sorts, sort_dirs, "settings", settings)
+    shard_recs = [_part_record(d, "shards", j, n) for j, d in enumerate(shard_dirs)]
+    _same(shard_recs, shard_dirs, "settings", {**settings, **shard_settings(args)})
+
+    stats = merged_stats(spills)
+    if stats.pairs_kept == 0:
+        raise DataError(bge.no_pairs_message(files, stats))
+    total, removed = duplicates_counted(_merged_buckets(sorts), args.max_pairs)
+    plan = layout(total, args.val_pairs, args.shard_rows)
+    written = {f["name"]: (d, f) for d, rec in zip(shard_dirs, shard_recs) for f in rec["files"]}
+    done = bge.Written()
+    out = Path(args.out)
+    with atomic_dir(out) as final:
+        for name, start, end in plan:
+            if name not in written or written[name][1]["rows"] != end - start:
+                raise DataError(f"{name}: no shards part wrote it with {end - start} rows (parts of "
+                                "different runs? delete data/processed/.../bge_parts and run again)")
+            src, rec = written[name]
+            _link(src / name, final / name)
+            if name == "val.parquet":
+                done.val_rows = end - start
+            else:
+                done.train_rows += end - start
+                done.shards.append(name)
+            done.hist["query"].update({int(k): v for k, v in rec["query_tokens"].items()})
+            done.hist["pos"].update({int(k): v for k, v in rec["pos_tokens"].items()})
+            done.cut.update({k: rec[k] for k in ("query_truncated", "pos_truncated")})
+        try:
+            bge.check_split(done.val_rows, args.val_pairs, len(done.shards))
+        except DataError as err:
+            raise bge.too_few_pairs(err, files, stats) from None
+        missing = [f for f in files if not any(f in rec["sha256"] for rec in spills)]
+        if missing:
+            raise DataError(f"{missing[0]}: no spill part recorded its sha256")
+        sha = {f: h for rec in spills for f, h in rec["sha256"].items()}
+        inputs = [{"path": f, "bytes": size, "sha256": sha[f]} for f, size in zip(files, sizes)]
+        manifest = bge.build_manifest(args, inputs, stats, removed, done)
+        write_json(final / "manifest.json", manifest)
+    return manifest
+
+
+# ---------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="embtune prepare-bge-part", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+
+    def common(p: argparse.ArgumentParser, part: bool = True) -> None:
+        p.add_argument("--parts", type=int, required=True, help="number of parts N")
+        if part:
+            p.add_argument("--part", type=int, required=True, help="this part, 0..N-1")
+        p.add_argument("--out", required=True, help="output directory")
+
+    def inputs(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--files", nargs="+", required=True, help="JSONL(.gz) files or globs")
+        p.add_argument("--seed", type=int, required=True)
+        p.add_argument("--no-english-filter", action="store_true")
+
+    def output(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--tokenizer", required=True, help="HF tokenizer directory")
+        p.add_argument("--context-length", type=int, required=True)
+        p.add_argument("--val-pairs", type=int, required=True)
+        p.add_argument("--max-pairs", type=int, default=None)
+        p.add_argument("--shard-rows", type=int, required=True)
+
+    p = sub.add_parser("spill", help="filter and key byte range PART of the input")
+    inputs(p)
+    common(p)
+    p = sub.add_parser("sort", help="sort and deduplicate key range PART")
+    p.add_argument("--inputs", nargs="+", required=True, help="the N spill part directories, in order")
+    p.add_argument("--no-dedup", action="store_true")
+    common(p)
+    p = sub.add_parser("shards", help="tokenise and write the output files of row range PART")
+    p.add_argument("--inputs", nargs="+", required=True, help="the N sort part directories, in order")
+    output(p)
+    p.add_argument("--threads", type=int, default=None, help="tokenizer threads")
+    common(p)
+    p = sub.add_parser("gather", help="the output directory of embtune prepare-bge, from the parts")
+    inputs(p)
+    output(p)
+    p.add_argument("--no-dedup", action="store_true")
+    p.add_argument("--spill", nargs="+", required=True)
+    p.add_argument("--sorted", nargs="+", required=True)
+    p.add_argument("--shards", nargs="+", required=True)
+    common(p, part=False)
+    return ap
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.parts < 1:
+        raise DataError("--parts must be >= 1")
+    if args.step != "gather" and not 0 <= args.part < args.parts:
+        raise DataError(f"--part must be in 0..{args.parts - 1}")
+    if args.step in ("shards", "gather"):
+        args.threads = getattr(args, "threads", None)  # gather has no --threads
+        bge._check_args(args)
+
+
+STEPS = {"spill": spill, "sort": sort, "shards": shards, "gather": gather}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    _check(args)
+    return STEPS[args.step](args)
+
+
+def _summary(m: dict[str, Any]) -> str:
+    if m.get("stage") == "prepare-bge":
+        return (f"prepare-bge-part gather: {m['rows_in']} rows in, {m['rows_out']} pairs out "
+                f"({m['val_rows']} val, {len(m['train_shards'])} train shards), duplicates "
+                f"{m['duplicates_removed']}")
+    return f"prepare-bge-part {m['step']} {m['part'] + 1}/{m['parts']}: done"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_stage("prepare-bge-part", run, _parser().parse_args(argv), _summary)
