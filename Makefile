@@ -26,7 +26,7 @@ demo: install
 	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --printshellcmds
 	@echo "Results: results/demo/ (figures: results/demo/analysis/figures, recipe: results/demo/analysis/recipes, report: results/demo/analysis/report.md, metrics: results/demo/metrics.json; one HTML file: snakemake --configfile presets/demo.yaml --report report.html)"
 
-test: install
+test: install lint
 	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"
 	$(BIN)/pytest -v --durations=15
 
@@ -42,9 +42,12 @@ gpu-check: install
 plan: install
 	$(BIN)/snakemake -n --quiet rules
 
-# snakemake --lint (waivers, each with its reason: workflow/scripts/snakemake_lint.py) and the
-# DVC stages' code deps against the import closures (workflow/scripts/dvc_code_deps.py).
+# ruff (pyflakes, import order, complexity: [tool.ruff] in pyproject.toml), snakefmt on the
+# workflow, snakemake --lint (waivers, each with its reason: workflow/scripts/snakemake_lint.py)
+# and the DVC stages' code deps against the import closures (workflow/scripts/dvc_code_deps.py).
 lint: install
+	$(BIN)/ruff check src tests benchmarks workflow/scripts
+	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/python workflow/scripts/snakemake_lint.py --configfile presets/demo.yaml
 	$(BIN)/python workflow/scripts/dvc_code_deps.py --check
 

@@ -265,8 +265,13 @@ def part2(scale: float) -> None:
     import numpy as np
 
     from embtune.evaluate.embed_cache import EmbedCache
-    from embtune.evaluate.pnd_eval import (Towers, TripletSet, XnliTable, evaluate_arxiv_levels,
-                                           evaluate_triplets, evaluate_xnli)
+    from embtune.evaluate.pnd_eval import (
+        Towers,
+        XnliTable,
+        evaluate_arxiv_levels,
+        evaluate_triplets,
+        evaluate_xnli,
+    )
 
     rng = np.random.default_rng(1)
     enc = CountingEncoder()

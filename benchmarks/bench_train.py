@@ -29,11 +29,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import statistics
 import os
 import random
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile

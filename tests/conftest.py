@@ -19,3 +19,24 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+# ------------------------------------------------------------------ fixtures shared by several modules
+@pytest.fixture(scope="module")
+def paper() -> dict:
+    """The paper-scale params.yaml, loaded and validated (defaults filled) as the workflow does."""
+    from embtune.config import load_params
+
+    return load_params([REPO / "params.yaml"])
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny byte-level BPE tokenizer folder (built once per module)."""
+    from helpers_tokenizer import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tok")
+
+
+# A running single-node SLURM (module scope; skips loudly when SLURM cannot be had).
+from slurm_cluster import slurm_cluster  # noqa: E402,F401  (the fixture, shared by the SLURM tests)

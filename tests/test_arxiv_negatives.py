@@ -16,8 +16,8 @@ from scipy.stats import chisquare
 
 from embtune.data import arxiv_negatives as an
 from embtune.data import arxiv_records as ar
-from embtune.stages import build_arxiv_negatives as stage
 from embtune.data import jensen_shannon as js
+from embtune.stages import build_arxiv_negatives as stage
 
 WORDS = ("graph quantum field theory neural network manifold curvature prime modular form "
          "flow turbulence laser cavity spin lattice galaxy star estimator sample proof bound "

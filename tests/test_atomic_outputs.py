@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import polars as pl
 import pytest
-from helpers_tokenizer import build_tiny_tokenizer
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.cli import main as cli_main
@@ -49,11 +48,6 @@ def arxiv_line(i: int) -> str:
 
 
 LINES: dict[str, Callable[[int], str]] = {"bge": bge_line, "msmarco": msmarco_line, "arxiv": arxiv_line}
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tok")
 
 
 def run_reader_stage(loader: str, src: Path, out: Path, tok: Path) -> int:

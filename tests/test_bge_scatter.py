@@ -16,7 +16,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import pytest
-from helpers_tokenizer import build_tiny_tokenizer
 
 from embtune.cli import main as cli_main
 from embtune.data import bge, bge_scatter
@@ -24,11 +23,6 @@ from embtune.data.jsonl import DataError, iter_jsonl, iter_jsonl_range
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "data/demo/bge/pairs.jsonl"
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tok")
 
 
 def output_args(tok: Path, val: int, shard: int, ctx: int = 24) -> list[str]:

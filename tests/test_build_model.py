@@ -7,10 +7,10 @@ import json
 
 import pytest
 import torch
+from helpers_train import one_thread, write_corpus
 from transformers import AutoModel, AutoTokenizer
 
 from embtune.models import build, tokenizer
-from helpers_train import one_thread, write_corpus
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

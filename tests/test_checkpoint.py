@@ -13,10 +13,10 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.train import checkpoint as ck
 from embtune.train import loop
-from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

@@ -58,7 +58,7 @@ def hand_hours(budget: float, method: str) -> float:
 
 
 def test_plan_cost_of_a_tiny_grid_matches_hand_count(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    params = tiny_params(tmp_path)
+    tiny_params(tmp_path)                       # writes tiny.yaml, read below
     out = tmp_path / "cost.csv"
     files = [str(REPO / "params.yaml"), str(tmp_path / "tiny.yaml")]
     assert plan_stage.main([*files, "--flops-per-second", str(FPS), "--out-cost", str(out)]) == 0

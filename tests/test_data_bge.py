@@ -12,7 +12,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import polars as pl
 import pytest
-from helpers_tokenizer import build_tiny_tokenizer
 
 from embtune.cli import main as cli_main
 from embtune.data import bge
@@ -26,11 +25,6 @@ EN = [
     ("why is the sky blue", "Sunlight is scattered by the air, and blue light is scattered the most."),
     ("how to sort a list", "Call the sorted function on the list, or use the sort method in place."),
 ]
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tok")
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from embtune.cli import main as cli_main
-from embtune.data import hotpotqa, squad
+from embtune.data import hotpotqa
 from embtune.data.jsonl import DataError
 from embtune.data.sentences import sentence_spans, split_sentences
 from embtune.stages import prepare_squad

@@ -24,12 +24,12 @@ import math
 
 import pytest
 import torch
+from helpers_train import make_shards, one_thread, run_config, write_corpus
 from transformers import AutoModel, AutoTokenizer, GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
 
 from embtune.models import build, families
 from embtune.models.flops import analytic_counts, model_counts
 from embtune.models.methods import apply_method, count_params
-from helpers_train import make_shards, one_thread, run_config, write_corpus
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

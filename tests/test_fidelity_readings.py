@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from embtune.config import ParamsError, load_params, validate
+from embtune.config import ParamsError, validate
 from embtune.evaluate.embed_cache import EmbedCache
 from embtune.evaluate.pnd import count_not_closer, grouped_errors, triplet_set_pnd, xnli_pnd
 from embtune.evaluate.pnd_eval import Towers, XnliTable, evaluate_xnli
@@ -23,11 +23,6 @@ from embtune.sweep import peak_lr, training_runs
 from embtune.train.losses import logit_scale, symmetric_infonce
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def paper() -> dict:
-    return load_params([REPO / "params.yaml"])
 
 
 # ------------------------------------------------------------------ P1-LOGIT-SCALE

@@ -15,13 +15,12 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
+from helpers_train import one_thread
 from transformers import AutoModel
 
 from embtune.models.build import tiny_config
 from embtune.models.flops import ParamCounts, analytic_counts, training_flops
 from embtune.models.methods import apply_method, count_params
-
-from helpers_train import one_thread
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from embtune.train.freeze_specs import (FREEZE_SPECS, FreezeSpecError, apply_freeze, count_blocks,
-                                        plan_freeze)
+from embtune.train.freeze_specs import FREEZE_SPECS, FreezeSpecError, apply_freeze, count_blocks, plan_freeze
 
 EMB_BASE = {"word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight"}
 EMB = EMB_BASE | {"LayerNorm.weight", "LayerNorm.bias"}

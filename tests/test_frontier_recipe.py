@@ -76,7 +76,7 @@ def test_recipe_model_tokens_steps_and_rank(runs):
     n_star = math.exp(0.5 * math.log(CROSS * 3) + math.log(4e8) - 0.5 * math.log(1e17))
     assert rec["optimal_N"] == pytest.approx(n_star)
     suite = {name: (h, layers) for name, h, layers in PYTHIA}
-    n_of = {name: analytic_counts(h, l, "full").n_total for name, (h, l) in suite.items()}
+    n_of = {name: analytic_counts(h, nl, "full").n_total for name, (h, nl) in suite.items()}
     nearest = min(n_of, key=lambda m: abs(math.log(n_of[m]) - math.log(n_star)))
     assert rec["model"] == nearest
     rank = rec["hyperparameters"]["lora_rank"]
@@ -92,7 +92,7 @@ def test_recipe_prices_the_lora_setting_it_recommends(runs):
     with_emb = runs.with_columns(lora_alpha=pl.lit(8.0), lora_embed_in=pl.lit(True))
     rec = make_recipe(CROSS * 3, known_fits(), with_emb)
     assert rec["hyperparameters"]["lora_embed_in"] is True and rec["hyperparameters"]["lora_alpha"] == 8.0
-    d, layers = {name: (h, l) for name, h, l in PYTHIA}[rec["model"]]
+    d, layers = {name: (h, nl) for name, h, nl in PYTHIA}[rec["model"]]
     r = rec["hyperparameters"]["lora_rank"]
     # hand count (MLP 4d): N = L·(12d² + 13d) + 2d; adapters r·16d per block + r·d on the embeddings
     n, adapter = layers * (12 * d * d + 13 * d) + 2 * d, layers * r * 16 * d + r * d
@@ -117,7 +117,7 @@ def test_recipe_cli_writes_and_prints(tmp_path, runs, capsys):
     write_parquet(tmp_path / "runs.parquet", runs)
     write_json(tmp_path / "fits.json", known_fits())
     out = tmp_path / "recipe.json"
-    suite = json.dumps([{"name": n, "hidden_size": h, "num_layers": l} for n, h, l in PYTHIA])
+    suite = json.dumps([{"name": n, "hidden_size": h, "num_layers": nl} for n, h, nl in PYTHIA])
     assert recipe_mod.main(["--budget", "3e17", "--fits", str(tmp_path / "fits.json"), "--runs",
                             str(tmp_path / "runs.parquet"), "--suite-json", suite, "--batch-size", "1024",
                             "--out", str(out)]) == 0

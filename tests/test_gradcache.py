@@ -12,8 +12,8 @@ from embtune.models.build import tiny_config
 from embtune.models.methods import apply_method
 from embtune.train.gradcache import gradcache_step
 from embtune.train.loop import contrastive_loss_fn, embed, length_sorted_chunks, make_chunks
-from embtune.train.pairs import Pairs
 from embtune.train.losses import symmetric_infonce, triplet_margin_loss
+from embtune.train.pairs import Pairs
 
 RUNS = {
     "full": {"method": "full"},
@@ -22,7 +22,7 @@ RUNS = {
     "lora": {"method": "lora", "lora_rank": 4, "lora_alpha": 8.0, "lora_dropout": 0.0},
 }
 
-from helpers_train import one_thread
+from helpers_train import one_thread  # noqa: E402  (tests/ is on sys.path via conftest)
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

@@ -14,8 +14,17 @@ import pytest
 import torch
 
 from embtune.train.loop import length_sorted_chunks, make_chunks
-from embtune.train.pairs import (Pairs, TokenColumn, column_from_lists, is_packed, main, open_pairs,
-                                 pack_pairs, read_pairs, train_shards)
+from embtune.train.pairs import (
+    Pairs,
+    TokenColumn,
+    column_from_lists,
+    is_packed,
+    main,
+    open_pairs,
+    pack_pairs,
+    read_pairs,
+    train_shards,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers_train import make_shards  # noqa: E402

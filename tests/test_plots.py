@@ -8,7 +8,6 @@ import json
 import numpy as np
 import polars as pl
 import pytest
-from matplotlib.figure import Figure
 
 from embtune.io import write_json, write_parquet
 from embtune.plots import cli as plots_cli

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embtune.evaluate.pnd import (closeness, count_not_closer, grouped_errors, triplet_set_pnd,
-                                  xnli_pnd)
+from embtune.evaluate.pnd import closeness, count_not_closer, grouped_errors, triplet_set_pnd, xnli_pnd
 
 
 def brute_sim(q: np.ndarray, t: np.ndarray, measure: str) -> float:

@@ -177,7 +177,7 @@ def test_chunked_scores_do_not_depend_on_threads(monkeypatch):
 
 @pytest.mark.parametrize("ties", ["error", "not_error"])
 def test_one_vs_one_errors_equals_grouped_errors(ties):
-    from embtune.evaluate.pnd import grouped_errors, one_vs_one_errors, prepare, _prepared
+    from embtune.evaluate.pnd import _prepared, grouped_errors, one_vs_one_errors, prepare
 
     rng = np.random.default_rng(7)
     pos, neg = rng.integers(0, 3, 200).astype(float), rng.integers(0, 3, 200).astype(float)

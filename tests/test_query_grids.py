@@ -14,15 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from embtune.config import ParamsError, load_params, validate
-from embtune.sweep import RUN_NAME, query_members, query_plan, query_runs, random_draws
+from embtune.config import ParamsError, validate
+from embtune.sweep import RUN_NAME, query_members, query_runs, random_draws
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def paper() -> dict:
-    return load_params([REPO / "params.yaml"])
 
 
 def _bare(paper: dict, grids: list[dict], sweeps: dict | None = None) -> dict:

@@ -5,17 +5,17 @@ the data stages)."""
 from __future__ import annotations
 
 import csv
-import math
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 import torch
+from helpers_st import load_quietly
 
 from embtune.train import query_tower as qt
-from helpers_st import load_quietly
 
 TOPICS = ["river", "bread", "planet", "guitar", "engine", "forest", "coffee", "poem"]
 

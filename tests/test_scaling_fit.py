@@ -12,8 +12,7 @@ from scipy.optimize import lsq_linear
 
 from embtune.io import read_json, write_parquet
 from embtune.scaling import fit_cli, runs_table
-from embtune.scaling.fit import (Problem, bootstrap_trust, fit_law, fixed_parameters, objective,
-                                 solve_coefficients)
+from embtune.scaling.fit import Problem, bootstrap_trust, fit_law, fixed_parameters, objective, solve_coefficients
 from embtune.scaling.fit_cli import fit_all, fit_method_laws
 from embtune.scaling.laws import CHINCHILLA, MODIFIED, chinchilla_law, make_features
 from embtune.scaling.synthetic import PAPER_BUDGETS, PYTHIA, TRUE_PARAMS, synthetic_runs
@@ -335,10 +334,10 @@ def test_parallel_fit_equals_serial():
 def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_path, capsys):
     """Full fine-tuning whose loss ignores N: the Chinchilla fit ends with α at its bound, and
     every place that shows the fit says so."""
-    from embtune.stages import summary
     from embtune.plots.figures import predicted_vs_actual_figure
     from embtune.plots.report import fits_markdown, predicted_actual_data
     from embtune.scaling import recipe as recipe_mod
+    from embtune.stages import summary
 
     flat = {**TRUE_PARAMS["full"], "a_d": 0.0, "b_d": 0.0}
     runs = synthetic_runs(models=PYTHIA[:5], budgets=PAPER_BUDGETS[:4], methods=("full",), params={"full": flat})

@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.train import checkpoint as ck
 from embtune.train import loop
-from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 _one_thread = pytest.fixture(autouse=True)(one_thread)

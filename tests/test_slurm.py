@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slurm_cluster import SlurmCluster, slurm_cluster  # noqa: E402,F401  (fixture)
+from slurm_cluster import SlurmCluster  # noqa: E402  (the fixture itself comes from conftest.py)
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from embtune.evaluate.ranking import ranking_metrics
-from embtune.evaluate.stats import (is_significant, pooled_z, relative_improvement,
-                                    significance_counts)
+from embtune.evaluate.stats import is_significant, pooled_z, relative_improvement, significance_counts
 
 
 def test_pooled_z_hand_computed() -> None:

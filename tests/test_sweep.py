@@ -7,16 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from embtune.config import load_params
 from embtune.models.flops import analytic_counts
 from embtune.sweep import format_budget, freeze_fractions, query_runs, training_runs
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def paper() -> dict:
-    return load_params([REPO / "params.yaml"])
 
 
 def test_pythia_non_embedding_counts_match_published_numbers() -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.train import loop
 from embtune.train.pairs import read_pairs, train_shards
-from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

@@ -9,11 +9,11 @@ import signal
 import numpy as np
 import pytest
 import torch
+from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.models.flops import ParamCounts
 from embtune.train import loop
 from embtune.train.schedule import lr_multiplier, warmup_steps
-from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

@@ -253,15 +253,23 @@ def _describe(err: Any) -> str:
             + hint)
 
 
-def _cross_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """Constraints a JSON schema cannot express, as ``(key path, what)``."""
-    from embtune.train.freeze_specs import FreezeSpecError, check_spec
+Problems = list[tuple[tuple[Any, ...], str]]
 
-    problems: list[tuple[tuple[Any, ...], str]] = []
-    names = [m["name"] for m in params["models"]]
-    for dup in sorted({n for n in names if names.count(n) > 1}):
-        problems.append((("models",), f"duplicate model name {dup!r}"))
-    for i, model in enumerate(params["models"]):
+
+def _cross_checks(params: Mapping[str, Any]) -> Problems:
+    """Constraints a JSON schema cannot express, as ``(key path, what)``."""
+    return (_model_checks(params["models"]) + _tokenizer_checks(params["tokenizer"])
+            + _query_model_checks(params["query_tuning"]) + _data_checks(params))
+
+
+def _duplicates(parts: tuple[Any, ...], models: Sequence[Mapping[str, Any]]) -> Problems:
+    names = [m["name"] for m in models]
+    return [(parts, f"duplicate model name {dup!r}") for dup in sorted({n for n in names if names.count(n) > 1})]
+
+
+def _model_checks(models: Sequence[Mapping[str, Any]]) -> Problems:
+    problems = _duplicates(("models",), models)
+    for i, model in enumerate(models):
         if model["source"] in ("hub", "local", "gguf") and not model.get("id"):
             problems.append((("models", i, "id"), f"required when source is {model['source']!r}"))
         try:                                # family-specific dims (planning prices runs from them)
@@ -271,16 +279,22 @@ def _cross_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]
         if model["source"] == "tiny" and model["hidden_size"] % model.get("num_attention_heads", max(1, model["hidden_size"] // 32)):
             problems.append((("models", i, "hidden_size"), "must be divisible by num_attention_heads"))
         problems += _id_form(("models", i, "id"), model)
-    tok = params["tokenizer"]
+    return problems
+
+
+def _tokenizer_checks(tok: Mapping[str, Any]) -> Problems:
+    problems: Problems = []
     if tok["source"] in ("hub", "local", "gguf") and not tok.get("id"):
         problems.append((("tokenizer", "id"), f"required when source is {tok['source']!r}"))
     if tok["source"] == "train" and not tok.get("train_corpus"):
         problems.append((("tokenizer", "train_corpus"), "required when source is 'train'"))
-    problems += _id_form(("tokenizer", "id"), tok)
-    qt = params["query_tuning"]
-    qnames = [m["name"] for m in qt["models"]]
-    for dup in sorted({n for n in qnames if qnames.count(n) > 1}):
-        problems.append((("query_tuning", "models"), f"duplicate model name {dup!r}"))
+    return problems + _id_form(("tokenizer", "id"), tok)
+
+
+def _query_model_checks(qt: Mapping[str, Any]) -> Problems:
+    from embtune.train.freeze_specs import FreezeSpecError, check_spec
+
+    problems = _duplicates(("query_tuning", "models"), qt["models"])
     for i, model in enumerate(qt["models"]):
         if not model.get("id"):
             problems.append((("query_tuning", "models", i, "id"), "required"))
@@ -292,6 +306,11 @@ def _cross_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]
             check_spec(spec)
         except FreezeSpecError as err:
             problems.append((parts, str(err)))
+    return problems
+
+
+def _data_checks(params: Mapping[str, Any]) -> Problems:
+    problems: Problems = []
     if params["data"]["mteb"]["source"] == "local" and not params["data"]["mteb"].get("local_dir"):
         problems.append((("data", "mteb", "local_dir"), "required when data.mteb.source is 'local'"))
     if params["data"]["arxiv"]["source"] == "published" and not params["data"]["arxiv"].get("published"):
@@ -377,50 +396,55 @@ def _plan_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[t
     return _query_grid_checks(params, schema) + _study_checks(params, schema)
 
 
-def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> Problems:
     from embtune.sweep import query_plan
-    from embtune.train.freeze_specs import FreezeSpecError, check_spec
 
     qt = params["query_tuning"]
     allowed = schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]
     models = {m["name"] for m in qt["models"]}
-    problems: list[tuple[tuple[Any, ...], str]] = []
     names = [g["name"] for g in qt.get("grids", [])]
-    for dup in sorted({n for n in names if names.count(n) > 1}):
-        problems.append((("query_tuning", "grids"), f"duplicate grid name {dup!r}"))
+    problems: Problems = [(("query_tuning", "grids"), f"duplicate grid name {dup!r}")
+                          for dup in sorted({n for n in names if names.count(n) > 1})]
     for i, grid in enumerate(qt.get("grids", [])):
-        parts = ("query_tuning", "grids", i)
-        for j, name in enumerate(grid.get("models", [])):
-            if name not in models:
-                problems.append(((*parts, "models", j), f"{name!r} is not in query_tuning.models"))
-        choices = (grid.get("random") or {}).get("choices", {})
-        problems += _setting_problems(grid.get("base", {}), allowed, schema, (*parts, "base"), False)
-        problems += _setting_problems(grid.get("cross", {}), allowed, schema, (*parts, "cross"), True)
-        problems += _setting_problems(choices, allowed, schema, (*parts, "random", "choices"), True)
-        for j, point in enumerate(grid.get("points", [])):
-            problems += _setting_problems(point, allowed, schema, (*parts, "points", j), False)
-        varied = [("cross", set(grid.get("cross", {}))), ("random.choices", set(choices)),
-                  ("points", {k for p in grid.get("points", []) for k in p})]
-        for (a, ka), (b, kb) in itertools.combinations(varied, 2):
-            if ka & kb:
-                problems.append((parts, f"{sorted(ka & kb)} varied by both {a} and {b}"))
-        if choices:
-            size = math.prod(len(v) for v in choices.values())
-            if grid["random"]["n"] > size:
-                problems.append(((*parts, "random", "n"), f"{grid['random']['n']} draws asked from "
-                                                          f"only {size} combinations of choices"))
-        specs = [grid.get("base", {}).get("freeze")] + list(grid.get("cross", {}).get("freeze", []))
-        specs += list(choices.get("freeze", [])) + [p.get("freeze") for p in grid.get("points", [])]
-        for spec in filter(None, specs):
-            try:
-                check_spec(spec)
-            except FreezeSpecError as err:
-                problems.append((parts, str(err)))
+        problems += _one_grid_checks(grid, ("query_tuning", "grids", i), models, allowed, schema)
     if not problems:
         try:
             query_plan(params)  # type: ignore[arg-type]
         except ValueError as err:
             problems.append((("query_tuning", "grids"), str(err)))
+    return problems
+
+
+def _one_grid_checks(grid: Mapping[str, Any], parts: tuple[Any, ...], models: set[str],
+                     allowed: Mapping[str, Any], schema: Mapping[str, Any]) -> Problems:
+    """One query grid: known models and settings, no factor varied twice, enough random draws,
+    valid freeze specs."""
+    from embtune.train.freeze_specs import FreezeSpecError, check_spec
+
+    problems: Problems = [((*parts, "models", j), f"{name!r} is not in query_tuning.models")
+                          for j, name in enumerate(grid.get("models", [])) if name not in models]
+    choices = (grid.get("random") or {}).get("choices", {})
+    problems += _setting_problems(grid.get("base", {}), allowed, schema, (*parts, "base"), False)
+    problems += _setting_problems(grid.get("cross", {}), allowed, schema, (*parts, "cross"), True)
+    problems += _setting_problems(choices, allowed, schema, (*parts, "random", "choices"), True)
+    for j, point in enumerate(grid.get("points", [])):
+        problems += _setting_problems(point, allowed, schema, (*parts, "points", j), False)
+    varied = [("cross", set(grid.get("cross", {}))), ("random.choices", set(choices)),
+              ("points", {k for p in grid.get("points", []) for k in p})]
+    for (a, ka), (b, kb) in itertools.combinations(varied, 2):
+        if ka & kb:
+            problems.append((parts, f"{sorted(ka & kb)} varied by both {a} and {b}"))
+    size = math.prod(len(v) for v in choices.values()) if choices else 0
+    if choices and grid["random"]["n"] > size:
+        problems.append(((*parts, "random", "n"), f"{grid['random']['n']} draws asked from "
+                                                  f"only {size} combinations of choices"))
+    specs = [grid.get("base", {}).get("freeze")] + list(grid.get("cross", {}).get("freeze", []))
+    specs += list(choices.get("freeze", [])) + [p.get("freeze") for p in grid.get("points", [])]
+    for spec in filter(None, specs):
+        try:
+            check_spec(spec)
+        except FreezeSpecError as err:
+            problems.append((parts, str(err)))
     return problems
 
 

@@ -194,7 +194,8 @@ def training_plan(params: dict[str, Any], *, flops_per_second: float | None = No
                         for s in s_skipped]
     cap = train.get("gpu_hours_cap")
     if apply_cap and cap is not None:
-        from embtune.cost import flops_per_second as calibrated, trim_to_cap
+        from embtune.cost import flops_per_second as calibrated
+        from embtune.cost import trim_to_cap
 
         runs, dropped = trim_to_cap(runs, float(cap), flops_per_second or calibrated())
         skipped += [Skipped(r["run_id"], reason, "dropped") for r, reason in dropped]

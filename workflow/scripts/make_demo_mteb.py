@@ -305,7 +305,7 @@ def summeval_frames(rng: random.Random) -> TaskFrames:
                    (f"{who} {did} {where}.", 4.3),
                    (f"{who} {did}. Critics argued more information should have been shared.", 3.7),
                    (f"Residents reacted strongly to news {where}. Further updates are expected.", 2.3),
-                   (f"Officials said the decision followed weeks of discussion.", 1.7),
+                   ("Officials said the decision followed weeks of discussion.", 1.7),
                    (f"{other[0]} {other[1]} {other[2]} {other[3]}.", 1.0)]
         rng.shuffle(machine)
         rows.append({"id": str(i), "text": _story(who, did, where, when, then), "human_summaries": human,

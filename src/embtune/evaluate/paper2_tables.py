@@ -32,8 +32,7 @@ import polars as pl
 
 from embtune.errors import DataError
 from embtune.evaluate.layer_changes import aggregate_top_layers
-from embtune.evaluate.query_table import (RELATIONS, _read_xnli, _run_config, dataset_rows,
-                                          plus_minus, xnli_rows)
+from embtune.evaluate.query_table import RELATIONS, _read_xnli, _run_config, dataset_rows, plus_minus, xnli_rows
 from embtune.io import read_json, write_parquet, write_text
 
 LEVEL_ID = re.compile(r"^arxiv-(first|title)-L(\d+)$")

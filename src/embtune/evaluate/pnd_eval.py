@@ -58,13 +58,22 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, Encoder, check_precision,
-                                          model_fingerprint)
-from embtune.evaluate.pnd import (MEASURES, TIES, Measure, Ties, grouped_errors,
-                                  indexed_closeness, one_vs_one_errors, pair_closeness, prepare,
-                                  summarise, xnli_pnd)
-from embtune.evaluate.ranking import ranking_metrics
 from embtune.errors import DataError
+from embtune.evaluate.embed_cache import PRECISIONS, EmbedCache, Encoder, check_precision, model_fingerprint
+from embtune.evaluate.pnd import (
+    MEASURES,
+    TIES,
+    Measure,
+    Ties,
+    grouped_errors,
+    indexed_closeness,
+    one_vs_one_errors,
+    pair_closeness,
+    prepare,
+    summarise,
+    xnli_pnd,
+)
+from embtune.evaluate.ranking import ranking_metrics
 from embtune.io import provenance, read_parquet, write_json, write_parquet
 
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);

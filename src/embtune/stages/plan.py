@@ -22,9 +22,9 @@ from typing import Any
 import polars as pl
 
 from embtune import io
-from embtune.errors import EXIT_DATA_ERROR
 from embtune.config import ParamsError, load_params
 from embtune.cost import CostError, flops_per_second, thin_methods
+from embtune.errors import EXIT_DATA_ERROR
 from embtune.plan import cost_summary, format_summary, plan_tables
 from embtune.sweep import query_runs
 

@@ -18,8 +18,15 @@ from typing import Any
 import polars as pl
 
 from embtune.data.jsonl import drop_summary
-from embtune.data.squad import (FRAME_SCHEMA, MIN_CANDIDATES, POSITIVE_RULES, build_rows, mean_len,
-                                min_candidates, read_questions)
+from embtune.data.squad import (
+    FRAME_SCHEMA,
+    MIN_CANDIDATES,
+    POSITIVE_RULES,
+    build_rows,
+    mean_len,
+    min_candidates,
+    read_questions,
+)
 from embtune.errors import DataError
 from embtune.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
 

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.data.xnli import (LABELS, check_aligned, long_table, read_language, relative_file,
-                               resolver)
+from embtune.data.xnli import LABELS, check_aligned, long_table, read_language, relative_file, resolver
 from embtune.errors import DataError
 from embtune.io import provenance, sha256_file, write_json, write_parquet
 

@@ -11,8 +11,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from embtune.data.msmarco import (eval_frame, expanded_triplets, iter_samples, split_samples,
-                                  triplet_frame)
+from embtune.data.msmarco import eval_frame, expanded_triplets, iter_samples, split_samples, triplet_frame
 from embtune.errors import DataError
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 

@@ -12,8 +12,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from embtune.errors import EXIT_DATA_ERROR
 from embtune.config import ParamsError, load_params
+from embtune.errors import EXIT_DATA_ERROR
 
 STAGE = "validate-params"
 

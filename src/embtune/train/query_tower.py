@@ -53,8 +53,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.evaluate.embed_cache import (PRECISIONS, EmbedCache, SentenceTransformerEncoder,
-                                          compute_precision, model_fingerprint)
+from embtune.evaluate.embed_cache import (
+    PRECISIONS,
+    EmbedCache,
+    SentenceTransformerEncoder,
+    compute_precision,
+    model_fingerprint,
+)
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
