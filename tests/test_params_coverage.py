@@ -104,6 +104,15 @@ def test_kinds_by_hand() -> None:
     }
     # a choice set elsewhere is the choice it sets: a swept scheduler is defaults.scheduler
     assert ("query_tuning.defaults.scheduler", "=E<gamma>") in pc.schema_kinds(params, schema)
+    # query-run values count under the defaults key of the run config they make; the place keeps `set`
+    assert pc.run_pairs({"query_tuning": params["query_tuning"]}, schema) == {
+        ("query_tuning.defaults.freeze", "=emb_b0<part>"), ("query_tuning.defaults.freeze", "=emb_b0-K"),
+        ("query_tuning.defaults.freeze", "=none"), ("query_tuning.defaults.scheduler", "=E<gamma>"),
+        ("query_tuning.sweeps.freeze", "[..]"), ("query_tuning.sweeps.freeze", "set"),
+        ("query_tuning.sweeps.scheduler", "[..]"), ("query_tuning.sweeps.scheduler", "set"),
+        ("query_tuning.grids", "[..]"), ("query_tuning.grids[].points", "[..]"),
+        ("query_tuning.grids[].points[].scheduler", "set"),
+    }
 
 
 def test_ci_presets_exercise_every_key_params_yaml_uses(reference: dict, ci_params: list[dict]) -> None:
@@ -145,18 +154,18 @@ def test_checker_reports_a_removed_key(tmp_path: Path, reference: dict, ci_param
     other = ci_params[1:]
     reduced = _without(tmp_path, "query_tuning.sweeps.train_data", "analyze.holdout")
     missing = pc.missing(reference, [reduced, *other])
-    assert {("query_tuning.sweeps.train_data", "[..]"), ("query_tuning.sweeps.train_data[]", "=arxiv-math"),
-            ("query_tuning.sweeps.train_data[]", "=arxiv-physics"), ("query_tuning.sweeps.train_data[]", "=arxiv-cs"),
-            ("analyze.holdout", "=largest_model")} <= missing
-    assert missing - set(EXEMPT) == {p for p in missing if p[0].startswith(("query_tuning.sweeps.train_data",
-                                                                            "analyze.holdout"))}
+    assert missing - set(EXEMPT) == {
+        ("query_tuning.sweeps.train_data", "[..]"), ("query_tuning.sweeps.train_data", "set"),
+        ("query_tuning.defaults.train_data", "=arxiv-math"),   # the grid points still tune on physics, cs
+        ("analyze.holdout", "=largest_model")}
     # one grid form and one per-run option
     preset = yaml.safe_load((REPO / "presets/test.yaml").read_text())
     preset["query_tuning"]["grids"] = [g for g in preset["query_tuning"]["grids"]
                                        if g["name"] not in ("points-micro", "variants-micro")]
     (tmp_path / "grids.yaml").write_text(yaml.safe_dump(preset))
     reduced = load_params([REPO / "params.yaml", REPO / "presets/demo.yaml", tmp_path / "grids.yaml"])
-    assert ("query_tuning.grids[].points", "[..]") in pc.missing(reference, [reduced, *other])
+    assert {("query_tuning.grids[].points", "[..]"), ("query_tuning.grids[].points[].scheduler", "set"),
+            ("query_tuning.defaults.freeze", "=emb_odw")} <= pc.missing(reference, [reduced, *other])
     assert ("query_tuning.defaults.optimizer", "=adadelta") in pc.missing_alternatives(reference, [reduced, *other])
 
 

@@ -20,7 +20,9 @@ Definitions (pure functions on already-loaded, validated, default-filled params)
   for a list ``[]`` (empty) or ``[..]`` (non-empty) and then its items under ``<path>[]``;
   for an empty mapping ``{}``.
 
-A params file *uses* a pair when some leaf of it has that kind; a preset *exercises* it when its
+A query run's setting counts by the run config it makes, wherever it is written (a sweep, a grid,
+the defaults; :func:`run_pairs`), so CI can pack params.yaml's one-factor values into a few grid
+points. A params file *uses* a pair when some leaf of it has that kind; a preset *exercises* it when its
 effective params (params.yaml layered with the preset exactly as :func:`embtune.config.load_params`
 and the workflow do, defaults filled) use it. :func:`missing` is what params.yaml uses and no
 preset exercises.
@@ -163,6 +165,28 @@ def pairs(params: Mapping[str, Any], schema: Mapping[str, Any] | None = None) ->
     return set(_walk(params, "", schema))
 
 
+def run_pairs(params: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> set[Pair]:
+    """:func:`pairs` with each query-run setting's value judged by the run config it makes.
+
+    A value in a sweep, a grid's ``cross``/``random``/``points``/``base`` and ``defaults`` reaches
+    tune-query as the same key of one run config (embtune.sweep.query_plan), so its kind counts
+    under ``query_tuning.defaults.<key>`` wherever it was written; the place keeps a ``set``
+    kind (the key is used there) and lists keep ``[..]`` / ``[]``. So CI may pack several of
+    params.yaml's one-factor values into one grid point, but must still sweep every key params.yaml
+    sweeps and use every grid form (cross, points, base keys) it uses."""
+    schema = schema or load_schema()
+    out: set[Pair] = set()
+    for path, kind in pairs(params, schema):
+        target = _schema_path(path)
+        if kind in ("[..]", "[]", "{}") or not target.startswith("query_tuning.defaults.") \
+                or path.startswith("query_tuning.defaults."):
+            out.add((path, kind))
+            continue
+        out.add((target.removesuffix("[]"), kind))
+        out.add((path.removesuffix("[]"), "set"))
+    return out
+
+
 def _walk(node: Any, path: str, schema: Mapping[str, Any]) -> Iterator[Pair]:
     if isinstance(node, Mapping):
         if not node:
@@ -183,8 +207,8 @@ def missing(reference: Mapping[str, Any], exercised: Iterable[Mapping[str, Any]]
     schema = schema or load_schema()
     covered: set[Pair] = set()
     for params in exercised:
-        covered |= pairs(params, schema)
-    return pairs(reference, schema) - covered
+        covered |= run_pairs(params, schema)
+    return run_pairs(reference, schema) - covered
 
 
 def format_pairs(items: Iterable[Pair]) -> str:
