@@ -385,6 +385,9 @@ def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> 
     allowed = schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]
     models = {m["name"] for m in qt["models"]}
     problems: list[tuple[tuple[Any, ...], str]] = []
+    for j, name in enumerate(qt.get("sweep_models") or []):
+        if name not in models:
+            problems.append((("query_tuning", "sweep_models", j), f"{name!r} is not in query_tuning.models"))
     names = [g["name"] for g in qt.get("grids", [])]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append((("query_tuning", "grids"), f"duplicate grid name {dup!r}"))
