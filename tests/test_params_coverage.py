@@ -28,6 +28,7 @@ import yaml
 
 from embtune import params_coverage as pc
 from embtune.config import load_params, load_schema
+from embtune.sweep import training_plan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -223,7 +224,8 @@ def test_ci_dag_runs_every_rule_dataset_and_analysis_path(ci_dag, reference: dic
     assert all(_args(argv, "--exclude-domains") == ["cs", "math", "physics"] for argv in pnd)
     # App. H, Fig. 6: every difficulty level params.yaml builds is scored
     assert all(sorted(map(int, _args(argv, "--arxiv-levels"))) == reference["data"]["arxiv"]["levels"] for argv in pnd)
-    # paper 1: every method trained, the held-out model on
+    # paper 1: every method trained (presets/ci.yaml's main grid has freeze and bias), the held-out model on
     methods = {json.loads(_args(argv, "--run-config-json")[0])["method"] for argv in by_stage["train"]}
+    methods |= {r["method"] for r in training_plan(_effective(CI_STACKS["tests/test_dvc_roundtrip.py"]))[0]}
     assert methods == {"full", "freeze", "bias", "lora"}
     assert [_args(argv, "--holdout") for argv in by_stage["fit-scaling"]] == [["largest_model"]]
