@@ -80,12 +80,15 @@ def test_query_tuning_pnd_counts_are_integers(demo_run: Path) -> None:
 
 
 def test_fits_recipe_figures_and_metrics(demo_run: Path) -> None:
+    from embtune.config import load_params
+
     analysis = demo_run / "results/demo/analysis"
     fits = json.loads((analysis / "fits.json").read_text())
     assert fits
     recipe = json.loads((analysis / "recipes/recipe_c3e17.json").read_text())
     assert recipe["method"] in {"full", "freeze", "bias", "lora"}
-    assert recipe["model"] in {"tiny-d64-l2", "tiny-d128-l2"}
+    assert recipe["model"] in {m["name"] for m in load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
+                                                               demo_run / "presets/test.yaml"])["models"]}
     assert recipe["extrapolated"] is True  # 3e17 is far beyond the demo budgets
     pngs = sorted((analysis / "figures").glob("*.png"))
     assert len(pngs) >= 5
@@ -147,6 +150,40 @@ def test_appendix_studies_and_query_grids_at_micro_scale(demo_run: Path) -> None
     index = pl.read_csv(analysis / "query_tuning/groups/index.csv")
     assert {"cross-micro", "random-micro"} <= set(index["group"])
     assert (analysis / "query_tuning/groups/grid-cross-micro_pivot.csv").exists()
+
+
+def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
+    """Issue 13: the paths only params.yaml selected before run here (presets/test.yaml): every
+    narrow domain is compared on arxiv without its own rows (App. K) through the query table, both
+    towers tuned, every freeze-spec family, the held-out model; then figures and summary."""
+    from embtune.config import load_params
+    from embtune.sweep import query_runs
+
+    params = load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
+                          demo_run / "presets/test.yaml"])
+    planned = {(r["model"]["name"], r["qrun_id"]): r for r in query_runs(params)}
+    analysis = demo_run / "results/demo/analysis"
+    long = pl.read_csv(analysis / "query_tuning/pnd_long.csv")
+    arxiv = long.filter(pl.col("dataset").str.starts_with("arxiv-"))
+    narrow = {}
+    for (model, qrun), run in planned.items():
+        rows = arxiv.filter((pl.col("model") == model) & (pl.col("qrun_id") == qrun))
+        assert rows.height, (model, qrun)
+        domain = run["train_data"].removeprefix("arxiv-") if run["train_data"] != "msmarco" else None
+        expected = {f"{d}!{domain}" if domain else d for d in rows["dataset"]}
+        assert set(rows["eval_set"]) == expected, (model, qrun)
+        narrow[domain] = narrow.get(domain, 0) + 1
+    assert {"math", "physics", "cs"} <= set(narrow)
+    table = pl.read_csv(analysis / "query_tuning/table1.csv")
+    assert table.height == len(planned)
+    doc_tower = [k for k, r in planned.items() if r["tune_doc_tower"]]
+    assert doc_tower and all((demo_run / f"results/demo/query_runs/{m}/{q}/doc_model").is_dir() for m, q in doc_tower)
+    fits = json.loads((analysis / "fits.json").read_text())
+    assert fits["settings"]["holdout"] == "largest_model"
+    held = {law["holdout_model"] for law in fits["laws"].values() if "holdout_model" in law}
+    assert held == {"tiny-d128-l2"}, held   # the largest of the three sizes
+    assert json.loads((demo_run / "results/demo/metrics.json").read_text())
+    assert sorted((analysis / "figures").glob("p2_*.png"))
 
 
 def test_rerun_has_nothing_to_do(demo_run: Path) -> None:

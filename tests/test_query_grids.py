@@ -316,3 +316,22 @@ def test_pivot_labels_numbers_as_the_ids_do() -> None:
     assert pivot.row(1, named=True) == {"model": "m", "dataset": "msmarco", "measure": "cos",
                                         "optimizer": "adamax", "lr=2e-08": 0.81, "lr=1e-07": 6.67}
     assert group_pivot(long, ["lr"]) is None
+
+
+def test_sweep_models_limits_the_sweeps_not_the_default_or_grids(paper: dict) -> None:
+    """query_tuning.sweep_models: the one-factor sweeps run on the listed models only; every model
+    keeps its default run, and a grid keeps its own models (hand count: 3 models, 2 swept rates,
+    one grid point on the second model)."""
+    params = copy.deepcopy(paper)
+    first, second, third = (m["name"] for m in params["query_tuning"]["models"])
+    params["query_tuning"]["sweeps"] = {"lr": [1.0e-8, 2.0e-8]}
+    params["query_tuning"]["grids"] = [{"name": "g", "models": [second], "cross": {"margin": [0.2]}}]
+    params["query_tuning"]["sweep_models"] = [first]
+    by_model = Counter(r["model"]["name"] for r in query_runs(params))
+    assert by_model == {first: 3, second: 2, third: 1}
+    params["query_tuning"]["sweep_models"] = None      # the default: every model
+    assert Counter(r["model"]["name"] for r in query_runs(params)) == {first: 3, second: 4, third: 3}
+    raw = copy.deepcopy(paper)
+    raw["query_tuning"]["sweep_models"] = ["nope"]
+    with pytest.raises(ParamsError, match=r"sweep_models\[0\]: 'nope' is not in query_tuning.models"):
+        validate(raw)

@@ -229,6 +229,7 @@ def test_ci_pipeline_through_slurm(slurm_cluster: SlurmCluster, pipeline_copy: P
 # resumed run can start from is the one `embtune train` writes on SIGTERM.
 PREEMPT_PRESET = """\
 train:
+  methods: [full]
   budgets: [3.0e+11]
   log_every_steps: 1
   checkpoint_every_steps: 1000000

@@ -403,8 +403,10 @@ def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> 
     allowed = schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]
     models = {m["name"] for m in qt["models"]}
     names = [g["name"] for g in qt.get("grids", [])]
-    problems: Problems = [(("query_tuning", "grids"), f"duplicate grid name {dup!r}")
-                          for dup in sorted({n for n in names if names.count(n) > 1})]
+    problems: Problems = [(("query_tuning", "sweep_models", j), f"{name!r} is not in query_tuning.models")
+                          for j, name in enumerate(qt.get("sweep_models") or []) if name not in models]
+    problems += [(("query_tuning", "grids"), f"duplicate grid name {dup!r}")
+                 for dup in sorted({n for n in names if names.count(n) > 1})]
     for i, grid in enumerate(qt.get("grids", [])):
         problems += _one_grid_checks(grid, ("query_tuning", "grids", i), models, allowed, schema)
     if not problems:

@@ -317,9 +317,11 @@ def _query_variants(qt: dict[str, Any], model: str) -> list[tuple[str, str, dict
     """(kind, group, factors, change of the defaults) in planning order: the default regime, the
     one-factor sweeps (``QUERY_SWEEP_KEYS`` order), then the grids as declared. A sweep whose list
     leaves out the default value still has the default run as its reference row (the paper's
-    tables print it: Table 16's 10 idle epochs, Table 13 next to "without weight decay")."""
+    tables print it: Table 16's 10 idle epochs, Table 13 next to "without weight decay").
+    ``sweep_models`` (default: all) limits the sweeps to some models, as a grid's ``models`` does."""
     out: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [("default", "default", {}, {})]
-    sweeps = qt.get("sweeps") or {}
+    swept = qt.get("sweep_models")
+    sweeps = (qt.get("sweeps") or {}) if not swept or model in swept else {}
     for key in QUERY_SWEEP_KEYS:
         values = list(sweeps.get(key) or [])
         if values and qt["defaults"][key] not in values:
