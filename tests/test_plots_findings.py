@@ -125,6 +125,12 @@ def test_paper2_findings_by_hand():
     assert per.filter(pl.col("lr") == 1e-5).row(0, named=True)["worsened"] == 9
     a = F.adiabatic_range(t)  # 5e-8 and 1e-6 worsen nothing, 1e-5 worsens 9 pairs
     assert a.agrees == "yes" and "LR ≤ 1e-06" in a.demo and "1e-05" in a.demo
+    # an English-only control that worsens XNLI at its only LR does not decide the verdict
+    control = pl.DataFrame({"model": ["minilm"], "qrun_id": ["default"], "lr": [1e-5], "relation": ["neutral"],
+                            "measure": ["cos"], "improved": [0], "worsened": [30], "n_pairs": [225]})
+    t["lr_xnli_counts.parquet"] = pl.concat([t["lr_xnli_counts.parquet"], control])
+    a2 = F.adiabatic_range(t)
+    assert a2.agrees == "yes" and "minilm" not in a2.demo
 
 
 def test_paper2_edge_cases():
