@@ -139,6 +139,15 @@ def test_paper2_edge_cases():
     assert F.adiabatic_range(t).agrees == "partly"       # never worsens: upper end not reached
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(pl.lit(1).alias("worsened"))
     assert F.adiabatic_range(t).agrees == "no"
+    # runs that changed nothing (an untouched encoder) are no evidence: all-zero counts -> n/a
+    t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
+        pl.lit(0).alias("worsened"), pl.lit(0).alias("improved"))
+    assert F.adiabatic_range(t).agrees == "n/a"
+    # 5e-8 untouched, 1e-6 worsens 2 pairs: no adiabatic LR (the untouched one does not count)
+    t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
+        pl.when(pl.col("lr") == 1e-6).then(1).otherwise(0).alias("worsened"))
+    a = F.adiabatic_range(t)
+    assert a.agrees == "no" and "lowest effective LR 1e-06" in a.demo and "5e-08" in a.demo
     swapped = _tables()
     swapped["xnli_base.parquet"] = swapped["xnli_base.parquet"].with_columns(
         pl.col("errors").reverse())                       # e5 now 70+50, minilm 20+10

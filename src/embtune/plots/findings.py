@@ -29,7 +29,8 @@ Paper 2 claims (PND by cosine, the z-test of :mod:`embtune.evaluate.stats`):
 * an adiabatic range exists: low learning rates worsen no XNLI pair, higher ones do (§3.2). The
   adiabatic range of a model is every LR up to the largest one below which (inclusive) no run
   worsened any language pair significantly (both relations, both measures); judged on the
-  multilingual models when there are any.
+  multilingual models when there are any. A run that changed no pair at all (an encoder left
+  untouched, e.g. stopped at epoch 0) is reported but is evidence neither way.
 """
 
 from __future__ import annotations
@@ -269,27 +270,37 @@ def adiabatic_range(tables: dict[str, pl.DataFrame]) -> Finding:
     multi = [m for m in counts["model"].unique() if "multilingual" in m]
     if multi:  # the claim is about preserving multilingual skills: English-only controls aside
         counts = counts.filter(pl.col("model").is_in(multi))
-    per = counts.group_by("model", "lr").agg(pl.col("worsened").sum()).sort("model", "lr")
+    per = (counts.group_by("model", "lr").agg(pl.col("improved").sum(), pl.col("worsened").sum())
+           .sort("model", "lr"))
     parts, verdicts = [], []
     for model in per["model"].unique(maintain_order=True):
         sub = per.filter(pl.col("model") == model)
-        lrs, worse = sub["lr"].to_list(), sub["worsened"].to_list()
+        # a run that moved no language pair (e.g. stopped at epoch 0: the untouched encoder) is
+        # no evidence either way: it is listed but neither extends nor ends the range
+        still = [lr for _, lr, i, w in sub.iter_rows() if not i and not w]
+        moved = [(lr, i, w) for _, lr, i, w in sub.iter_rows() if i or w]
         safe = None
-        for lr, w in zip(lrs, worse):
+        for lr, _, w in moved:
             if w:
                 break
             safe = lr
-        above = [lr for lr, w in zip(lrs, worse) if w and (safe is None or lr > safe)]
-        if safe is None:
-            parts.append(f"{model}: none (lowest LR {_g(lrs[0], 2)} already worsens {worse[0]} pairs)")
+        above = [(lr, w) for lr, _, w in moved if w and (safe is None or lr > safe)]
+        note = f" (no pair changed at LR {', '.join(_g(x, 2) for x in still)})" if still else ""
+        if not moved:
+            parts.append(f"{model}: no LR changed any pair significantly{note}")
+            verdicts.append("n/a")
+        elif safe is None:
+            parts.append(f"{model}: none — the lowest effective LR {_g(above[0][0], 2)} already "
+                         f"worsens {above[0][1]} pairs{note}")
             verdicts.append("no")
         elif above:
-            parts.append(f"{model}: LR ≤ {_g(safe, 2)} (first worsening at {_g(above[0], 2)})")
+            parts.append(f"{model}: LR ≤ {_g(safe, 2)} (first worsening at {_g(above[0][0], 2)}: "
+                         f"{above[0][1]} pairs){note}")
             verdicts.append("yes")
         else:
-            parts.append(f"{model}: every LR tried (≤ {_g(safe, 2)}); upper end not reached")
+            parts.append(f"{model}: every effective LR (≤ {_g(safe, 2)}); upper end not reached{note}")
             verdicts.append("partly")
-    verdict = "yes" if "yes" in verdicts else ("partly" if "partly" in verdicts else "no")
+    verdict = next((v for v in ("yes", "partly", "no") if v in verdicts), "n/a")
     return Finding(2, claim, "; ".join(parts), verdict)
 
 
