@@ -34,8 +34,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import polars as pl
-
 SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "__pycache__", "lib2to3", "turtledemo",
              "ensurepip", "config-3.11-x86_64-linux-gnu"}
 LICENSE_DIR = Path("/usr/share/common-licenses")

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import polars as pl
@@ -106,7 +107,7 @@ def loss_falls_with_budget(best: pl.DataFrame) -> Finding:
         seq = best.filter(pl.col("method") == method).sort("budget")["loss"].to_list()
         if len(seq) < 2:
             continue
-        ok = all(b < a for a, b in zip(seq, seq[1:]))
+        ok = all(b < a for a, b in pairwise(seq))
         falls.append(ok)
         parts.append(f"{method}: {' → '.join(_g(v, 3) for v in seq)}{'' if ok else ' (not monotone)'}")
     if not falls:
@@ -312,8 +313,8 @@ def paper2_findings(tables: dict[str, pl.DataFrame]) -> list[Finding]:
 def findings_markdown(items: list[Finding], notes: list[str] | None = None) -> list[str]:
     """The report section: one table per paper (claim, what the results show, agreement)."""
     out = ["## Findings: do the results agree with the papers?", "",
-           "Computed from this run's results files (runs table, fits.json, recipe, query tables); "
-           "`n/a` = these results cannot test the claim (the reason is given).", ""]
+           ("Computed from this run's results files (runs table, fits.json, recipe, query tables); "
+            "`n/a` = these results cannot test the claim (the reason is given)."), ""]
     out += notes or []
     for paper, title in ((1, "Paper 1 (scaling laws for embedding fine-tuning)"),
                          (2, "Paper 2 (query-encoder tuning, adiabatic learning rates)")):
