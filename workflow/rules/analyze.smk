@@ -140,12 +140,13 @@ rule figures:
         report=report(f"{RES}/analysis/report.md", caption="../report/report_md.rst", category=STUDY),
     params:
         code=code_version("figures"),
+        qmodels=json.dumps(config["query_tuning"]["models"], sort_keys=True),
     log:
         f"{LOGS}/figures.log",
     shell:
         "embtune figures --runs {input.runs:q} --fits {input.fits:q} --query-table-dir {input.query:q} "
-        "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --out {output.figures:q} "
-        "--report {output.report:q} > {log:q} 2>&1"
+        "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --query-models-json {params.qmodels:q} "
+        "--out {output.figures:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule summary:

@@ -60,3 +60,17 @@ def significance_counts(pairs: Iterable[tuple[int, int, int]],
             else:
                 worsened += 1
     return improved, worsened
+
+
+def min_detectable_difference(total: int, pooled: float, z_critical: float = 1.96,
+                              z_power: float = 0.8416) -> float:
+    """Smallest |p1 - p0| the pooled test above detects with the given power (default 0.8).
+
+    Normal approximation with the pooled variance 2 P (1 - P) / N under both hypotheses:
+    |p1 - p0| = (z_critical + z_power) sqrt(2 P (1 - P) / N). Used to size the demo's XNLI data
+    (workflow/scripts/build_demo_xnli.py): N = n_entail x n_relation comparisons per language pair."""
+    if total <= 0:
+        raise ValueError(f"min_detectable_difference: total must be positive, got {total}")
+    if not 0.0 <= pooled <= 1.0:
+        raise ValueError(f"min_detectable_difference: pooled rate {pooled} not in [0, 1]")
+    return (z_critical + z_power) * math.sqrt(2 * pooled * (1 - pooled) / total)

@@ -1,12 +1,17 @@
 """Stage ``figures``: every figure as PNG + PDF + CSV (its data), an index, and report.md.
 
     embtune figures --runs runs.parquet --fits fits.json [--query-table-dir DIR]
-                    [--recipe recipe.json] [--planned-cost planned_cost.csv] --out FIGDIR --report report.md
+                    [--recipe recipe.json] [--planned-cost planned_cost.csv]
+                    [--query-models-json JSON] --out FIGDIR --report report.md
+
+report.md opens with the Findings (:mod:`embtune.plots.findings`): each claim of both papers
+next to the number from these results that tests it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,9 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from embtune.io import atomic_dir, atomic_path, check_replaceable, read_json, write_json, write_text  # noqa: E402
+from embtune.plots.findings import findings_markdown, paper1_findings, paper2_findings  # noqa: E402
 from embtune.plots.report import (  # noqa: E402
     Spec,
     cost_markdown,
+    encoder_notes,
     paper1_specs,
     paper2_specs,
     query_table_sections,
@@ -75,19 +82,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--recipe", type=Path, default=None)
     ap.add_argument("--planned-cost", type=Path, default=None,
                     help="embtune plan's planned_cost.csv: the report compares it with the measured time")
+    ap.add_argument("--query-models-json", default=None,
+                    help="query_tuning.models as JSON: the report says what each paper-2 encoder is")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--report", type=Path, required=True)
     args = ap.parse_args(argv)
     runs, fits = pl.read_parquet(args.runs), read_json(args.fits)
     recipe = read_json(args.recipe) if args.recipe and args.recipe.exists() else None
     check_replaceable(args.out, own_dirs=())
+    tables = query_tables(args.query_table_dir)
     with atomic_dir(args.out) as tmp:     # the figure folder appears whole; index.json last
-        specs = make_all(runs, fits, query_tables(args.query_table_dir), tmp)
+        specs = make_all(runs, fits, tables, tmp)
         write_json(tmp / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
                                         for s in specs])
     cost = pl.read_csv(args.planned_cost) if args.planned_cost and args.planned_cost.exists() else None
-    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report)
+    qmodels = json.loads(args.query_models_json) if args.query_models_json else None
+    found = findings_markdown(paper1_findings(runs, fits, recipe) + paper2_findings(tables),
+                              encoder_notes(qmodels))
+    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report, found)
                + query_table_sections(args.query_table_dir)
                + "\n".join(cost_markdown(runs, cost)) + "\n")
     made = [s for s in specs if not s.skipped]

