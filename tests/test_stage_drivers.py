@@ -36,7 +36,6 @@ NOT_YET_MOVED = frozenset({
     "scaling/fit_cli.py",
     "scaling/recipe.py",
     "scaling/runs_table.py",
-    "train/loop.py",
     "train/pairs.py",
     "train/query_tower.py",
 })

