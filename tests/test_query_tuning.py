@@ -398,8 +398,8 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from embtune.evaluate import pnd_eval
     from embtune.evaluate.embed_cache import _read_shards, model_fingerprint, store_key, text_hash
+    from embtune.stages import evaluate_pnd
 
     _write(tmp_path / "data", _triplets(12), _triplets(6, offset=100))
     out = tmp_path / "run"
@@ -429,7 +429,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     argv = ["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"), "--datasets", "msmarco",
             "--query-model-dir", str(out / "model"), "--cache-dir", str(tmp_path / "ecache"),
             "--no-progress", "--doc-model-dir", str(out / "model"), "--out", str(out)]
-    assert pnd_eval.main(argv) == 0
+    assert evaluate_pnd.main(argv) == 0
     res = json.loads((out / "pnd.json").read_text())
     doc_fp = model_fingerprint(str(out / "model"))
     assert res["model"]["doc_fingerprint"] == doc_fp != model_fingerprint(encoder_path)
@@ -442,7 +442,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     cached = np.stack([store[text_hash(t)] for t in texts])
     assert np.allclose(cached, tuned, atol=1e-6) and not np.allclose(cached, frozen, atol=1e-6)
     with pytest.raises(Exception, match="not a directory"):
-        pnd_eval.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
+        evaluate_pnd.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
 
 
 # ------------------------------------------------------------------ the saved dual encoder (issue 17)

