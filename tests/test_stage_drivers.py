@@ -36,7 +36,6 @@ NOT_YET_MOVED = frozenset({
     "scaling/recipe.py",
     "scaling/runs_table.py",
     "train/pairs.py",
-    "train/query_tower.py",
 })
 
 

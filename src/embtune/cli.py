@@ -35,7 +35,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "evaluate-mteb": ("embtune.evaluate.mteb_eval", "Evaluate a checkpoint on the MTEB subset through mteb."),
     "model-card": ("embtune.stages.model_card", "Render a run's model card with its MTEB scores (for publishing)."),
     "evaluate-pnd": ("embtune.stages.evaluate_pnd", "PND, MRR, MAP, P@1 on MSMARCO/arxiv/XNLI/SQuAD/HotpotQA (cached embeddings)."),
-    "tune-query": ("embtune.train.query_tower", "Adiabatic query-tower tuning of one query run config."),
+    "tune-query": ("embtune.stages.tune_query", "Adiabatic query-tower tuning of one query run config."),
     "collect-runs": ("embtune.scaling.runs_table", "Gather run metrics into results/runs.parquet."),
     "fit-scaling": ("embtune.scaling.fit_cli", "Fit scaling laws, frontier and crossovers."),
     "recipe": ("embtune.scaling.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),
