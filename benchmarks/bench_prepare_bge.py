@@ -318,11 +318,13 @@ def train_tokenizer(out_dir: Path, vocab_size: int = 4096) -> Path:
     return out_dir
 
 
-def stage_args(files: list[Path], tokenizer: Path, out: Path, a: argparse.Namespace, threads: int) -> argparse.Namespace:
-    return bge._parser().parse_args([
+def stage_args(files: list[Path], tokenizer: Path, out: Path, a: argparse.Namespace, threads: int) -> bge.BgeSettings:
+    from embtune.stages.prepare_bge import _parser
+
+    return bge.BgeSettings(**vars(_parser().parse_args([
         "--files", *map(str, files), "--tokenizer", str(tokenizer),
         "--context-length", str(a.context_length), "--val-pairs", str(a.val_pairs),
-        "--shard-rows", str(a.shard_rows), "--seed", "0", "--out", str(out), "--threads", str(threads)])
+        "--shard-rows", str(a.shard_rows), "--seed", "0", "--out", str(out), "--threads", str(threads)])))
 
 
 def cpu_seconds() -> float:

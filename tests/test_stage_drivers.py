@@ -23,8 +23,6 @@ STAGES_DIR = SRC / "stages"
 
 # Library modules (relative to src/embtune) that still hold their stage's driver.
 NOT_YET_MOVED = frozenset({
-    "data/bge.py",
-    "data/bge_scatter.py",      # steps take the parsed arguments: to be split like the others
     "evaluate/mteb_eval.py",
     "evaluate/query_table.py",
     "models/build.py",

@@ -1,4 +1,5 @@
-"""Stage ``prepare-bge``: FlagEmbedding BGE pairs -> tokenised, deduplicated parquet shards.
+"""FlagEmbedding BGE pairs -> tokenised, deduplicated parquet shards (``embtune prepare-bge``; its
+driver is :mod:`embtune.stages.prepare_bge`).
 
 Paper 1 fine-tunes on the English part of the BAAI BGE pairs with a fixed context length. Each
 JSONL record ``{query, pos: [..], neg: [..]}`` gives one pair (query, first positive).
@@ -21,7 +22,6 @@ here and byte-identical to this one-process stage (tested); this module stays th
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import hashlib
@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from embtune.data.jsonl import DataError, drop_summary, iter_jsonl, run_stage
+from embtune.data.jsonl import DataError, drop_summary, iter_jsonl
 from embtune.data.sources import expand_files
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 
@@ -433,27 +433,24 @@ def load_tokenizer(path: str) -> Any:
     return tok
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune prepare-bge", description=__doc__.splitlines()[0])
-    ap.add_argument("--files", nargs="+", required=True, help="JSONL(.gz) files or globs")
-    ap.add_argument("--tokenizer", required=True, help="HF tokenizer directory")
-    ap.add_argument("--context-length", type=int, required=True)
-    ap.add_argument("--val-pairs", type=int, required=True)
-    ap.add_argument("--max-pairs", type=int, default=None,
-                    help="keep at most N pairs (val + train), a uniform sample of the shuffled set")
-    ap.add_argument("--shard-rows", type=int, required=True)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--no-english-filter", action="store_true")
-    ap.add_argument("--no-dedup", action="store_true")
-    ap.add_argument("--out", required=True, help="output directory")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="processes reading/filtering the input files and threads of the tokenizer "
-                         "(the output does not depend on it; default: one reader, tokenizer "
-                         "threads as TOKENIZERS_PARALLELISM says)")
-    return ap
+@dataclass(frozen=True)
+class BgeSettings:
+    """One prepare-bge run: the ``embtune prepare-bge`` flags, typed (field = flag name)."""
+
+    files: Sequence[str]
+    tokenizer: str
+    context_length: int
+    val_pairs: int
+    shard_rows: int
+    seed: int
+    out: str
+    max_pairs: int | None = None
+    no_english_filter: bool = False
+    no_dedup: bool = False
+    threads: int | None = None
 
 
-def _check_args(args: argparse.Namespace) -> None:
+def _check_args(args: BgeSettings) -> None:
     if args.context_length < 1:
         raise DataError("--context-length must be >= 1")
     if args.val_pairs < 0 or args.shard_rows < 1:
@@ -548,14 +545,14 @@ def no_pairs_message(files: Sequence[str], stats: Stats) -> str:
             + f"; dropped: {drop_summary(stats.drops, stats.drop_examples)}")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: BgeSettings) -> dict[str, Any]:
     """Do the whole stage inside one atomically renamed output directory; return the manifest."""
     _check_args(args)
     with tokenizer_threads(args.threads):  # before the tokenizer is loaded or used
         return _run(args)
 
 
-def _run(args: argparse.Namespace) -> dict[str, Any]:
+def _run(args: BgeSettings) -> dict[str, Any]:
     files = expand_files(args.files)
     tokenizer = load_tokenizer(args.tokenizer)
     english, dedup = not args.no_english_filter, not args.no_dedup
@@ -593,7 +590,7 @@ def too_few_pairs(err: DataError, files: Sequence[str], stats: Stats) -> DataErr
                      f"{drop_summary(stats.drops, stats.drop_examples)}")
 
 
-def build_manifest(args: argparse.Namespace, inputs: list[dict[str, Any]], stats: Stats,
+def build_manifest(args: BgeSettings, inputs: list[dict[str, Any]], stats: Stats,
                    duplicates_removed: int, done: Written) -> dict[str, Any]:
     """The stage's manifest; one function for the one-process and the scattered stage
     (embtune.data.bge_scatter), whose manifests must be byte-identical."""
@@ -609,10 +606,3 @@ def build_manifest(args: argparse.Namespace, inputs: list[dict[str, Any]], stats
         tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
                 "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_stage("prepare-bge", run, _parser().parse_args(argv), lambda m: (
-        f"prepare-bge: {m['rows_in']} rows in, {m['rows_out']} pairs out "
-        f"({m['val_rows']} val, {len(m['train_shards'])} train shards), "
-        f"drops {m['drops']}, duplicates {m['duplicates_removed']}"))

@@ -1,4 +1,5 @@
-"""Stage ``prepare-bge-part``: ``embtune prepare-bge`` scattered over N parts, one job each.
+"""``embtune prepare-bge`` scattered over N parts, one job each (``embtune prepare-bge-part``; its
+driver is :mod:`embtune.stages.prepare_bge_part`).
 
 The one-process stage (:mod:`embtune.data.bge`) reads the whole dump, sorts it by the seeded
 keyed hash of each pair, drops exact duplicates and tokenises in that order: about 9 hours for
@@ -35,7 +36,6 @@ built with, which the next step checks, so parts of different settings never mix
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -51,13 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from embtune.data import bge
-from embtune.data.jsonl import (
-    DataError,
-    is_gzip,
-    iter_jsonl,
-    iter_jsonl_range,
-    run_stage,
-)
+from embtune.data.jsonl import DataError, is_gzip, iter_jsonl, iter_jsonl_range
 from embtune.data.sources import expand_files
 from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
 
@@ -65,6 +59,39 @@ SPILL_BATCH_PAIRS = 50_000          # rows per Arrow batch of a sort part's outp
 SORT_SLICE_BYTES = 256 << 20        # Arrow bytes sorted at once by a sort part (a slice of its key range)
 KEY_SPACE = 1 << 64
 PAIR_SCHEMA = pa.schema([("key", pa.uint64()), ("query", pa.string()), ("pos", pa.string())])
+
+
+@dataclass(frozen=True)
+class PartArgs:
+    """One ``prepare-bge-part`` step: its flags, typed (field = flag name; a step leaves the
+    fields of the other steps at their defaults)."""
+
+    step: str
+    parts: int
+    out: str
+    part: int = 0
+    files: Sequence[str] = ()
+    seed: int = 0
+    no_english_filter: bool = False
+    no_dedup: bool = False
+    inputs: Sequence[str] = ()
+    tokenizer: str = ""
+    context_length: int = 0
+    val_pairs: int = 0
+    max_pairs: int | None = None
+    shard_rows: int = 0
+    threads: int | None = None
+    spill: Sequence[str] = ()
+    sorted: Sequence[str] = ()
+    shards: Sequence[str] = ()
+
+    def settings(self) -> bge.BgeSettings:
+        """The one-process stage's settings these flags stand for (checks and the manifest)."""
+        return bge.BgeSettings(
+            files=self.files, tokenizer=self.tokenizer, context_length=self.context_length,
+            val_pairs=self.val_pairs, shard_rows=self.shard_rows, seed=self.seed, out=self.out,
+            max_pairs=self.max_pairs, no_english_filter=self.no_english_filter,
+            no_dedup=self.no_dedup, threads=self.threads)
 
 
 def part_name(step: str, part: int, parts: int) -> str:
@@ -147,7 +174,7 @@ def _records(segments: Sequence[Segment], lines: list[int]) -> Iterator[tuple[li
             yield [s, line_no], obj
 
 
-def spill(args: argparse.Namespace) -> dict[str, Any]:
+def spill(args: PartArgs) -> dict[str, Any]:
     files = expand_files(args.files)
     sizes, gz = _input_facts(files)
     segments = plan_segments(files, sizes, gz, args.parts)[args.part]
@@ -197,7 +224,7 @@ def spill(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
-def spill_settings(files: Sequence[str], sizes: Sequence[int], args: argparse.Namespace) -> dict[str, Any]:
+def spill_settings(files: Sequence[str], sizes: Sequence[int], args: PartArgs) -> dict[str, Any]:
     return {"files": list(files), "bytes": list(sizes), "seed": args.seed,
             "english_filter": not args.no_english_filter}
 
@@ -252,7 +279,7 @@ def bucket_ids(keys: np.ndarray, n_buckets: int) -> np.ndarray:
     return np.searchsorted(bounds, keys, side="right")
 
 
-def sort(args: argparse.Namespace) -> dict[str, Any]:
+def sort(args: PartArgs) -> dict[str, Any]:
     spill_dirs = [Path(d) for d in args.inputs]
     if len(spill_dirs) != args.parts:
         raise DataError(f"sort part {args.part}: got {len(spill_dirs)} spill parts, expected {args.parts}")
@@ -365,7 +392,7 @@ def _rows(dirs: Sequence[Path], counts: Sequence[int], start: int, end: int) -> 
     return out
 
 
-def shards(args: argparse.Namespace) -> dict[str, Any]:
+def shards(args: PartArgs) -> dict[str, Any]:
     sort_dirs = [Path(d) for d in args.inputs]
     records = _sorted_parts(sort_dirs, args.parts)
     counts = [rec["rows"] for rec in records]
@@ -389,7 +416,7 @@ def shards(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
-def shard_settings(args: argparse.Namespace) -> dict[str, Any]:
+def shard_settings(args: PartArgs) -> dict[str, Any]:
     return {"tokenizer": args.tokenizer, "context_length": args.context_length,
             "val_pairs": args.val_pairs, "shard_rows": args.shard_rows, "max_pairs": args.max_pairs}
 
@@ -426,8 +453,8 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def gather(args: argparse.Namespace) -> dict[str, Any]:
-    bge._check_args(args)
+def gather(args: PartArgs) -> dict[str, Any]:
+    bge._check_args(args.settings())
     files = expand_files(args.files)
     sizes, _ = _input_facts(files)
     spill_dirs, sort_dirs, shard_dirs = ([Path(d) for d in ds] for ds in (args.spill, args.sorted, args.shards))
@@ -476,82 +503,23 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             raise DataError(f"{missing[0]}: no spill part recorded its sha256")
         sha = {f: h for rec in spills for f, h in rec["sha256"].items()}
         inputs = [{"path": f, "bytes": size, "sha256": sha[f]} for f, size in zip(files, sizes)]
-        manifest = bge.build_manifest(args, inputs, stats, removed, done)
+        manifest = bge.build_manifest(args.settings(), inputs, stats, removed, done)
         write_json(final / "manifest.json", manifest)
     return manifest
 
 
-# ---------------------------------------------------------------- CLI
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune prepare-bge-part", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="step", required=True)
-
-    def common(p: argparse.ArgumentParser, part: bool = True) -> None:
-        p.add_argument("--parts", type=int, required=True, help="number of parts N")
-        if part:
-            p.add_argument("--part", type=int, required=True, help="this part, 0..N-1")
-        p.add_argument("--out", required=True, help="output directory")
-
-    def inputs(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--files", nargs="+", required=True, help="JSONL(.gz) files or globs")
-        p.add_argument("--seed", type=int, required=True)
-        p.add_argument("--no-english-filter", action="store_true")
-
-    def output(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--tokenizer", required=True, help="HF tokenizer directory")
-        p.add_argument("--context-length", type=int, required=True)
-        p.add_argument("--val-pairs", type=int, required=True)
-        p.add_argument("--max-pairs", type=int, default=None)
-        p.add_argument("--shard-rows", type=int, required=True)
-
-    p = sub.add_parser("spill", help="filter and key byte range PART of the input")
-    inputs(p)
-    common(p)
-    p = sub.add_parser("sort", help="sort and deduplicate key range PART")
-    p.add_argument("--inputs", nargs="+", required=True, help="the N spill part directories, in order")
-    p.add_argument("--no-dedup", action="store_true")
-    common(p)
-    p = sub.add_parser("shards", help="tokenise and write the output files of row range PART")
-    p.add_argument("--inputs", nargs="+", required=True, help="the N sort part directories, in order")
-    output(p)
-    p.add_argument("--threads", type=int, default=None, help="tokenizer threads")
-    common(p)
-    p = sub.add_parser("gather", help="the output directory of embtune prepare-bge, from the parts")
-    inputs(p)
-    output(p)
-    p.add_argument("--no-dedup", action="store_true")
-    p.add_argument("--spill", nargs="+", required=True)
-    p.add_argument("--sorted", nargs="+", required=True)
-    p.add_argument("--shards", nargs="+", required=True)
-    common(p, part=False)
-    return ap
-
-
-def _check(args: argparse.Namespace) -> None:
+def _check(args: PartArgs) -> None:
     if args.parts < 1:
         raise DataError("--parts must be >= 1")
     if args.step != "gather" and not 0 <= args.part < args.parts:
         raise DataError(f"--part must be in 0..{args.parts - 1}")
     if args.step in ("shards", "gather"):
-        args.threads = getattr(args, "threads", None)  # gather has no --threads
-        bge._check_args(args)
+        bge._check_args(args.settings())
 
 
 STEPS = {"spill": spill, "sort": sort, "shards": shards, "gather": gather}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: PartArgs) -> dict[str, Any]:
     _check(args)
     return STEPS[args.step](args)
-
-
-def _summary(m: dict[str, Any]) -> str:
-    if m.get("stage") == "prepare-bge":
-        return (f"prepare-bge-part gather: {m['rows_in']} rows in, {m['rows_out']} pairs out "
-                f"({m['val_rows']} val, {len(m['train_shards'])} train shards), duplicates "
-                f"{m['duplicates_removed']}")
-    return f"prepare-bge-part {m['step']} {m['part'] + 1}/{m['parts']}: done"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_stage("prepare-bge-part", run, _parser().parse_args(argv), _summary)
