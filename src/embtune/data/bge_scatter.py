@@ -50,7 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from embtune.data import bge
+from embtune.data import bge, bge_records, bge_tokens
 from embtune.data.jsonl import DataError, is_gzip, iter_jsonl, iter_jsonl_range
 from embtune.data.sources import expand_files
 from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
@@ -180,7 +180,7 @@ def spill(args: PartArgs) -> dict[str, Any]:
     segments = plan_segments(files, sizes, gz, args.parts)[args.part]
     owners = file_owner(files, sizes, args.parts)
     english = not args.no_english_filter
-    stats = bge.Stats()
+    stats = bge_records.Stats()
     out = Path(args.out)
     with atomic_dir(out) as tmp:
         writers = [pa.ipc.new_file(str(tmp / f"to-{j}.arrow"), PAIR_SCHEMA) for j in range(args.parts)]
@@ -196,7 +196,7 @@ def spill(args: PartArgs) -> dict[str, Any]:
 
         buffered = 0
         lines: list[int] = []
-        for query, pos in bge.filter_pairs(_records(segments, lines), english, stats):
+        for query, pos in bge_records.filter_pairs(_records(segments, lines), english, stats):
             key = bge.pair_key(args.seed, query, pos)
             buf = buffers[bge.bucket_of(key, args.parts)]
             buf[0].append(key)
@@ -400,11 +400,11 @@ def shards(args: PartArgs) -> dict[str, Any]:
     mine = [f for f in layout(total, args.val_pairs, args.shard_rows)
             if shard_owner(f[1], total, args.parts) == args.part]
     written = []
-    with bge.tokenizer_threads(args.threads):
-        tokenizer = bge.load_tokenizer(args.tokenizer) if mine else None
+    with bge_tokens.tokenizer_threads(args.threads):
+        tokenizer = bge_tokens.load_tokenizer(args.tokenizer) if mine else None
         with atomic_dir(Path(args.out)) as tmp:
             for name, start, end in mine:
-                frame, cuts = bge.pairs_frame(tokenizer, _rows(sort_dirs, counts, start, end),
+                frame, cuts = bge_tokens.pairs_frame(tokenizer, _rows(sort_dirs, counts, start, end),
                                               args.context_length)
                 write_parquet(tmp / name, frame)
                 written.append({"name": name, "rows": end - start,
@@ -427,18 +427,18 @@ def _drop_where(segments: list[dict[str, Any]], line_base: list[int], where: lis
     return f"{segments[seg]['path']}:{line_base[seg] + line}"
 
 
-def merged_stats(records: Sequence[dict[str, Any]]) -> bge.Stats:
+def merged_stats(records: Sequence[dict[str, Any]]) -> bge_records.Stats:
     """The spill parts' counts merged in input order, drop examples as ``file:line`` (a part's
     line numbers count from its byte range's first line; the lines of the earlier ranges of the
     same file are added)."""
-    stats = bge.Stats()
+    stats = bge_records.Stats()
     lines_before: Counter = Counter()
     for rec in records:
         base = []
         for seg in rec["segments"]:
             base.append(lines_before[seg["path"]])
             lines_before[seg["path"]] += seg["lines"]
-        part = bge.Stats(rows_in=rec["rows_in"], pairs_kept=rec["pairs_kept"], drops=Counter(rec["drops"]),
+        part = bge_records.Stats(rows_in=rec["rows_in"], pairs_kept=rec["pairs_kept"], drops=Counter(rec["drops"]),
                          drop_examples={reason: [_drop_where(rec["segments"], base, w) for w in where]
                                         for reason, where in rec["drop_examples"].items()})
         stats.merge(part)
