@@ -41,8 +41,7 @@ import math
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,182 +50,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from embtune.data import bge, bge_records, bge_tokens
-from embtune.data.jsonl import DataError, is_gzip, iter_jsonl, iter_jsonl_range
+from embtune.data.bge_partition import (
+    KEY_SPACE,
+    PAIR_SCHEMA,
+    PartArgs,
+    bucket_ids,
+    dedup_sorted,
+    duplicates_counted,
+    key_bound,
+    layout,
+    merged_buckets,
+    shard_owner,
+)
+from embtune.data.bge_spill import input_facts, spill, spill_settings
+from embtune.data.jsonl import DataError
 from embtune.data.sources import expand_files
-from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
+from embtune.io import atomic_dir, read_json, write_json, write_parquet
 
 SPILL_BATCH_PAIRS = 50_000          # rows per Arrow batch of a sort part's output
 SORT_SLICE_BYTES = 256 << 20        # Arrow bytes sorted at once by a sort part (a slice of its key range)
-KEY_SPACE = 1 << 64
-PAIR_SCHEMA = pa.schema([("key", pa.uint64()), ("query", pa.string()), ("pos", pa.string())])
-
-
-@dataclass(frozen=True)
-class PartArgs:
-    """One ``prepare-bge-part`` step: its flags, typed (field = flag name; a step leaves the
-    fields of the other steps at their defaults)."""
-
-    step: str
-    parts: int
-    out: str
-    part: int = 0
-    files: Sequence[str] = ()
-    seed: int = 0
-    no_english_filter: bool = False
-    no_dedup: bool = False
-    inputs: Sequence[str] = ()
-    tokenizer: str = ""
-    context_length: int = 0
-    val_pairs: int = 0
-    max_pairs: int | None = None
-    shard_rows: int = 0
-    threads: int | None = None
-    spill: Sequence[str] = ()
-    sorted: Sequence[str] = ()
-    shards: Sequence[str] = ()
-
-    def settings(self) -> bge.BgeSettings:
-        """The one-process stage's settings these flags stand for (checks and the manifest)."""
-        return bge.BgeSettings(
-            files=self.files, tokenizer=self.tokenizer, context_length=self.context_length,
-            val_pairs=self.val_pairs, shard_rows=self.shard_rows, seed=self.seed, out=self.out,
-            max_pairs=self.max_pairs, no_english_filter=self.no_english_filter,
-            no_dedup=self.no_dedup, threads=self.threads)
-
-
-def part_name(step: str, part: int, parts: int) -> str:
-    """``spill-3-of-7``: the part directory (N in the name, so a new N never reads old parts)."""
-    return f"{step}-{part}-of-{parts}"
-
-
-def key_bound(i: int, n: int) -> int:
-    """First key of range ``i`` of ``n`` under ``bge.bucket_of`` (``(key * n) >> 64 == i``)."""
-    return -(-i * KEY_SPACE // n)
-
-
-# ---------------------------------------------------------------- spill: byte ranges of the input
-@dataclass(frozen=True)
-class Segment:
-    """Bytes ``[start, end)`` of one input file, read by one spill part (gzip: the whole file)."""
-
-    path: str
-    start: int
-    end: int
-    gz: bool
-
-
-def plan_segments(files: Sequence[str], sizes: Sequence[int], gz: Sequence[bool],
-                  parts: int) -> list[list[Segment]]:
-    """Split the concatenated input into ``parts`` byte ranges of equal size, per part the file
-    segments in input order. A gzip file goes whole to the part holding its first byte."""
-    total = sum(sizes)
-    lo = [i * total // parts for i in range(parts + 1)]
-    out: list[list[Segment]] = [[] for _ in range(parts)]
-    offset = 0
-    for path, size, zipped in zip(files, sizes, gz):
-        if zipped:
-            owner = max(i for i in range(parts) if lo[i] <= offset) if total else 0
-            out[owner].append(Segment(path, 0, size, True))
-        else:
-            for i in range(parts):
-                a, b = max(lo[i], offset), min(lo[i + 1], offset + size)
-                if a < b:
-                    out[i].append(Segment(path, a - offset, b - offset, False))
-        offset += size
-    return out
-
-
-def file_owner(files: Sequence[str], sizes: Sequence[int], parts: int) -> list[int]:
-    """The part that hashes each file (the one holding its first byte): one reader per file."""
-    total, offset, owners = sum(sizes), 0, []
-    for size in sizes:
-        owners.append(min(parts - 1, offset * parts // total) if total else 0)
-        offset += size
-    return owners
-
-
-def _input_facts(files: Sequence[str]) -> tuple[list[int], list[bool]]:
-    sizes, gz = [], []
-    for f in files:
-        if not os.path.isfile(f):
-            raise DataError(f"{f}: file not found")
-        sizes.append(os.path.getsize(f))
-        gz.append(is_gzip(f))
-    return sizes, gz
-
-
-def _records(segments: Sequence[Segment], lines: list[int]) -> Iterator[tuple[list[int], Any]]:
-    """``([segment, line], record)``: the line counts from 1 in its segment (fixed in gather).
-    Appends each segment's line count (blank lines included) to ``lines`` once it is read."""
-    for s, seg in enumerate(segments):
-        if seg.gz:  # whole file: its line numbers are already the file's
-            for line_no, obj in iter_jsonl(seg.path):
-                yield [s, line_no], obj
-            lines.append(0)
-            continue
-        reader = iter_jsonl_range(seg.path, seg.start, seg.end)
-        while True:
-            try:
-                line_no, obj = next(reader)
-            except StopIteration as stop:
-                lines.append(stop.value)
-                break
-            yield [s, line_no], obj
-
-
-def spill(args: PartArgs) -> dict[str, Any]:
-    files = expand_files(args.files)
-    sizes, gz = _input_facts(files)
-    segments = plan_segments(files, sizes, gz, args.parts)[args.part]
-    owners = file_owner(files, sizes, args.parts)
-    english = not args.no_english_filter
-    stats = bge_records.Stats()
-    out = Path(args.out)
-    with atomic_dir(out) as tmp:
-        writers = [pa.ipc.new_file(str(tmp / f"to-{j}.arrow"), PAIR_SCHEMA) for j in range(args.parts)]
-        buffers: list[tuple[list[int], list[str], list[str]]] = [([], [], []) for _ in range(args.parts)]
-
-        def flush(j: int) -> None:
-            keys, queries, positives = buffers[j]
-            if keys:
-                writers[j].write_batch(pa.record_batch(
-                    [pa.array(keys, pa.uint64()), pa.array(queries, pa.string()),
-                     pa.array(positives, pa.string())], schema=PAIR_SCHEMA))
-                buffers[j] = ([], [], [])
-
-        buffered = 0
-        lines: list[int] = []
-        for query, pos in bge_records.filter_pairs(_records(segments, lines), english, stats):
-            key = bge.pair_key(args.seed, query, pos)
-            buf = buffers[bge.bucket_of(key, args.parts)]
-            buf[0].append(key)
-            buf[1].append(query)
-            buf[2].append(pos)
-            buffered += 1
-            if buffered >= bge.SPILL_BUFFER_PAIRS:  # memory bounded whatever N is
-                for j in range(args.parts):
-                    flush(j)
-                buffered = 0
-        for j, writer in enumerate(writers):
-            flush(j)
-            writer.close()
-        record = {
-            "step": "spill", "part": args.part, "parts": args.parts,
-            "settings": spill_settings(files, sizes, args),
-            "n_buckets": bge.n_buckets_for(sum(sizes)),
-            "segments": [{"path": s.path, "start": s.start, "end": s.end, "gz": s.gz, "lines": n}
-                         for s, n in zip(segments, lines, strict=True)],
-            "sha256": {f: sha256_file(f) for f, o in zip(files, owners) if o == args.part},
-            "rows_in": stats.rows_in, "pairs_kept": stats.pairs_kept,
-            "drops": dict(stats.drops), "drop_examples": stats.drop_examples,
-        }
-        write_json(tmp / "stats.json", record)
-    return record
-
-
-def spill_settings(files: Sequence[str], sizes: Sequence[int], args: PartArgs) -> dict[str, Any]:
-    return {"files": list(files), "bytes": list(sizes), "seed": args.seed,
-            "english_filter": not args.no_english_filter}
 
 
 # ---------------------------------------------------------------- sort: key ranges
@@ -258,25 +100,6 @@ def _same(records: Sequence[dict[str, Any]], dirs: Sequence[Path], key: str, exp
             raise DataError(f"{d}: built with {key} {json.dumps(rec[key], sort_keys=True)[:300]}, "
                             f"expected {json.dumps(expected, sort_keys=True)[:300]} (a stale part: "
                             "delete it and run again)")
-
-
-def dedup_sorted(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
-    """Rows of a (key, query, pos)-sorted table without exact repeats, and the kept mask."""
-    n = table.num_rows
-    keep = np.ones(n, dtype=bool)
-    if n > 1:
-        same = np.ones(n - 1, dtype=bool)
-        for name in ("key", "query", "pos"):
-            col = table.column(name).combine_chunks()
-            same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        keep[1:] = ~same
-    return table.filter(pa.array(keep)), keep
-
-
-def bucket_ids(keys: np.ndarray, n_buckets: int) -> np.ndarray:
-    """``bge.bucket_of`` for every key, vectorised (a search among the buckets' first keys)."""
-    bounds = np.array([key_bound(b, n_buckets) for b in range(1, n_buckets)], dtype=np.uint64)
-    return np.searchsorted(bounds, keys, side="right")
 
 
 def sort(args: PartArgs) -> dict[str, Any]:
@@ -327,48 +150,6 @@ def sort(args: PartArgs) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- shards: output files by row range
-def duplicates_counted(buckets: dict[int, list[int]], max_pairs: int | None) -> tuple[int, int]:
-    """(pairs kept, duplicates removed) as ``bge.ordered_pairs`` counts them: buckets in key
-    order, each bucket's duplicates counted, stopping after the bucket that reaches max_pairs."""
-    remaining, removed, total = max_pairs, 0, 0
-    for b in sorted(buckets):
-        rows, dups = buckets[b]
-        removed += dups
-        take = rows if remaining is None else min(rows, remaining)
-        total += take
-        if remaining is not None:
-            remaining -= take
-            if remaining == 0:
-                break
-    return total, removed
-
-
-def layout(total: int, val_pairs: int, shard_rows: int) -> list[tuple[str, int, int]]:
-    """``(name, first row, end row)`` of every output file, as ``bge.write_shards`` cuts them:
-    val.parquet (empty when val_pairs is 0), then train shards of shard_rows (the last shorter)."""
-    files: list[tuple[str, int, int]] = []
-    start = min(val_pairs, total)
-    files.append(("val.parquet", 0, start))
-    while start < total:
-        end = min(start + shard_rows, total)
-        files.append((f"train-{len(files) - 1:05d}.parquet", start, end))
-        start = end
-    return files
-
-
-def shard_owner(start: int, total: int, parts: int) -> int:
-    """The shards part writing the file whose first row is ``start`` (equal row ranges)."""
-    return min(parts - 1, start * parts // total) if total else 0
-
-
-def _merged_buckets(records: Sequence[dict[str, Any]]) -> dict[int, list[int]]:
-    merged: dict[int, list[int]] = {}
-    for rec in records:
-        for b, (rows, dups) in rec["buckets"].items():
-            cur = merged.setdefault(int(b), [0, 0])
-            cur[0] += rows
-            cur[1] += dups
-    return merged
 
 
 def _sorted_parts(dirs: Sequence[Path], parts: int) -> list[dict[str, Any]]:
@@ -396,7 +177,7 @@ def shards(args: PartArgs) -> dict[str, Any]:
     sort_dirs = [Path(d) for d in args.inputs]
     records = _sorted_parts(sort_dirs, args.parts)
     counts = [rec["rows"] for rec in records]
-    total, _ = duplicates_counted(_merged_buckets(records), args.max_pairs)
+    total, _ = duplicates_counted(merged_buckets(records), args.max_pairs)
     mine = [f for f in layout(total, args.val_pairs, args.shard_rows)
             if shard_owner(f[1], total, args.parts) == args.part]
     written = []
@@ -456,7 +237,7 @@ def _link(src: Path, dst: Path) -> None:
 def gather(args: PartArgs) -> dict[str, Any]:
     bge._check_args(args.settings())
     files = expand_files(args.files)
-    sizes, _ = _input_facts(files)
+    sizes, _ = input_facts(files)
     spill_dirs, sort_dirs, shard_dirs = ([Path(d) for d in ds] for ds in (args.spill, args.sorted, args.shards))
     n = args.parts
     if not len(spill_dirs) == len(sort_dirs) == len(shard_dirs) == n:
@@ -474,7 +255,7 @@ def gather(args: PartArgs) -> dict[str, Any]:
     stats = merged_stats(spills)
     if stats.pairs_kept == 0:
         raise DataError(bge.no_pairs_message(files, stats))
-    total, removed = duplicates_counted(_merged_buckets(sorts), args.max_pairs)
+    total, removed = duplicates_counted(merged_buckets(sorts), args.max_pairs)
     plan = layout(total, args.val_pairs, args.shard_rows)
     written = {f["name"]: (d, f) for d, rec in zip(shard_dirs, shard_recs) for f in rec["files"]}
     done = bge.Written()

@@ -1,7 +1,7 @@
 """Stage ``prepare-bge-part``: ``embtune prepare-bge`` as N scattered jobs (spill | sort | shards PART, then gather).
 
 Why a driver apart from :mod:`embtune.data.bge_scatter`: the steps there take typed arguments
-(:class:`~embtune.data.bge_scatter.PartArgs`, one field per flag); the sub-command parser, the
+(:class:`~embtune.data.bge_partition.PartArgs`, one field per flag); the sub-command parser, the
 one-line summary and the exit code live here.
 """
 
@@ -11,7 +11,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from embtune.data.bge_scatter import PartArgs, run
+from embtune.data.bge_partition import PartArgs
+from embtune.data.bge_scatter import run
 from embtune.data.jsonl import run_stage
 
 STAGE = "prepare-bge-part"
