@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_prepare_bge import synthetic_files, train_tokenizer  # noqa: E402  (sys.path above)
 
-from embtune.data.bge_scatter import part_name  # noqa: E402
+from embtune.data.bge_partition import part_name  # noqa: E402
 
 CTX, VAL, SHARD, SEED = "128", "1000", "10000", "0"
 

@@ -149,7 +149,7 @@ def count_arxiv(flavour: str, papers: int, levels: int, dim: int, rng) -> tuple[
     """(fast seconds for all levels of one flavour, extrapolated naive seconds)."""
     import numpy as np
 
-    from embtune.evaluate.pnd_eval import CodedTriplets, score_levels
+    from embtune.evaluate.pnd_arxiv import CodedTriplets, score_levels
 
     q, d = _emb(rng, papers, dim), _emb(rng, papers, dim)
     d += q                                            # a paper's own text is closer (mostly)

@@ -46,23 +46,16 @@ from typing import Any
 import polars as pl
 
 from embtune.data import bge
-from embtune.data.bge import (
+from embtune.data.bge import Written, _check_args, _sizes, bucket_of, chunk_rows, n_buckets_for
+from embtune.data.bge_records import (
     ENGLISH_STOPWORDS,
     MIN_ASCII_LETTER_RATIO,
     MIN_STOPWORD_RATIO,
     MIN_WORDS_FOR_STOPWORD_TEST,
-    TOKENIZE_BATCH,
     Stats,
-    Written,
-    _check_args,
-    _sizes,
-    bucket_of,
-    chunk_rows,
     extract_pair,
-    histogram_stats,
-    load_tokenizer,
-    n_buckets_for,
 )
+from embtune.data.bge_tokens import TOKENIZE_BATCH, histogram_stats, load_tokenizer
 from embtune.data.jsonl import DataError, iter_jsonl
 from embtune.data.sources import expand_files
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
@@ -318,11 +311,13 @@ def train_tokenizer(out_dir: Path, vocab_size: int = 4096) -> Path:
     return out_dir
 
 
-def stage_args(files: list[Path], tokenizer: Path, out: Path, a: argparse.Namespace, threads: int) -> argparse.Namespace:
-    return bge._parser().parse_args([
+def stage_args(files: list[Path], tokenizer: Path, out: Path, a: argparse.Namespace, threads: int) -> bge.BgeSettings:
+    from embtune.stages.prepare_bge import _parser
+
+    return bge.BgeSettings(**vars(_parser().parse_args([
         "--files", *map(str, files), "--tokenizer", str(tokenizer),
         "--context-length", str(a.context_length), "--val-pairs", str(a.val_pairs),
-        "--shard-rows", str(a.shard_rows), "--seed", "0", "--out", str(out), "--threads", str(threads)])
+        "--shard-rows", str(a.shard_rows), "--seed", "0", "--out", str(out), "--threads", str(threads)])))
 
 
 def cpu_seconds() -> float:

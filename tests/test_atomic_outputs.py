@@ -209,11 +209,11 @@ def test_killed_arxiv_negatives_leaves_old_output_or_nothing(tmp_path) -> None:
 def test_killed_train_outputs_leave_old_run_dir_or_nothing(tmp_path, train_results) -> None:
     """The run directory (model/, curve.csv, metrics.json, manifest.json) of the train stage;
     training itself writes only its checkpoint, tested in test_checkpoint.py."""
-    from embtune.train import loop
+    from embtune.stages import train as train_stage
 
     (ok, ok_run), (skipped, skip_run) = train_results
-    stage = Stage("train", lambda out: loop.write_outputs(out, skipped, skip_run),
-                  lambda out: loop.write_outputs(out, ok, ok_run), volatile=("manifest.json",), kills=6)
+    stage = Stage("train", lambda out: train_stage.write_outputs(out, skipped, skip_run),
+                  lambda out: train_stage.write_outputs(out, ok, ok_run), volatile=("manifest.json",), kills=6)
     _check_stage(stage, tmp_path)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from embtune.cli import main as cli_main
-from embtune.data import bge, bge_scatter
+from embtune.data import bge, bge_partition, bge_scatter
 from embtune.data.jsonl import DataError, iter_jsonl, iter_jsonl_range
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def scattered(files: list[Path], work: Path, tok: Path, parts: int, *flags: str,
     spill_flags = [f for f in flags if f == "--no-english-filter"]
     dedup_flags = [f for f in flags if f == "--no-dedup"]
     max_flags = [f for i, f in enumerate(flags) if f == "--max-pairs" or (i and flags[i - 1] == "--max-pairs")]
-    dirs = {step: [str(work / bge_scatter.part_name(step, i, parts)) for i in range(parts)]
+    dirs = {step: [str(work / bge_partition.part_name(step, i, parts)) for i in range(parts)]
             for step in ("spill", "sort", "shards")}
     files_ = [str(f) for f in files]
     for i in range(parts):
@@ -183,32 +183,32 @@ def test_bucket_ids_match_bucket_of() -> None:
     rng = random.Random(0)
     keys = [0, 1, (1 << 64) - 1, 1 << 63, (1 << 63) - 1] + [rng.getrandbits(64) for _ in range(5000)]
     for n in (1, 2, 3, 7, 1000, 4096):
-        edges = [bge_scatter.key_bound(b, n) + d for b in range(1, min(n, 50)) for d in (-1, 0)]
+        edges = [bge_partition.key_bound(b, n) + d for b in range(1, min(n, 50)) for d in (-1, 0)]
         ks = sorted(keys + edges)
-        got = bge_scatter.bucket_ids(np.array(ks, dtype=np.uint64), n)
+        got = bge_partition.bucket_ids(np.array(ks, dtype=np.uint64), n)
         assert got.tolist() == [(k * n) >> 64 for k in ks]
 
 
 def test_duplicates_counted_stops_like_the_one_process_stage() -> None:
     buckets = {0: [5, 1], 2: [3, 2], 3: [4, 7]}   # bucket: [rows kept, duplicates]
-    assert bge_scatter.duplicates_counted(buckets, None) == (12, 10)
-    assert bge_scatter.duplicates_counted(buckets, 8) == (8, 3)     # reached in bucket 2
-    assert bge_scatter.duplicates_counted(buckets, 6) == (6, 3)
-    assert bge_scatter.duplicates_counted(buckets, 5) == (5, 1)     # reached at the end of bucket 0
-    assert bge_scatter.duplicates_counted(buckets, 100) == (12, 10)
+    assert bge_partition.duplicates_counted(buckets, None) == (12, 10)
+    assert bge_partition.duplicates_counted(buckets, 8) == (8, 3)     # reached in bucket 2
+    assert bge_partition.duplicates_counted(buckets, 6) == (6, 3)
+    assert bge_partition.duplicates_counted(buckets, 5) == (5, 1)     # reached at the end of bucket 0
+    assert bge_partition.duplicates_counted(buckets, 100) == (12, 10)
 
 
 def test_layout_matches_hand_cut() -> None:
-    assert bge_scatter.layout(10, 3, 4) == [("val.parquet", 0, 3), ("train-00000.parquet", 3, 7),
+    assert bge_partition.layout(10, 3, 4) == [("val.parquet", 0, 3), ("train-00000.parquet", 3, 7),
                                             ("train-00001.parquet", 7, 10)]
-    assert bge_scatter.layout(5, 0, 5) == [("val.parquet", 0, 0), ("train-00000.parquet", 0, 5)]
-    assert bge_scatter.layout(2, 3, 4) == [("val.parquet", 0, 2)]
+    assert bge_partition.layout(5, 0, 5) == [("val.parquet", 0, 0), ("train-00000.parquet", 0, 5)]
+    assert bge_partition.layout(2, 3, 4) == [("val.parquet", 0, 2)]
 
 
 def test_segments_cover_the_input_once() -> None:
     files, sizes, gz = ["a", "b", "c", "d"], [10, 0, 7, 5], [False, False, True, False]
     for parts in (1, 2, 3, 7, 30):
-        segs = bge_scatter.plan_segments(files, sizes, gz, parts)
+        segs = bge_partition.plan_segments(files, sizes, gz, parts)
         covered = {f: [] for f in files}
         for part in segs:
             for s in part:
@@ -223,9 +223,9 @@ def test_parts_of_other_settings_are_refused(tmp_path: Path, tokenizer_dir: Path
     files = split_demo(tmp_path, [200, 200])
     work = tmp_path / "work"
     scattered(files, work, tokenizer_dir, 2)
-    spill = [str(work / bge_scatter.part_name("spill", i, 2)) for i in range(2)]
-    sort = [str(work / bge_scatter.part_name("sort", i, 2)) for i in range(2)]
-    shards = [str(work / bge_scatter.part_name("shards", i, 2)) for i in range(2)]
+    spill = [str(work / bge_partition.part_name("spill", i, 2)) for i in range(2)]
+    sort = [str(work / bge_partition.part_name("sort", i, 2)) for i in range(2)]
+    shards = [str(work / bge_partition.part_name("shards", i, 2)) for i in range(2)]
     argv = ["prepare-bge-part", "gather", "--files", *map(str, files), "--seed", "4",  # not 3
             *output_args(tokenizer_dir, 50, 300), "--parts", "2", "--spill", *spill, "--sorted", *sort,
             "--shards", *shards, "--out", str(tmp_path / "out")]

@@ -15,6 +15,7 @@ import pytest
 import torch
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
+from embtune.stages import train as train_stage
 from embtune.train import checkpoint as ck
 from embtune.train import loop
 
@@ -140,9 +141,9 @@ def test_changed_config_is_refused(tmp_path, partial, key, value, line) -> None:
 def test_changed_config_exits_3_with_the_reason_on_the_cli(tmp_path, partial, capsys) -> None:
     run, ckpt = _copy(partial, tmp_path)
     run["train"]["temperature"] = 0.07
-    rc = loop.main(["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
+    rc = train_stage.main(["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
                     "--checkpoint-dir", str(ckpt)])
-    assert rc == loop.EXIT_BAD_CHECKPOINT != loop.EXIT_PREEMPTED
+    assert rc == train_stage.EXIT_BAD_CHECKPOINT != train_stage.EXIT_PREEMPTED
     assert "train.temperature: 0.05 -> 0.07" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and (ckpt / ck.STATE_FILE).exists()   # nothing deleted
 

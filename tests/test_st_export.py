@@ -17,6 +17,7 @@ from helpers_st import load_quietly
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.models import st_export
+from embtune.stages import train as train_stage
 from embtune.train import loop
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
@@ -37,7 +38,7 @@ def _train(tmp_path, base, data, method: str, **over):
     run = run_config(base, data, method, budget=1.0e9, context_length=CONTEXT, **over)
     res = loop.train_run(run, tmp_path / "ck")
     assert res.status == "ok", res.metrics
-    loop.write_outputs(tmp_path / "run", res, run)
+    train_stage.write_outputs(tmp_path / "run", res, run)
     return run, res, tmp_path / "run"
 
 
@@ -104,7 +105,7 @@ def test_lora_run_keeps_the_adapter_and_writes_a_merged_folder(tmp_path, fixture
     assert "LoRA (rank 4" in (merged_dir / "README.md").read_text()
     # a re-run may replace the run directory that holds model_merged/ and mteb_results/
     (out / "mteb_results").mkdir()
-    loop.write_outputs(out, res, run)
+    train_stage.write_outputs(out, res, run)
     assert (out / st_export.MERGED_DIR / "modules.json").is_file()
 
 

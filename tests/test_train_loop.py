@@ -12,6 +12,7 @@ import torch
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.models.flops import ParamCounts
+from embtune.stages import train as train_stage
 from embtune.train import loop
 from embtune.train.schedule import lr_multiplier, warmup_steps
 
@@ -66,9 +67,9 @@ def test_cli_outputs_after_preemption_and_resume(tmp_path, fixture_dirs) -> None
     run = run_config(base, data, "lora", budget=1.0e9)
     args = ["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
             "--checkpoint-dir", str(tmp_path / "ck")]
-    assert loop.main(args + ["--stop-after-steps", "3"]) == loop.EXIT_PREEMPTED
+    assert train_stage.main(args + ["--stop-after-steps", "3"]) == train_stage.EXIT_PREEMPTED
     assert not (tmp_path / "out" / "metrics.json").exists()
-    assert loop.main(args) == 0
+    assert train_stage.main(args) == 0
     out = tmp_path / "out"
     assert not (tmp_path / "ck").exists()
     metrics = json.loads((out / "metrics.json").read_text())
@@ -95,7 +96,7 @@ def test_full_model_saved_loads_back(tmp_path, fixture_dirs) -> None:
     run = run_config(base, data, "bias", budget=1.0e9)
     res = loop.train_run(run, tmp_path / "ck")
     assert res.status == "ok"
-    loop.write_outputs(tmp_path / "out", res, run)
+    train_stage.write_outputs(tmp_path / "out", res, run)
     loaded = AutoModel.from_pretrained(tmp_path / "out" / "model")
     ref = dict(res.model.named_parameters())
     for n, p in loaded.named_parameters():
@@ -106,7 +107,7 @@ def test_full_model_saved_loads_back(tmp_path, fixture_dirs) -> None:
 def test_infeasible_run_is_skipped(tmp_path, fixture_dirs, budget, max_epochs, needle) -> None:
     base, data = fixture_dirs
     run = run_config(base, data, "full", budget=budget, max_epochs=max_epochs)
-    rc = loop.main(["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
+    rc = train_stage.main(["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
                     "--checkpoint-dir", str(tmp_path / "ck")])
     assert rc == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())

@@ -2,7 +2,8 @@
 
 Why: params.yaml is the single source of experiment truth. Snakemake (``common.smk``) and the
 CLI both go through :func:`validate` so a broken file fails the same way everywhere, before
-any job runs, with a message that names the file, the key and what was expected.
+any job runs, with a message that names the file, the key and what was expected. The checks
+between keys, which a JSON schema cannot express, are :mod:`embtune.config_checks`.
 
 Why a strict loader: PyYAML keeps the *last* of two equal keys silently (a second ``train:``
 block drops the first), and Snakemake reads config files through YTE, which evaluates Python
@@ -21,17 +22,14 @@ directive, so YTE never sees a refused file), while ``--configfile`` files reach
 from __future__ import annotations
 
 import copy
-import itertools
 import math
-import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from embtune.models import families
+from embtune.config_checks import cross_checks, describe_error, grid_checks, key_path, plan_checks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
@@ -40,21 +38,11 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
 #: with it, ``?expr`` values are evaluated as Python.
 YTE_KEY = "__use_yte__"
 
-#: Forms of ``id`` per model source (the schema's ``path`` pattern already bans metacharacters).
-HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-PACKAGE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
-# What YAML 1.1 (PyYAML) reads as a *string* although it looks like a number: an exponent
-# without a dot in the mantissa or without a sign (``1e11``, ``1.0e11``).
-_NUMBER_LIKE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))[eE]([+-]?\d+)$")
 
 
 class ParamsError(ValueError):
     """Invalid experiment parameters; the message names the file and the key."""
-
-
-class ParamsWarning(UserWarning):
-    """A parameter that is valid but probably not what was meant (names the key)."""
 
 
 class StrictYAMLError(yaml.YAMLError):
@@ -159,13 +147,6 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
     return _resolve(merged, root)
 
 
-def _key_path(parts: Iterable[Any]) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<top level>"
-
-
 _MISSING = object()
 
 
@@ -201,15 +182,15 @@ def validate(params: dict[str, Any], schema: Mapping[str, Any] | None = None,
     bad_numbers = {parts for parts, _ in problems}
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: list(map(str, e.absolute_path)))
-    problems += [(tuple(e.absolute_path), _describe(e)) for e in errors
+    problems += [(tuple(e.absolute_path), describe_error(e)) for e in errors
                  if tuple(e.absolute_path) not in bad_numbers]
     if not problems:
         fill_defaults(params, schema, schema)
-        problems = _cross_checks(params) + _plan_checks(params, schema)
+        problems = cross_checks(params) + plan_checks(params, schema)
     if not problems:
-        problems = _grid_checks(params)
+        problems = grid_checks(params)
     if problems:
-        lines = [f"{key_owner(parts, layers) or source}: {_key_path(parts)}: {what}"
+        lines = [f"{key_owner(parts, layers) or source}: {key_path(parts)}: {what}"
                  for parts, what in problems]
         raise ParamsError("invalid parameters:\n  " + "\n  ".join(lines))
     return params
@@ -226,281 +207,6 @@ def _non_finite(node: Any, parts: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[
     elif isinstance(node, list):
         for i, value in enumerate(node):
             yield from _non_finite(value, (*parts, i))
-
-
-def number_hint(value: Any) -> str:
-    """For ``'1e11'`` (a string to YAML 1.1): how to write it so YAML reads a number."""
-    m = _NUMBER_LIKE.match(value) if isinstance(value, str) else None
-    if not m:
-        return ""
-    mant, exp = m.groups()
-    mant = mant if "." in mant else f"{mant}.0"
-    exp = exp if exp[0] in "+-" else f"+{exp}"
-    return (f"; YAML 1.1 reads {value!r} as a string (it needs a dot and a signed exponent): "
-            f"write {mant}e{exp}")
-
-
-def _describe(err: Any) -> str:
-    sub = err.schema if isinstance(err.schema, Mapping) else {}
-    expected = sub.get("description")
-    hint = number_hint(err.instance)
-    if err.validator == "additionalProperties":
-        allowed = ", ".join(sorted(sub.get("properties", {})))
-        return f"{err.message} (allowed keys: {allowed})"
-    if err.validator == "oneOf" and expected:
-        return f"{err.instance!r} is not valid; expected {expected}{hint}"
-    return (err.message + (f" (expected: {expected})" if expected and err.validator != "required" else "")
-            + hint)
-
-
-Problems = list[tuple[tuple[Any, ...], str]]
-
-
-def _cross_checks(params: Mapping[str, Any]) -> Problems:
-    """Constraints a JSON schema cannot express, as ``(key path, what)``."""
-    return (_model_checks(params["models"]) + _tokenizer_checks(params["tokenizer"])
-            + _query_model_checks(params["query_tuning"]) + _data_checks(params))
-
-
-def _duplicates(parts: tuple[Any, ...], models: Sequence[Mapping[str, Any]]) -> Problems:
-    names = [m["name"] for m in models]
-    return [(parts, f"duplicate model name {dup!r}") for dup in sorted({n for n in names if names.count(n) > 1})]
-
-
-def _model_checks(models: Sequence[Mapping[str, Any]]) -> Problems:
-    problems = _duplicates(("models",), models)
-    for i, model in enumerate(models):
-        if model["source"] in ("hub", "local", "gguf") and not model.get("id"):
-            problems.append((("models", i, "id"), f"required when source is {model['source']!r}"))
-        try:                                # family-specific dims (planning prices runs from them)
-            families.dims_of(model)
-        except ValueError as err:
-            problems.append((("models", i), str(err)))
-        if model["source"] == "tiny" and model["hidden_size"] % model.get("num_attention_heads", max(1, model["hidden_size"] // 32)):
-            problems.append((("models", i, "hidden_size"), "must be divisible by num_attention_heads"))
-        problems += _id_form(("models", i, "id"), model)
-    return problems
-
-
-def _tokenizer_checks(tok: Mapping[str, Any]) -> Problems:
-    problems: Problems = []
-    if tok["source"] in ("hub", "local", "gguf") and not tok.get("id"):
-        problems.append((("tokenizer", "id"), f"required when source is {tok['source']!r}"))
-    if tok["source"] == "train" and not tok.get("train_corpus"):
-        problems.append((("tokenizer", "train_corpus"), "required when source is 'train'"))
-    return problems + _id_form(("tokenizer", "id"), tok)
-
-
-def _query_model_checks(qt: Mapping[str, Any]) -> Problems:
-    from embtune.train.freeze_specs import FreezeSpecError, check_spec
-
-    problems = _duplicates(("query_tuning", "models"), qt["models"])
-    for i, model in enumerate(qt["models"]):
-        if not model.get("id"):
-            problems.append((("query_tuning", "models", i, "id"), "required"))
-        problems += _id_form(("query_tuning", "models", i, "id"), model)
-    specs = [(("query_tuning", "defaults", "freeze"), qt["defaults"]["freeze"])]
-    specs += [(("query_tuning", "sweeps", "freeze", i), s) for i, s in enumerate(qt["sweeps"].get("freeze", []))]
-    for parts, spec in specs:
-        try:
-            check_spec(spec)
-        except FreezeSpecError as err:
-            problems.append((parts, str(err)))
-    return problems
-
-
-def _data_checks(params: Mapping[str, Any]) -> Problems:
-    problems: Problems = []
-    if params["data"]["mteb"]["source"] == "local" and not params["data"]["mteb"].get("local_dir"):
-        problems.append((("data", "mteb", "local_dir"), "required when data.mteb.source is 'local'"))
-    if params["data"]["arxiv"]["source"] == "published" and not params["data"]["arxiv"].get("published"):
-        problems.append((("data", "arxiv", "published"), "required when data.arxiv.source is 'published'"))
-    unknown_excl = set(params["evaluate"]["mteb"].get("exclude_from_average", [])) - set(params["evaluate"]["mteb"]["tasks"])
-    if unknown_excl:
-        problems.append((("evaluate", "mteb", "exclude_from_average"),
-                         f"{sorted(unknown_excl)} not in evaluate.mteb.tasks"))
-    return problems
-
-
-def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """A hub id is ``[org/]name`` (a model's *name* is the path component, never its id);
-    a package id is an importable module name."""
-    ident, source = spec.get("id"), spec.get("source")
-    if not ident:
-        return []
-    if source == "hub" and not HUB_ID.match(ident):
-        return [(parts, f"{ident!r} is not a hub id ([org/]name: letters, digits, _ . -, no '..')")]
-    if source == "package" and not PACKAGE_ID.match(ident):
-        return [(parts, f"{ident!r} is not an importable package name")]
-    return []
-
-
-def _grid_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """Grid-level checks: explicit freeze fractions must be whole blocks, the grid non-empty."""
-    from embtune.sweep import training_runs
-
-    train = params["train"]
-    problems: list[tuple[tuple[Any, ...], str]] = []
-    fractions = train["freeze"]["fractions"]
-    if "freeze" in train["methods"] and fractions != "auto":
-        layers = sorted({m["num_layers"] for m in params["models"]})
-        for i, frac in enumerate(fractions):
-            fits = [n for n in layers if _whole(frac * n)]
-            parts = ("train", "freeze", "fractions", i)
-            if not fits:
-                problems.append((parts, f"{frac!r} is not k/L for any model's block count L "
-                                        f"{layers}: every freeze run of it would be skipped"))
-            elif len(fits) < len(layers):
-                warnings.warn(ParamsWarning(
-                    f"{_key_path(parts)}: {frac!r} is k/L only for L in {fits}; the models with "
-                    f"{sorted(set(layers) - set(fits))} blocks skip it (see skipped.csv)"), stacklevel=3)
-    if not problems:
-        runs, skipped = training_runs(params)  # type: ignore[arg-type]
-        if not runs:
-            why = "; ".join(sorted({s.reason for s in skipped})[:3])
-            problems.append((("train",), f"the grid has no feasible run: all {len(skipped)} "
-                                         f"configurations are skipped ({why})"))
-    if not problems:
-        problems = _study_feasibility(params)
-    return problems
-
-
-# ---------------------------------------------------------------- studies and grids
-def _sub_validate(value: Any, sub: Mapping[str, Any], schema: Mapping[str, Any],
-                  parts: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
-    """``value`` against one schema entry (its ``$ref``s resolved in the full schema)."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator({"$defs": schema.get("$defs", {}), **sub})
-    return [((*parts, *e.absolute_path), _describe(e)) for e in validator.iter_errors(value)]
-
-
-def _setting_problems(settings: Mapping[str, Any], allowed: Mapping[str, Any], schema: Mapping[str, Any],
-                      parts: tuple[Any, ...], listed: bool) -> list[tuple[tuple[Any, ...], str]]:
-    """Keys of a grid's ``base``/``cross``/``choices``/point must be settings of ``allowed``
-    (the schema entries they override) and their values (each list item when ``listed``) valid
-    there: the grid is checked by the same schema as the defaults it changes."""
-    problems: list[tuple[tuple[Any, ...], str]] = []
-    for key, value in settings.items():
-        if key not in allowed:
-            problems.append(((*parts, key), f"unknown setting (allowed: {', '.join(sorted(allowed))})"))
-            continue
-        for j, item in enumerate(value) if listed else [(None, value)]:
-            where = (*parts, key) if j is None else (*parts, key, j)
-            problems += _sub_validate(item, allowed[key], schema, where)
-    return problems
-
-
-def _plan_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """``query_tuning.grids`` and ``train.studies``: names, models and settings."""
-    return _query_grid_checks(params, schema) + _study_checks(params, schema)
-
-
-def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> Problems:
-    from embtune.sweep import query_plan
-
-    qt = params["query_tuning"]
-    allowed = schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]
-    models = {m["name"] for m in qt["models"]}
-    names = [g["name"] for g in qt.get("grids", [])]
-    problems: Problems = [(("query_tuning", "sweep_models", j), f"{name!r} is not in query_tuning.models")
-                          for j, name in enumerate(qt.get("sweep_models") or []) if name not in models]
-    problems += [(("query_tuning", "grids"), f"duplicate grid name {dup!r}")
-                 for dup in sorted({n for n in names if names.count(n) > 1})]
-    for i, grid in enumerate(qt.get("grids", [])):
-        problems += _one_grid_checks(grid, ("query_tuning", "grids", i), models, allowed, schema)
-    if not problems:
-        try:
-            query_plan(params)  # type: ignore[arg-type]
-        except ValueError as err:
-            problems.append((("query_tuning", "grids"), str(err)))
-    return problems
-
-
-def _one_grid_checks(grid: Mapping[str, Any], parts: tuple[Any, ...], models: set[str],
-                     allowed: Mapping[str, Any], schema: Mapping[str, Any]) -> Problems:
-    """One query grid: known models and settings, no factor varied twice, enough random draws,
-    valid freeze specs."""
-    from embtune.train.freeze_specs import FreezeSpecError, check_spec
-
-    problems: Problems = [((*parts, "models", j), f"{name!r} is not in query_tuning.models")
-                          for j, name in enumerate(grid.get("models", [])) if name not in models]
-    choices = (grid.get("random") or {}).get("choices", {})
-    problems += _setting_problems(grid.get("base", {}), allowed, schema, (*parts, "base"), False)
-    problems += _setting_problems(grid.get("cross", {}), allowed, schema, (*parts, "cross"), True)
-    problems += _setting_problems(choices, allowed, schema, (*parts, "random", "choices"), True)
-    for j, point in enumerate(grid.get("points", [])):
-        problems += _setting_problems(point, allowed, schema, (*parts, "points", j), False)
-    varied = [("cross", set(grid.get("cross", {}))), ("random.choices", set(choices)),
-              ("points", {k for p in grid.get("points", []) for k in p})]
-    for (a, ka), (b, kb) in itertools.combinations(varied, 2):
-        if ka & kb:
-            problems.append((parts, f"{sorted(ka & kb)} varied by both {a} and {b}"))
-    size = math.prod(len(v) for v in choices.values()) if choices else 0
-    if choices and grid["random"]["n"] > size:
-        problems.append(((*parts, "random", "n"), f"{grid['random']['n']} draws asked from "
-                                                  f"only {size} combinations of choices"))
-    specs = [grid.get("base", {}).get("freeze")] + list(grid.get("cross", {}).get("freeze", []))
-    specs += list(choices.get("freeze", [])) + [p.get("freeze") for p in grid.get("points", [])]
-    for spec in filter(None, specs):
-        try:
-            check_spec(spec)
-        except FreezeSpecError as err:
-            problems.append((parts, str(err)))
-    return problems
-
-
-def _study_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    from embtune.sweep import STUDY_FACTORS, study_points, study_train
-
-    train = params["train"]
-    train_schema = schema["properties"]["train"]
-    allowed = {k: v for k, v in train_schema["properties"].items() if k != "studies"}
-    models = {m["name"] for m in params["models"]}
-    problems: list[tuple[tuple[Any, ...], str]] = []
-    names = [s["name"] for s in train.get("studies", [])]
-    for dup in sorted({n for n in names if names.count(n) > 1}):
-        problems.append((("train", "studies"), f"duplicate study name {dup!r}"))
-    for i, study in enumerate(train.get("studies", [])):
-        parts = ("train", "studies", i)
-        for j, name in enumerate(study.get("models", [])):
-            if name not in models:
-                problems.append(((*parts, "models", j), f"{name!r} is not in models"))
-        base_problems = _setting_problems(study.get("base", {}), allowed, schema, (*parts, "base"), False)
-        problems += base_problems
-        for row in study.get("rows", []):
-            if row in STUDY_FACTORS and row not in study.get("cross", {}):
-                problems.append(((*parts, "rows"), f"{row!r} is not one of the study's cross factors"))
-        if not base_problems:  # the settings each point trains with, against the train schema
-            point_schema = {**train_schema, "properties": allowed}
-            for factors in study_points(study):  # type: ignore[arg-type]
-                settings = study_train(train, study, factors)  # type: ignore[arg-type]
-                found = _sub_validate(settings, point_schema, schema, (*parts, "base"))
-                if found:
-                    problems += found
-                    break
-    return problems
-
-
-def _study_feasibility(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """A study whose every configuration is skipped would leave an empty table: say so now."""
-    from embtune.sweep import training_plan
-
-    runs, skipped, members = training_plan(params)  # type: ignore[arg-type]
-    feasible = {r["run_id"] for r in runs}
-    reasons = {s.run_id: s.reason for s in skipped}
-    problems: list[tuple[tuple[Any, ...], str]] = []
-    for i, study in enumerate(params["train"].get("studies", [])):
-        ids = [m["run_id"] for m in members if m["study"] == study["name"]]
-        if ids and not feasible.intersection(ids):
-            why = "; ".join(sorted({reasons.get(r, "") for r in ids})[:3])
-            problems.append((("train", "studies", i), f"study {study['name']!r} has no feasible run: "
-                                                       f"all {len(ids)} configurations are skipped ({why})"))
-    return problems
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))
 
 
 def load_params(paths: Iterable[str | Path] = ("params.yaml",), overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

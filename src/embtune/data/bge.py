@@ -1,4 +1,5 @@
-"""Stage ``prepare-bge``: FlagEmbedding BGE pairs -> tokenised, deduplicated parquet shards.
+"""FlagEmbedding BGE pairs -> tokenised, deduplicated parquet shards (``embtune prepare-bge``; its
+driver is :mod:`embtune.stages.prepare_bge`).
 
 Paper 1 fine-tunes on the English part of the BAAI BGE pairs with a fixed context length. Each
 JSONL record ``{query, pos: [..], neg: [..]}`` gives one pair (query, first positive).
@@ -17,100 +18,35 @@ of the output: the outputs for 1 and N threads are identical (tested).
 Scale-out: the workflow runs this stage as 3N + 1 separate jobs (embtune.data.bge_scatter: byte
 ranges of the input, key ranges of the sort, row ranges of the output), built from the functions
 here and byte-identical to this one-process stage (tested); this module stays the reference.
+
+The record filters are :mod:`embtune.data.bge_records`, the tokenising :mod:`embtune.data.bge_tokens`
+(both shared with the scattered stage).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import functools
 import hashlib
 import json
 import math
 import multiprocessing
 import os
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import polars as pl
-import pyarrow as pa
-
-from embtune.data.jsonl import DataError, drop_summary, iter_jsonl, run_stage
+from embtune.data.bge_records import Stats, iter_pairs
+from embtune.data.bge_tokens import histogram_stats, load_tokenizer, pairs_frame, tokenizer_threads
+from embtune.data.jsonl import DataError, drop_summary
 from embtune.data.sources import expand_files
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 
-MAX_DROP_EXAMPLES = 20
 BUCKET_TARGET_BYTES = 256 << 20   # input bytes per spill bucket (each bucket is sorted in memory)
-TOKENIZE_BATCH = 4096
 SPILL_BUFFER_PAIRS = 100_000  # pairs held in memory (all buckets together) before appending to disk
-
-# Why this heuristic: the BGE dump mixes English with Chinese and other languages; a dependency-free
-# check of (a) letters being mostly ASCII and (b) enough common English function words is cheap and
-# good enough to separate English from non-English at corpus scale (it is not a language-ID model).
-ENGLISH_STOPWORDS = frozenset(
-    "a an the and or but if of to in on at by for with from as is are was were be been being it "
-    "its this that these those what which who whom whose when where why how not no do does did "
-    "have has had can could will would should may might must shall i you he she we they me him "
-    "her us them my your his our their there here than then so such all any each some about into "
-    "over after before between under also more most other only very just".split()
-)
-MIN_ASCII_LETTER_RATIO = 0.9
-MIN_STOPWORD_RATIO = 0.15
-MIN_WORDS_FOR_STOPWORD_TEST = 8
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-_ASCII_WORD = re.compile(r"[a-z]+")
-
-
-def is_english(text: str) -> bool:
-    """True when ``text`` looks English: >=90% of letters ASCII and, for texts of >=8 words,
-    >=15% of words English stop words (English prose has ~40%, docstrings ~25%, German, Spanish
-    or French ~5%; short texts cannot be judged by stop words, so only the letter test applies)."""
-    if text.isascii():  # fast path (most of the corpus): every letter is ASCII
-        # For ASCII text, lowering first and matching [a-z]+ finds exactly the lowered words of
-        # _WORD (its letters are [A-Za-z] there), without a Python-level lower() per word.
-        words = _ASCII_WORD.findall(text.lower())
-        if not words:
-            return False
-    else:
-        letters = [c for c in text if c.isalpha()]
-        if not letters or sum(c.isascii() for c in letters) / len(letters) < MIN_ASCII_LETTER_RATIO:
-            return False
-        words = [w.lower() for w in _WORD.findall(text)]
-    if len(words) < MIN_WORDS_FOR_STOPWORD_TEST:
-        return True
-    return sum(map(ENGLISH_STOPWORDS.__contains__, words)) / len(words) >= MIN_STOPWORD_RATIO
-
-
-def extract_pair(obj: Any) -> tuple[str, str] | str:
-    """Return (query, first positive) or a drop reason (a short, countable string)."""
-    if not isinstance(obj, dict):
-        return "record is not a JSON object"
-    if "query" not in obj:
-        return "missing field 'query'"
-    if "pos" not in obj:
-        return "missing field 'pos'"
-    query, pos = obj["query"], obj["pos"]
-    if not isinstance(query, str):
-        return "'query' is not a string"
-    if not isinstance(pos, list):
-        return "'pos' is not a list"
-    if not pos:
-        return "'pos' is empty"
-    if not isinstance(pos[0], str):
-        return "'pos[0]' is not a string"
-    if not query.strip():
-        return "empty query"
-    if not pos[0].strip():
-        return "empty pos"
-    return query, pos[0]
 
 
 def pair_key(seed: int, query: str, pos: str) -> int:
@@ -135,59 +71,6 @@ def bucket_of(key: int, n_buckets: int) -> int:
 
 def n_buckets_for(total_bytes: int) -> int:
     return max(1, min(4096, math.ceil(total_bytes / BUCKET_TARGET_BYTES)))
-
-
-@dataclass
-class Stats:
-    """Counts for the manifest; drops are counted by reason with a few file:line examples."""
-
-    rows_in: int = 0
-    pairs_kept: int = 0
-    drops: Counter = field(default_factory=Counter)
-    drop_examples: dict[str, list[str]] = field(default_factory=dict)
-
-    def drop(self, reason: str, where: str) -> None:
-        self.drops[reason] += 1
-        examples = self.drop_examples.setdefault(reason, [])
-        if len(examples) < MAX_DROP_EXAMPLES:
-            examples.append(where)
-
-    def merge(self, other: Stats) -> None:
-        """Add the counts of a later part of the input (the examples stay the first ones seen)."""
-        self.rows_in += other.rows_in
-        self.pairs_kept += other.pairs_kept
-        self.drops.update(other.drops)
-        for reason, where in other.drop_examples.items():
-            examples = self.drop_examples.setdefault(reason, [])
-            examples.extend(where[:MAX_DROP_EXAMPLES - len(examples)])
-
-
-def iter_pairs(files: Sequence[str], english_filter: bool, stats: Stats) -> Iterator[tuple[str, str]]:
-    """Stream (query, pos) over all files, counting every dropped record with its reason.
-
-    The English test judges query and positive as one text: short queries alone have too few
-    words for the stop-word test, and a non-English side pulls the joint ratios below threshold."""
-    for path in files:
-        yield from filter_pairs(((f"{path}:{line_no}", obj) for line_no, obj in iter_jsonl(path)),
-                                english_filter, stats)
-
-
-def filter_pairs(records: Iterable[tuple[Any, Any]], english_filter: bool,
-                 stats: Stats) -> Iterator[tuple[str, str]]:
-    """The filters of :func:`iter_pairs` over ``(where, record)``; ``where`` is what a drop
-    example records (``file:line`` here; the scattered stage's byte-range parts record their
-    own position and turn it into ``file:line`` when gathered, see embtune.data.bge_scatter)."""
-    for where, obj in records:
-        stats.rows_in += 1
-        pair = extract_pair(obj)
-        if isinstance(pair, str):
-            stats.drop(pair, where)
-            continue
-        if english_filter and not is_english(pair[0] + "\n" + pair[1]):
-            stats.drop("not English", where)
-            continue
-        stats.pairs_kept += 1
-        yield pair
 
 
 def spill(pairs: Iterable[tuple[str, str]], seed: int, n_buckets: int, tmpdir: Path) -> list[Path]:
@@ -283,109 +166,6 @@ def read_bucket(paths: Sequence[Path], dedup: bool) -> tuple[list[tuple[str, str
     return out, len(rows) - len(out)
 
 
-def token_ids(tokenizer: Any, texts: Sequence[str], context_length: int) -> tuple[pa.LargeListArray, int]:
-    """Token ids truncated to ``context_length`` (no padding) as an Arrow ``large_list<int32>``
-    column, and how many texts were cut.
-
-    Why not ``tokenizer(texts, ...)["input_ids"]`` and a list per row: the wrapper turns every
-    encoding into Python dicts, the rows were copied again (``list(row[:n])``) and polars then read
-    the nested lists element by element: together about a fifth of the stage's single-thread time
-    (benchmarks/bench_prepare_bge.py), on top of the Rust encoding. Here one wrapper call on a
-    single text configures the backend exactly as the wrapper would (truncation, padding,
-    special-token splitting), the Rust backend encodes each batch (on several threads under
-    ``TOKENIZERS_PARALLELISM``, see :func:`tokenizer_threads`) and the ids go straight into one
-    flat numpy array plus offsets. The ids are the wrapper's, unchanged (tested against it). A
-    tokenizer class that overrides the wrapper's encoding methods (it may change the text first)
-    keeps the wrapper call.
-
-    Why ``max_length=context_length + 1``: a text of ``context_length + 1`` tokens after truncation
-    was cut, one of ``<= context_length`` was not; the extra last id is then dropped (as
-    ``row[:context_length]``)."""
-    wrapper = functools.partial(tokenizer, truncation=True, max_length=context_length + 1, padding=False,
-                                return_attention_mask=False, return_token_type_ids=False)
-    if _encodes_like_generic_fast(tokenizer):
-        wrapper(list(texts[:1]) or [""])  # sets the backend's truncation/padding as for any batch
-        backend = tokenizer.backend_tokenizer
-
-        def encode(batch: list[str]) -> list[list[int]]:
-            return [enc.ids for enc in backend.encode_batch(batch, add_special_tokens=True)]
-    else:
-        def encode(batch: list[str]) -> list[list[int]]:
-            return wrapper(batch)["input_ids"]
-
-    chunks: list[np.ndarray] = []
-    lengths: list[np.ndarray] = []
-    for start in range(0, len(texts), TOKENIZE_BATCH):
-        rows = encode(list(texts[start:start + TOKENIZE_BATCH]))
-        n = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        lengths.append(n)
-        chunks.append(np.fromiter(chain.from_iterable(rows), dtype=np.int32, count=int(n.sum())))
-    values = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
-    full = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
-    cut_rows = full > context_length
-    ends = np.cumsum(full)
-    if cut_rows.any():
-        keep = np.ones(values.size, dtype=bool)
-        keep[ends[cut_rows] - 1] = False
-        values = values[keep]
-    offsets = np.zeros(full.size + 1, dtype=np.int64)
-    np.cumsum(np.minimum(full, context_length), out=offsets[1:])
-    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)), int(cut_rows.sum())
-
-
-def _encodes_like_generic_fast(tokenizer: Any) -> bool:
-    """True when no method between ``tokenizer(...)`` and the Rust backend is overridden."""
-    from transformers import PreTrainedTokenizerFast
-
-    cls = type(tokenizer)
-    return all(getattr(cls, name, None) is getattr(PreTrainedTokenizerFast, name, None)
-               for name in ("__call__", "_call_one", "_encode_plus", "_batch_encode_plus",
-                            "encode_plus", "batch_encode_plus"))
-
-
-def pairs_frame(tokenizer: Any, rows: Sequence[tuple[str, str]], context_length: int) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Build the output table of one shard (schema of docs/architecture.md).
-
-    The id columns are built from Arrow arrays (no Python list per row); the parquet bytes are the
-    same as for the frame built from Python lists (checked by benchmarks/bench_prepare_bge.py)."""
-    queries = [q for q, _ in rows]
-    positives = [p for _, p in rows]
-    q_ids, q_cut = token_ids(tokenizer, queries, context_length)
-    p_ids, p_cut = token_ids(tokenizer, positives, context_length)
-    frame = pl.DataFrame([
-        pl.Series("query", queries, dtype=pl.String),
-        pl.Series("pos", positives, dtype=pl.String),
-        pl.Series("query_ids", q_ids, dtype=pl.List(pl.Int32)),
-        pl.Series("pos_ids", p_ids, dtype=pl.List(pl.Int32)),
-        pl.Series("query_tokens", _list_lengths(q_ids), dtype=pl.Int32),
-        pl.Series("pos_tokens", _list_lengths(p_ids), dtype=pl.Int32),
-    ])
-    return frame, {"query_truncated": q_cut, "pos_truncated": p_cut}
-
-
-def _list_lengths(ids: pa.LargeListArray) -> np.ndarray:
-    return np.diff(ids.offsets.to_numpy()).astype(np.int32)
-
-
-def histogram_stats(hist: Counter, truncated: int) -> dict[str, Any]:
-    """Exact mean/percentiles from a length histogram (lengths are bounded by the context)."""
-    n = sum(hist.values())
-    if n == 0:
-        return {"count": 0}
-    lengths = sorted(hist)
-    out: dict[str, Any] = {"count": n, "mean": round(sum(k * v for k, v in hist.items()) / n, 4),
-                           "min": lengths[0], "max": lengths[-1], "truncated": truncated,
-                           "total": sum(k * v for k, v in hist.items())}
-    for pct in (50, 90, 99):
-        rank, seen = math.ceil(pct / 100 * n), 0
-        for k in lengths:
-            seen += hist[k]
-            if seen >= rank:
-                out[f"p{pct}"] = k
-                break
-    return out
-
-
 def ordered_pairs(buckets: Sequence[Sequence[Path]], dedup: bool,
                   max_pairs: int | None) -> Iterator[tuple[list[tuple[str, str]], int]]:
     """Yield (rows, duplicates removed) per bucket (a list of part files) in global shuffled
@@ -424,36 +204,24 @@ def _sizes(first: int, rest: int) -> Iterator[int]:
         yield rest
 
 
-def load_tokenizer(path: str) -> Any:
-    from transformers import AutoTokenizer
+@dataclass(frozen=True)
+class BgeSettings:
+    """One prepare-bge run: the ``embtune prepare-bge`` flags, typed (field = flag name)."""
 
-    tok = AutoTokenizer.from_pretrained(path, use_fast=True)
-    if not tok.is_fast:
-        raise DataError(f"{path}: tokenizer is not a fast tokenizer (needed for batched tokenising)")
-    return tok
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune prepare-bge", description=__doc__.splitlines()[0])
-    ap.add_argument("--files", nargs="+", required=True, help="JSONL(.gz) files or globs")
-    ap.add_argument("--tokenizer", required=True, help="HF tokenizer directory")
-    ap.add_argument("--context-length", type=int, required=True)
-    ap.add_argument("--val-pairs", type=int, required=True)
-    ap.add_argument("--max-pairs", type=int, default=None,
-                    help="keep at most N pairs (val + train), a uniform sample of the shuffled set")
-    ap.add_argument("--shard-rows", type=int, required=True)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--no-english-filter", action="store_true")
-    ap.add_argument("--no-dedup", action="store_true")
-    ap.add_argument("--out", required=True, help="output directory")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="processes reading/filtering the input files and threads of the tokenizer "
-                         "(the output does not depend on it; default: one reader, tokenizer "
-                         "threads as TOKENIZERS_PARALLELISM says)")
-    return ap
+    files: Sequence[str]
+    tokenizer: str
+    context_length: int
+    val_pairs: int
+    shard_rows: int
+    seed: int
+    out: str
+    max_pairs: int | None = None
+    no_english_filter: bool = False
+    no_dedup: bool = False
+    threads: int | None = None
 
 
-def _check_args(args: argparse.Namespace) -> None:
+def _check_args(args: BgeSettings) -> None:
     if args.context_length < 1:
         raise DataError("--context-length must be >= 1")
     if args.val_pairs < 0 or args.shard_rows < 1:
@@ -462,35 +230,6 @@ def _check_args(args: argparse.Namespace) -> None:
         raise DataError("--max-pairs must be >= 1")
     if args.threads is not None and args.threads < 1:
         raise DataError("--threads must be >= 1")
-
-
-@contextlib.contextmanager
-def tokenizer_threads(threads: int | None) -> Iterator[None]:
-    """Within the block, let the Rust tokenizer encode a batch on ``threads`` threads (1:
-    sequentially; None: leave the environment as it is). The environment is restored after.
-
-    Why environment variables: ``tokenizers`` (0.23) reads ``TOKENIZERS_PARALLELISM`` at every
-    batch call (the Makefile sets it to false for every job, which would keep this stage on one
-    core) and sizes its rayon pool from ``RAYON_NUM_THREADS`` when the pool starts, i.e. at the
-    first parallel encode of the process: in ``embtune prepare-bge``, inside this block. (Newer
-    ``tokenizers`` read ``TOKENIZERS_PARALLELISM`` once, at the first encode, and size their
-    encode pool from ``TOKENIZERS_NUM_THREADS``; also set, hence the block is entered before the
-    tokenizer is loaded.)"""
-    if threads is None:
-        yield
-        return
-    names = ("TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS", "TOKENIZERS_NUM_THREADS")
-    saved = {var: os.environ.get(var) for var in names}
-    os.environ["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
-    os.environ["RAYON_NUM_THREADS"] = os.environ["TOKENIZERS_NUM_THREADS"] = str(threads)
-    try:
-        yield
-    finally:
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
 
 
 @dataclass
@@ -548,14 +287,14 @@ def no_pairs_message(files: Sequence[str], stats: Stats) -> str:
             + f"; dropped: {drop_summary(stats.drops, stats.drop_examples)}")
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: BgeSettings) -> dict[str, Any]:
     """Do the whole stage inside one atomically renamed output directory; return the manifest."""
     _check_args(args)
     with tokenizer_threads(args.threads):  # before the tokenizer is loaded or used
         return _run(args)
 
 
-def _run(args: argparse.Namespace) -> dict[str, Any]:
+def _run(args: BgeSettings) -> dict[str, Any]:
     files = expand_files(args.files)
     tokenizer = load_tokenizer(args.tokenizer)
     english, dedup = not args.no_english_filter, not args.no_dedup
@@ -593,7 +332,7 @@ def too_few_pairs(err: DataError, files: Sequence[str], stats: Stats) -> DataErr
                      f"{drop_summary(stats.drops, stats.drop_examples)}")
 
 
-def build_manifest(args: argparse.Namespace, inputs: list[dict[str, Any]], stats: Stats,
+def build_manifest(args: BgeSettings, inputs: list[dict[str, Any]], stats: Stats,
                    duplicates_removed: int, done: Written) -> dict[str, Any]:
     """The stage's manifest; one function for the one-process and the scattered stage
     (embtune.data.bge_scatter), whose manifests must be byte-identical."""
@@ -609,10 +348,3 @@ def build_manifest(args: argparse.Namespace, inputs: list[dict[str, Any]], stats
         tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
                 "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_stage("prepare-bge", run, _parser().parse_args(argv), lambda m: (
-        f"prepare-bge: {m['rows_in']} rows in, {m['rows_out']} pairs out "
-        f"({m['val_rows']} val, {len(m['train_shards'])} train shards), "
-        f"drops {m['drops']}, duplicates {m['duplicates_removed']}"))

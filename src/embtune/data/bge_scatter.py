@@ -1,4 +1,5 @@
-"""Stage ``prepare-bge-part``: ``embtune prepare-bge`` scattered over N parts, one job each.
+"""``embtune prepare-bge`` scattered over N parts, one job each (``embtune prepare-bge-part``; its
+driver is :mod:`embtune.stages.prepare_bge_part`).
 
 The one-process stage (:mod:`embtune.data.bge`) reads the whole dump, sorts it by the seeded
 keyed hash of each pair, drops exact duplicates and tokenises in that order: about 9 hours for
@@ -35,14 +36,12 @@ built with, which the next step checks, so parts of different settings never mix
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,156 +49,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from embtune.data import bge
-from embtune.data.jsonl import (
-    DataError,
-    is_gzip,
-    iter_jsonl,
-    iter_jsonl_range,
-    run_stage,
+from embtune.data import bge, bge_records, bge_tokens
+from embtune.data.bge_partition import (
+    KEY_SPACE,
+    PAIR_SCHEMA,
+    PartArgs,
+    bucket_ids,
+    dedup_sorted,
+    duplicates_counted,
+    key_bound,
+    layout,
+    merged_buckets,
+    shard_owner,
 )
+from embtune.data.bge_spill import input_facts, spill, spill_settings
+from embtune.data.jsonl import DataError
 from embtune.data.sources import expand_files
-from embtune.io import atomic_dir, read_json, sha256_file, write_json, write_parquet
+from embtune.io import atomic_dir, read_json, write_json, write_parquet
 
 SPILL_BATCH_PAIRS = 50_000          # rows per Arrow batch of a sort part's output
 SORT_SLICE_BYTES = 256 << 20        # Arrow bytes sorted at once by a sort part (a slice of its key range)
-KEY_SPACE = 1 << 64
-PAIR_SCHEMA = pa.schema([("key", pa.uint64()), ("query", pa.string()), ("pos", pa.string())])
-
-
-def part_name(step: str, part: int, parts: int) -> str:
-    """``spill-3-of-7``: the part directory (N in the name, so a new N never reads old parts)."""
-    return f"{step}-{part}-of-{parts}"
-
-
-def key_bound(i: int, n: int) -> int:
-    """First key of range ``i`` of ``n`` under ``bge.bucket_of`` (``(key * n) >> 64 == i``)."""
-    return -(-i * KEY_SPACE // n)
-
-
-# ---------------------------------------------------------------- spill: byte ranges of the input
-@dataclass(frozen=True)
-class Segment:
-    """Bytes ``[start, end)`` of one input file, read by one spill part (gzip: the whole file)."""
-
-    path: str
-    start: int
-    end: int
-    gz: bool
-
-
-def plan_segments(files: Sequence[str], sizes: Sequence[int], gz: Sequence[bool],
-                  parts: int) -> list[list[Segment]]:
-    """Split the concatenated input into ``parts`` byte ranges of equal size, per part the file
-    segments in input order. A gzip file goes whole to the part holding its first byte."""
-    total = sum(sizes)
-    lo = [i * total // parts for i in range(parts + 1)]
-    out: list[list[Segment]] = [[] for _ in range(parts)]
-    offset = 0
-    for path, size, zipped in zip(files, sizes, gz):
-        if zipped:
-            owner = max(i for i in range(parts) if lo[i] <= offset) if total else 0
-            out[owner].append(Segment(path, 0, size, True))
-        else:
-            for i in range(parts):
-                a, b = max(lo[i], offset), min(lo[i + 1], offset + size)
-                if a < b:
-                    out[i].append(Segment(path, a - offset, b - offset, False))
-        offset += size
-    return out
-
-
-def file_owner(files: Sequence[str], sizes: Sequence[int], parts: int) -> list[int]:
-    """The part that hashes each file (the one holding its first byte): one reader per file."""
-    total, offset, owners = sum(sizes), 0, []
-    for size in sizes:
-        owners.append(min(parts - 1, offset * parts // total) if total else 0)
-        offset += size
-    return owners
-
-
-def _input_facts(files: Sequence[str]) -> tuple[list[int], list[bool]]:
-    sizes, gz = [], []
-    for f in files:
-        if not os.path.isfile(f):
-            raise DataError(f"{f}: file not found")
-        sizes.append(os.path.getsize(f))
-        gz.append(is_gzip(f))
-    return sizes, gz
-
-
-def _records(segments: Sequence[Segment], lines: list[int]) -> Iterator[tuple[list[int], Any]]:
-    """``([segment, line], record)``: the line counts from 1 in its segment (fixed in gather).
-    Appends each segment's line count (blank lines included) to ``lines`` once it is read."""
-    for s, seg in enumerate(segments):
-        if seg.gz:  # whole file: its line numbers are already the file's
-            for line_no, obj in iter_jsonl(seg.path):
-                yield [s, line_no], obj
-            lines.append(0)
-            continue
-        reader = iter_jsonl_range(seg.path, seg.start, seg.end)
-        while True:
-            try:
-                line_no, obj = next(reader)
-            except StopIteration as stop:
-                lines.append(stop.value)
-                break
-            yield [s, line_no], obj
-
-
-def spill(args: argparse.Namespace) -> dict[str, Any]:
-    files = expand_files(args.files)
-    sizes, gz = _input_facts(files)
-    segments = plan_segments(files, sizes, gz, args.parts)[args.part]
-    owners = file_owner(files, sizes, args.parts)
-    english = not args.no_english_filter
-    stats = bge.Stats()
-    out = Path(args.out)
-    with atomic_dir(out) as tmp:
-        writers = [pa.ipc.new_file(str(tmp / f"to-{j}.arrow"), PAIR_SCHEMA) for j in range(args.parts)]
-        buffers: list[tuple[list[int], list[str], list[str]]] = [([], [], []) for _ in range(args.parts)]
-
-        def flush(j: int) -> None:
-            keys, queries, positives = buffers[j]
-            if keys:
-                writers[j].write_batch(pa.record_batch(
-                    [pa.array(keys, pa.uint64()), pa.array(queries, pa.string()),
-                     pa.array(positives, pa.string())], schema=PAIR_SCHEMA))
-                buffers[j] = ([], [], [])
-
-        buffered = 0
-        lines: list[int] = []
-        for query, pos in bge.filter_pairs(_records(segments, lines), english, stats):
-            key = bge.pair_key(args.seed, query, pos)
-            buf = buffers[bge.bucket_of(key, args.parts)]
-            buf[0].append(key)
-            buf[1].append(query)
-            buf[2].append(pos)
-            buffered += 1
-            if buffered >= bge.SPILL_BUFFER_PAIRS:  # memory bounded whatever N is
-                for j in range(args.parts):
-                    flush(j)
-                buffered = 0
-        for j, writer in enumerate(writers):
-            flush(j)
-            writer.close()
-        record = {
-            "step": "spill", "part": args.part, "parts": args.parts,
-            "settings": spill_settings(files, sizes, args),
-            "n_buckets": bge.n_buckets_for(sum(sizes)),
-            "segments": [{"path": s.path, "start": s.start, "end": s.end, "gz": s.gz, "lines": n}
-                         for s, n in zip(segments, lines, strict=True)],
-            "sha256": {f: sha256_file(f) for f, o in zip(files, owners) if o == args.part},
-            "rows_in": stats.rows_in, "pairs_kept": stats.pairs_kept,
-            "drops": dict(stats.drops), "drop_examples": stats.drop_examples,
-        }
-        write_json(tmp / "stats.json", record)
-    return record
-
-
-def spill_settings(files: Sequence[str], sizes: Sequence[int], args: argparse.Namespace) -> dict[str, Any]:
-    return {"files": list(files), "bytes": list(sizes), "seed": args.seed,
-            "english_filter": not args.no_english_filter}
 
 
 # ---------------------------------------------------------------- sort: key ranges
@@ -233,26 +102,7 @@ def _same(records: Sequence[dict[str, Any]], dirs: Sequence[Path], key: str, exp
                             "delete it and run again)")
 
 
-def dedup_sorted(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
-    """Rows of a (key, query, pos)-sorted table without exact repeats, and the kept mask."""
-    n = table.num_rows
-    keep = np.ones(n, dtype=bool)
-    if n > 1:
-        same = np.ones(n - 1, dtype=bool)
-        for name in ("key", "query", "pos"):
-            col = table.column(name).combine_chunks()
-            same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        keep[1:] = ~same
-    return table.filter(pa.array(keep)), keep
-
-
-def bucket_ids(keys: np.ndarray, n_buckets: int) -> np.ndarray:
-    """``bge.bucket_of`` for every key, vectorised (a search among the buckets' first keys)."""
-    bounds = np.array([key_bound(b, n_buckets) for b in range(1, n_buckets)], dtype=np.uint64)
-    return np.searchsorted(bounds, keys, side="right")
-
-
-def sort(args: argparse.Namespace) -> dict[str, Any]:
+def sort(args: PartArgs) -> dict[str, Any]:
     spill_dirs = [Path(d) for d in args.inputs]
     if len(spill_dirs) != args.parts:
         raise DataError(f"sort part {args.part}: got {len(spill_dirs)} spill parts, expected {args.parts}")
@@ -300,48 +150,6 @@ def sort(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- shards: output files by row range
-def duplicates_counted(buckets: dict[int, list[int]], max_pairs: int | None) -> tuple[int, int]:
-    """(pairs kept, duplicates removed) as ``bge.ordered_pairs`` counts them: buckets in key
-    order, each bucket's duplicates counted, stopping after the bucket that reaches max_pairs."""
-    remaining, removed, total = max_pairs, 0, 0
-    for b in sorted(buckets):
-        rows, dups = buckets[b]
-        removed += dups
-        take = rows if remaining is None else min(rows, remaining)
-        total += take
-        if remaining is not None:
-            remaining -= take
-            if remaining == 0:
-                break
-    return total, removed
-
-
-def layout(total: int, val_pairs: int, shard_rows: int) -> list[tuple[str, int, int]]:
-    """``(name, first row, end row)`` of every output file, as ``bge.write_shards`` cuts them:
-    val.parquet (empty when val_pairs is 0), then train shards of shard_rows (the last shorter)."""
-    files: list[tuple[str, int, int]] = []
-    start = min(val_pairs, total)
-    files.append(("val.parquet", 0, start))
-    while start < total:
-        end = min(start + shard_rows, total)
-        files.append((f"train-{len(files) - 1:05d}.parquet", start, end))
-        start = end
-    return files
-
-
-def shard_owner(start: int, total: int, parts: int) -> int:
-    """The shards part writing the file whose first row is ``start`` (equal row ranges)."""
-    return min(parts - 1, start * parts // total) if total else 0
-
-
-def _merged_buckets(records: Sequence[dict[str, Any]]) -> dict[int, list[int]]:
-    merged: dict[int, list[int]] = {}
-    for rec in records:
-        for b, (rows, dups) in rec["buckets"].items():
-            cur = merged.setdefault(int(b), [0, 0])
-            cur[0] += rows
-            cur[1] += dups
-    return merged
 
 
 def _sorted_parts(dirs: Sequence[Path], parts: int) -> list[dict[str, Any]]:
@@ -365,19 +173,19 @@ def _rows(dirs: Sequence[Path], counts: Sequence[int], start: int, end: int) -> 
     return out
 
 
-def shards(args: argparse.Namespace) -> dict[str, Any]:
+def shards(args: PartArgs) -> dict[str, Any]:
     sort_dirs = [Path(d) for d in args.inputs]
     records = _sorted_parts(sort_dirs, args.parts)
     counts = [rec["rows"] for rec in records]
-    total, _ = duplicates_counted(_merged_buckets(records), args.max_pairs)
+    total, _ = duplicates_counted(merged_buckets(records), args.max_pairs)
     mine = [f for f in layout(total, args.val_pairs, args.shard_rows)
             if shard_owner(f[1], total, args.parts) == args.part]
     written = []
-    with bge.tokenizer_threads(args.threads):
-        tokenizer = bge.load_tokenizer(args.tokenizer) if mine else None
+    with bge_tokens.tokenizer_threads(args.threads):
+        tokenizer = bge_tokens.load_tokenizer(args.tokenizer) if mine else None
         with atomic_dir(Path(args.out)) as tmp:
             for name, start, end in mine:
-                frame, cuts = bge.pairs_frame(tokenizer, _rows(sort_dirs, counts, start, end),
+                frame, cuts = bge_tokens.pairs_frame(tokenizer, _rows(sort_dirs, counts, start, end),
                                               args.context_length)
                 write_parquet(tmp / name, frame)
                 written.append({"name": name, "rows": end - start,
@@ -389,7 +197,7 @@ def shards(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
-def shard_settings(args: argparse.Namespace) -> dict[str, Any]:
+def shard_settings(args: PartArgs) -> dict[str, Any]:
     return {"tokenizer": args.tokenizer, "context_length": args.context_length,
             "val_pairs": args.val_pairs, "shard_rows": args.shard_rows, "max_pairs": args.max_pairs}
 
@@ -400,18 +208,18 @@ def _drop_where(segments: list[dict[str, Any]], line_base: list[int], where: lis
     return f"{segments[seg]['path']}:{line_base[seg] + line}"
 
 
-def merged_stats(records: Sequence[dict[str, Any]]) -> bge.Stats:
+def merged_stats(records: Sequence[dict[str, Any]]) -> bge_records.Stats:
     """The spill parts' counts merged in input order, drop examples as ``file:line`` (a part's
     line numbers count from its byte range's first line; the lines of the earlier ranges of the
     same file are added)."""
-    stats = bge.Stats()
+    stats = bge_records.Stats()
     lines_before: Counter = Counter()
     for rec in records:
         base = []
         for seg in rec["segments"]:
             base.append(lines_before[seg["path"]])
             lines_before[seg["path"]] += seg["lines"]
-        part = bge.Stats(rows_in=rec["rows_in"], pairs_kept=rec["pairs_kept"], drops=Counter(rec["drops"]),
+        part = bge_records.Stats(rows_in=rec["rows_in"], pairs_kept=rec["pairs_kept"], drops=Counter(rec["drops"]),
                          drop_examples={reason: [_drop_where(rec["segments"], base, w) for w in where]
                                         for reason, where in rec["drop_examples"].items()})
         stats.merge(part)
@@ -426,10 +234,10 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def gather(args: argparse.Namespace) -> dict[str, Any]:
-    bge._check_args(args)
+def gather(args: PartArgs) -> dict[str, Any]:
+    bge._check_args(args.settings())
     files = expand_files(args.files)
-    sizes, _ = _input_facts(files)
+    sizes, _ = input_facts(files)
     spill_dirs, sort_dirs, shard_dirs = ([Path(d) for d in ds] for ds in (args.spill, args.sorted, args.shards))
     n = args.parts
     if not len(spill_dirs) == len(sort_dirs) == len(shard_dirs) == n:
@@ -447,7 +255,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
     stats = merged_stats(spills)
     if stats.pairs_kept == 0:
         raise DataError(bge.no_pairs_message(files, stats))
-    total, removed = duplicates_counted(_merged_buckets(sorts), args.max_pairs)
+    total, removed = duplicates_counted(merged_buckets(sorts), args.max_pairs)
     plan = layout(total, args.val_pairs, args.shard_rows)
     written = {f["name"]: (d, f) for d, rec in zip(shard_dirs, shard_recs) for f in rec["files"]}
     done = bge.Written()
@@ -476,82 +284,23 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
             raise DataError(f"{missing[0]}: no spill part recorded its sha256")
         sha = {f: h for rec in spills for f, h in rec["sha256"].items()}
         inputs = [{"path": f, "bytes": size, "sha256": sha[f]} for f, size in zip(files, sizes)]
-        manifest = bge.build_manifest(args, inputs, stats, removed, done)
+        manifest = bge.build_manifest(args.settings(), inputs, stats, removed, done)
         write_json(final / "manifest.json", manifest)
     return manifest
 
 
-# ---------------------------------------------------------------- CLI
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="embtune prepare-bge-part", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="step", required=True)
-
-    def common(p: argparse.ArgumentParser, part: bool = True) -> None:
-        p.add_argument("--parts", type=int, required=True, help="number of parts N")
-        if part:
-            p.add_argument("--part", type=int, required=True, help="this part, 0..N-1")
-        p.add_argument("--out", required=True, help="output directory")
-
-    def inputs(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--files", nargs="+", required=True, help="JSONL(.gz) files or globs")
-        p.add_argument("--seed", type=int, required=True)
-        p.add_argument("--no-english-filter", action="store_true")
-
-    def output(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--tokenizer", required=True, help="HF tokenizer directory")
-        p.add_argument("--context-length", type=int, required=True)
-        p.add_argument("--val-pairs", type=int, required=True)
-        p.add_argument("--max-pairs", type=int, default=None)
-        p.add_argument("--shard-rows", type=int, required=True)
-
-    p = sub.add_parser("spill", help="filter and key byte range PART of the input")
-    inputs(p)
-    common(p)
-    p = sub.add_parser("sort", help="sort and deduplicate key range PART")
-    p.add_argument("--inputs", nargs="+", required=True, help="the N spill part directories, in order")
-    p.add_argument("--no-dedup", action="store_true")
-    common(p)
-    p = sub.add_parser("shards", help="tokenise and write the output files of row range PART")
-    p.add_argument("--inputs", nargs="+", required=True, help="the N sort part directories, in order")
-    output(p)
-    p.add_argument("--threads", type=int, default=None, help="tokenizer threads")
-    common(p)
-    p = sub.add_parser("gather", help="the output directory of embtune prepare-bge, from the parts")
-    inputs(p)
-    output(p)
-    p.add_argument("--no-dedup", action="store_true")
-    p.add_argument("--spill", nargs="+", required=True)
-    p.add_argument("--sorted", nargs="+", required=True)
-    p.add_argument("--shards", nargs="+", required=True)
-    common(p, part=False)
-    return ap
-
-
-def _check(args: argparse.Namespace) -> None:
+def _check(args: PartArgs) -> None:
     if args.parts < 1:
         raise DataError("--parts must be >= 1")
     if args.step != "gather" and not 0 <= args.part < args.parts:
         raise DataError(f"--part must be in 0..{args.parts - 1}")
     if args.step in ("shards", "gather"):
-        args.threads = getattr(args, "threads", None)  # gather has no --threads
-        bge._check_args(args)
+        bge._check_args(args.settings())
 
 
 STEPS = {"spill": spill, "sort": sort, "shards": shards, "gather": gather}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: PartArgs) -> dict[str, Any]:
     _check(args)
     return STEPS[args.step](args)
-
-
-def _summary(m: dict[str, Any]) -> str:
-    if m.get("stage") == "prepare-bge":
-        return (f"prepare-bge-part gather: {m['rows_in']} rows in, {m['rows_out']} pairs out "
-                f"({m['val_rows']} val, {len(m['train_shards'])} train shards), duplicates "
-                f"{m['duplicates_removed']}")
-    return f"prepare-bge-part {m['step']} {m['part'] + 1}/{m['parts']}: done"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_stage("prepare-bge-part", run, _parser().parse_args(argv), _summary)

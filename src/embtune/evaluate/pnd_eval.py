@@ -1,4 +1,5 @@
-"""Stage ``evaluate-pnd``: PND of a dual encoder on MSMARCO / arxiv triplets / XNLI (paper 2).
+"""PND of a dual encoder on MSMARCO / arxiv triplets / XNLI (paper 2); the ``embtune evaluate-pnd``
+driver (arguments, output files) is :mod:`embtune.stages.evaluate_pnd`.
 
 Queries (MSMARCO queries, arxiv anchors, XNLI premises) go through the query tower with
 ``query_prefix``; documents (positives, negatives, XNLI hypotheses) through the frozen document
@@ -21,21 +22,7 @@ same domains to the base and every tuned evaluation, so a run tuned on arxiv-mat
 the untuned encoder on exactly the same rows (:mod:`embtune.evaluate.query_table`). The subsets
 reuse the full set's embeddings from the cache: no text is embedded twice.
 
-Outputs (``--out DIR``): ``pnd.json`` — per triplet dataset and measure the integer ``errors`` and
-``total`` plus ``rate``, ``per_query_rate``, ``n_queries`` and ranking metrics (``mrr``, ``map``,
-``p_at_1``); ``xnli`` — per measure and relation the errors/totals summed over all language pairs;
-``encoder_calls`` — texts requested / encoded and forward passes. ``xnli_counts.parquet`` — one
-row per (query_lang, text_lang, relation, measure) with integer ``errors`` and ``total``.
-``pnd_manifest.json`` (not ``manifest.json``: ``DIR`` is a query run's directory, whose
-``manifest.json`` is tune-query's and records the run config). ``pnd.json`` is written last and
-an old one is removed first, so ``pnd.json`` present means the other two files belong to it.
-
-arxiv difficulty levels (App. H, Fig. 6): ``arxiv-first`` / ``arxiv-title`` are the random level
-(``--arxiv-random-level``, 21 = ``n_negatives + 1``) used throughout the paper; ``--arxiv-levels``
-adds the other levels of each requested flavour as ``arxiv-first-L7`` etc. All levels of a flavour
-share one exact text -> code table (:class:`TextCodes`, polars joins), so each anchor and each
-abstract is embedded once for all levels and the 21 files never become Python strings row by row;
-``pnd.json["arxiv_levels"]`` maps flavour -> level -> dataset id.
+arxiv difficulty levels (App. H, Fig. 6): :mod:`embtune.evaluate.pnd_arxiv`.
 
 Query runs: tune-query saves ONE sentence-transformers model with a ``Router``; ``--query-model-dir``
 embeds through its ``query`` route. Both towers tuned (App. L, Fig. 11a): ``--doc-model-dir`` (the
@@ -46,10 +33,6 @@ never reused for it.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,27 +42,18 @@ import numpy as np
 import polars as pl
 
 from embtune.errors import DataError
-from embtune.evaluate.embed_cache import PRECISIONS, EmbedCache, Encoder, check_precision, model_fingerprint
-from embtune.evaluate.pnd import (
-    MEASURES,
-    TIES,
-    Measure,
-    Ties,
-    grouped_errors,
-    indexed_closeness,
-    one_vs_one_errors,
-    pair_closeness,
-    prepare,
-    summarise,
-    xnli_pnd,
+from embtune.evaluate.embed_cache import EmbedCache, Encoder, check_precision, model_fingerprint
+from embtune.evaluate.pnd import Measure, Ties, grouped_errors, pair_closeness, summarise, xnli_pnd
+from embtune.evaluate.pnd_arxiv import (
+    TextCodes,
+    arxiv_level_file,
+    code_arxiv_levels,
+    read_arxiv_level,
+    score_levels,
 )
 from embtune.evaluate.ranking import ranking_metrics
-from embtune.io import provenance, read_parquet, write_json, write_parquet
+from embtune.io import read_parquet
 
-# Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
-# the harder levels (Fig. 6) are scored with --arxiv-levels.
-ARXIV_FLAVOURS = ("first", "title")
-ARXIV_RANDOM_LEVEL = 21   # n_negatives + 1 with the paper's 20 (docs/fidelity.md#P2-ARXIV-LEVELS)
 TRIPLET_FILES = {
     "msmarco": "msmarco/eval.parquet",
     "msmarco-hard": "msmarco/eval_hard.parquet",      # App. A: samples with >= 65 negatives
@@ -192,78 +166,6 @@ def xnli_table(frame: pl.DataFrame, languages: Sequence[str] | None = None) -> X
                      {k: v["hypothesis"].to_list() for k, v in by_lang.items()})
 
 
-def arxiv_dataset_id(flavour: str, level: int, random_level: int = ARXIV_RANDOM_LEVEL) -> str:
-    """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``
-    (docs/fidelity.md#P2-ARXIV-FLAVOURS)."""
-    return f"arxiv-{flavour}" if level == random_level else f"arxiv-{flavour}-L{level}"
-
-
-def arxiv_level_file(flavour: str, level: int) -> str:
-    """The build-arxiv-negatives output holding one flavour and difficulty level."""
-    return f"arxiv/triplets_{flavour}_L{level}.parquet"
-
-
-class TextCodes:
-    """Exact text -> integer code table, grown with polars hash joins (native, exact string
-    equality), so the 21 level files of a flavour (253,140 rows each in the paper) map onto one
-    list of unique texts without creating a Python string per row; only new texts are listed."""
-
-    def __init__(self) -> None:
-        self._table = pl.DataFrame(schema={"text": pl.String, "code": pl.Int64})
-
-    def __len__(self) -> int:
-        return self._table.height
-
-    def codes(self, texts: pl.Series) -> np.ndarray:
-        """Codes of ``texts`` in order; unseen texts get the next codes, first occurrence first."""
-        frame = texts.cast(pl.String).alias("text").to_frame()
-        joined = frame.join(self._table, on="text", how="left", maintain_order="left")
-        if joined["code"].null_count():
-            new = joined.filter(pl.col("code").is_null()).select("text").unique(maintain_order=True)
-            start = self._table.height
-            self._table = pl.concat([self._table, new.with_columns(
-                pl.int_range(start, start + new.height, dtype=pl.Int64).alias("code"))])
-            joined = frame.join(self._table, on="text", how="left", maintain_order="left")
-        return joined["code"].to_numpy()
-
-    def texts(self) -> list[str]:
-        """Unique texts in code order."""
-        return self._table["text"].to_list()
-
-
-@dataclass(frozen=True)
-class CodedTriplets:
-    """One arxiv triplet file: row i = (anchor, positive, negative) as codes into the shared
-    query-text and document-text tables."""
-
-    anchor: np.ndarray
-    positive: np.ndarray
-    negative: np.ndarray
-
-
-def read_arxiv_level(path: Path, exclude_prefix: str | None = None) -> pl.DataFrame:
-    """The three text columns of one level file (App. K drops a category prefix first)."""
-    cols = ["anchor", "positive", "negative"] + (["categories"] if exclude_prefix else [])
-    frame = read_parquet(path, "arxiv triplets from build-arxiv-negatives (is the level in "
-                         "data.arxiv.levels?)")
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise DataError(f"{path}: missing columns {missing} (has {frame.columns}); expected the "
-                        f"build-arxiv-negatives triplet columns anchor, positive, negative, categories")
-    if exclude_prefix:
-        frame = frame.filter(~frame["categories"].str.split(" ").list.eval(
-            pl.element().str.starts_with(exclude_prefix)).list.any())
-    return frame.select("anchor", "positive", "negative")
-
-
-def code_arxiv_levels(frames: dict[str, pl.DataFrame], queries: TextCodes,
-                      docs: TextCodes) -> dict[str, CodedTriplets]:
-    """Code every level's columns against the shared tables (anchors -> queries; positives and
-    negatives -> docs: a negative is another paper's positive, so it is usually already there)."""
-    return {name: CodedTriplets(queries.codes(f["anchor"]), docs.codes(f["positive"]),
-                                docs.codes(f["negative"])) for name, f in frames.items()}
-
-
 def evaluate_arxiv_levels(paths: dict[str, Path], cache: EmbedCache, towers: Towers,
                           batch_size: int, measures: Sequence[Measure], ties: Ties = "error",
                           exclude_prefix: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
@@ -278,44 +180,6 @@ def evaluate_arxiv_levels(paths: dict[str, Path], cache: EmbedCache, towers: Tow
                     batch_size)
     d = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, docs.texts(), batch_size)
     return score_levels(q, d, coded, measures, ties)
-
-
-def score_levels(q: np.ndarray, d: np.ndarray, coded: dict[str, CodedTriplets],
-                 measures: Sequence[Measure], ties: Ties = "error") -> dict[str, dict[str, dict[str, Any]]]:
-    """Counts and ranking metrics of coded triplet files: in each row the anchor competes its one
-    positive against its one negative.
-
-    Why pairs: across levels the same (anchor, positive) pairs recur in every file and many
-    (anchor, negative) pairs too, so each distinct (query row, document row) pair is scored once
-    per measure (:func:`indexed_closeness`, bit-identical to :func:`closeness`) and every file
-    reads its scores back."""
-    n_doc = max(len(d), 1)
-    keys = np.concatenate([c.anchor * n_doc + x for c in coded.values() for x in (c.positive, c.negative)])
-    pairs, inverse = np.unique(keys, return_inverse=True)
-    out: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in coded}
-    for m in measures:
-        scores = indexed_closeness(prepare(q, m), pairs // n_doc, prepare(d, m), pairs % n_doc, m)[inverse]
-        start = 0
-        for name, c in coded.items():
-            n = len(c.anchor)
-            pos, neg = scores[start:start + n], scores[start + n:start + 2 * n]
-            start += 2 * n
-            counts = summarise(one_vs_one_errors(pos, neg, ties), np.ones(n, np.int64)).as_dict()
-            counts.update(one_vs_one_ranking(pos, neg))
-            out[name][m] = counts
-    return out
-
-
-def one_vs_one_ranking(pos: np.ndarray, neg: np.ndarray) -> dict[str, float]:
-    """:func:`_ranking_scores` when every query has one positive and one negative (arxiv): the
-    positive ranks first iff strictly closer (ties pessimistic, as in
-    :mod:`embtune.evaluate.ranking`), so MRR = MAP = mean(1 or 1/2) and P@1 = the share ranked
-    first; O(n) instead of a sort per level."""
-    if not len(pos):
-        return {"mrr": float("nan"), "map": float("nan"), "p_at_1": float("nan")}
-    first = np.asarray(pos) > np.asarray(neg)
-    rr = float(np.mean(np.where(first, 1.0, 0.5)))
-    return {"mrr": rr, "map": rr, "p_at_1": float(np.mean(first))}
 
 
 # ---------------------------------------------------------------- evaluation
@@ -448,7 +312,7 @@ def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]
     return out
 
 
-# ---------------------------------------------------------------- CLI
+# ---------------------------------------------------------------- towers
 class LazyEncoder:
     """Loads the sentence-transformers model only if some text is not cached yet."""
 
@@ -486,85 +350,6 @@ def build_towers(spec: dict[str, Any], query_model_dir: str | None,
         if doc_model_dir else (base, base_fp)
     return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
                   spec.get("doc_prefix", "") or "")
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="embtune evaluate-pnd", description=__doc__.splitlines()[0])
-    ap.add_argument("--model-json", required=True,
-                    help="encoder spec JSON: name, source, id, query_prefix, doc_prefix")
-    ap.add_argument("--query-model-dir", default=None,
-                    help="query tower: tune-query's model/ (its query route) or any sentence-transformers "
-                         "folder; default: the base model")
-    ap.add_argument("--doc-model-dir", default=None,
-                    help="document tower when both towers were tuned (App. L, Fig. 11a): tune-query's "
-                         "model/ (its document route); default: the frozen base model")
-    ap.add_argument("--datasets", nargs="+", default=["msmarco", "arxiv-first", "arxiv-title", "xnli"],
-                    choices=DATASETS)
-    ap.add_argument("--data-dir", required=True, help="{processed}")
-    ap.add_argument("--exclude-domains", nargs="*", default=[],
-                    help="arxiv: also score each arxiv dataset without the rows of these category "
-                         "domains (math -> math.*), as '<dataset>!<domain>' (App. K)")
-    ap.add_argument("--arxiv-levels", type=int, nargs="*", default=[],
-                    help="extra arxiv difficulty levels (1 = hardest) scored for each arxiv flavour "
-                         "in --datasets, as arxiv-<flavour>-L<k> (App. H, Fig. 6)")
-    ap.add_argument("--arxiv-random-level", type=int, default=ARXIV_RANDOM_LEVEL,
-                    help="the level of arxiv-first / arxiv-title: the random negative "
-                         "(n_negatives + 1; 21 in the paper)")
-    ap.add_argument("--xnli-languages", nargs="+", default=None, help="default: all in the file")
-    ap.add_argument("--cache-dir", default=None, help="embedding cache (default: a temporary one)")
-    ap.add_argument("--measures", nargs="+", default=list(MEASURES), choices=MEASURES)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
-                    help="embedding compute precision (part of the cache key); default fp32")
-    ap.add_argument("--ties", choices=TIES, default="error",
-                    help="does an exact tie count as an error (docs/fidelity.md#P2-PND-TIES)")
-    ap.add_argument("--xnli-text-prefix", choices=("doc", "query"), default="doc",
-                    help="prefix of XNLI hypotheses: doc_prefix or query_prefix "
-                         "(docs/fidelity.md#P2-XNLI-PREFIX)")
-    ap.add_argument("--no-progress", action="store_true")
-    ap.add_argument("--out", required=True, help="output directory")
-    return ap.parse_args(argv)
-
-
-def arxiv_plan(datasets: Sequence[str], levels: Sequence[int],
-               random_level: int = ARXIV_RANDOM_LEVEL) -> dict[str, dict[int, str]]:
-    """flavour -> level -> dataset id for the arxiv flavours in ``datasets`` (random level first)."""
-    bad = sorted({lv for lv in levels if not 1 <= lv <= random_level})
-    if bad:
-        raise DataError(f"--arxiv-levels {bad}: levels run from 1 (hardest) to {random_level} "
-                        f"(the random negative)")
-    plan: dict[str, dict[int, str]] = {}
-    for flavour in ARXIV_FLAVOURS:
-        if f"arxiv-{flavour}" in datasets:
-            plan[flavour] = {lv: arxiv_dataset_id(flavour, lv, random_level)
-                             for lv in [random_level, *sorted(set(levels) - {random_level})]}
-    return plan
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    args = parse_args(argv)
-    spec = json.loads(args.model_json)
-    towers = build_towers(spec, args.query_model_dir, args.precision, args.doc_model_dir)
-    data_dir, out_dir = Path(args.data_dir), Path(args.out)
-    levels = arxiv_plan(args.datasets, args.arxiv_levels, args.arxiv_random_level)
-    with tempfile.TemporaryDirectory() as tmp_cache:
-        cache = EmbedCache(args.cache_dir or tmp_cache, progress=not args.no_progress)
-        # xnli_counts.parquet is written even when XNLI is not evaluated (empty)
-        result, xnli_rows = evaluate_datasets(
-            args.datasets, data_dir, cache, towers, args.batch_size, args.measures,
-            exclude_domains=args.exclude_domains, xnli_languages=args.xnli_languages,
-            ties=args.ties, xnli_text_prefix=args.xnli_text_prefix, levels=levels)
-        result["encoder_calls"] = cache.stats.as_dict()
-    result["arxiv_levels"] = {f: {str(lv): ds for lv, ds in m.items()} for f, m in levels.items()}
-    result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
-                       "doc_model_dir": args.doc_model_dir, "precision": args.precision,
-                       "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
-    (out_dir / "pnd.json").unlink(missing_ok=True)   # the commit marker goes first, comes back last
-    write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
-    write_json(out_dir / "pnd_manifest.json", provenance(stage="evaluate-pnd", args=vars(args)))
-    write_json(out_dir / "pnd.json", result)
-    return 0
 
 
 def _brief(res: dict[str, Any], measures: Sequence[str]) -> str:

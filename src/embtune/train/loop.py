@@ -1,4 +1,5 @@
-"""Stage ``train``: FLOP-budgeted contrastive fine-tuning of one run config (paper 1, sections 3–4).
+"""FLOP-budgeted contrastive fine-tuning of one run config (paper 1, sections 3–4); the ``embtune
+train`` driver (arguments, run directory, exit codes) is :mod:`embtune.stages.train`.
 
 The whole data schedule is planned before the first step (:func:`plan_steps`): seeded epoch
 permutations cut into batches of ``batch_size`` pairs, real (non-padding) tokens per batch, and
@@ -13,12 +14,8 @@ and parameter gradients are all-reduced once per step by DDP (``no_sync`` on all
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import shutil
 import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,11 +27,8 @@ import torch
 
 from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
-from embtune.train.checkpoint import CheckpointError, load_checkpoint, run_fingerprints, save_checkpoint
+from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
 from embtune.train.pairs import SIDES, Pairs, open_pairs
-
-EXIT_PREEMPTED = 75  # EX_TEMPFAIL: checkpoint saved, requeue the job
-EXIT_BAD_CHECKPOINT = 3  # a checkpoint that must not be resumed: a person decides (not requeued)
 
 
 # --------------------------------------------------------------------------- data and planning
@@ -401,109 +395,3 @@ def nonfinite_loss_message(run: dict[str, Any], loss: float, step: int, lr: floa
     return (f"run {run['run_id']}: loss is {loss} at step {step} "
             f"(batch_size {int(t['batch_size'])}, method {run['method']}); possible causes: "
             + "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1)))
-
-
-# --------------------------------------------------------------------------- outputs
-def curve_csv(curve: Sequence[dict[str, float]]) -> str:
-    lines = ["step,loss,lr,tokens,flops"]
-    lines += [f"{r['step']},{r['loss']!r},{r['lr']!r},{r['tokens']},{r['flops']}" for r in curve]
-    return "\n".join(lines) + "\n"
-
-
-RUN_SUBDIRS = ("model", "model_merged", "mteb_results")   # a run directory's own sub-folders
-
-
-def save_model_dir(path: Path, result: Result, run: dict[str, Any], card: str) -> None:
-    """A sentence-transformers folder (``embtune.models.st_export``: Transformer + Pooling,
-    ``max_seq_length`` = context length, model card) plus ``embedding_config.json`` for
-    :mod:`embtune.models.embedder`. LoRA: ``model/`` stays the peft adapter on the base dir (it
-    loads as is) and ``model_merged/`` beside it holds the merged sentence-transformers folder."""
-    from transformers import AutoTokenizer
-
-    from embtune.io import write_json
-    from embtune.models import st_export
-
-    model = result.model
-    pooling, context = run["train"]["pooling"], int(run["train"]["context_length"])
-    if hasattr(model, "peft_config"):
-        for cfg in model.peft_config.values():
-            cfg.base_model_name_or_path = str(run["base_model_dir"])
-        model.save_pretrained(str(path), safe_serialization=True)
-        AutoTokenizer.from_pretrained(run["base_model_dir"]).save_pretrained(str(path))
-        (path / st_export.CARD).write_text(card, encoding="utf-8")
-        st_export.save_merged_adapter(path, path.parent / st_export.MERGED_DIR, pooling=pooling,
-                                      max_seq_length=context, card=card)
-    else:
-        st_export.save_run_model(model, path, run["base_model_dir"], pooling=pooling,
-                                 max_seq_length=context, card=card)
-    write_json(path / "embedding_config.json", {"pooling": pooling, "max_length": context})
-
-
-def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
-    """The run directory appears whole or not at all: built in a temporary sibling and renamed
-    onto ``out_dir`` (an older run directory, with any evaluation of the old model in it, goes
-    with it); ``manifest.json`` is written last."""
-    from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
-    from embtune.models.st_export import training_card
-
-    check_replaceable(out_dir, RUN_SUBDIRS)
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    manifest = provenance(stage="train", run=run, seed=run["seed"], device=device,
-                          threads=torch.get_num_threads())
-    with atomic_dir(out_dir) as tmp:
-        (tmp / "model").mkdir()
-        if result.status == "ok":
-            save_model_dir(tmp / "model", result, run, training_card(result.metrics, run, manifest))
-        else:
-            (tmp / "model" / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
-        write_text(tmp / "curve.csv", curve_csv(result.curve))
-        write_json(tmp / "metrics.json", result.metrics)
-        write_json(tmp / "manifest.json", manifest)
-
-
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="embtune train", description=__doc__)
-    ap.add_argument("--run-config-json", required=True, help="one run config from sweep.training_runs")
-    ap.add_argument("--out-dir", required=True, help="the run's own directory; replaced as a whole")
-    ap.add_argument("--checkpoint-dir", required=True,
-                    help="resumable state; refused (exit 3) if made by another config or data")
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--stop-after-steps", type=int, default=None, help=argparse.SUPPRESS)
-    return ap.parse_args(list(argv))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(sys.argv[1:] if argv is None else argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    raw = args.run_config_json
-    run = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
-    from embtune.io import check_replaceable
-
-    check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
-    stop = StopFlag()
-    stop.install()
-    t0 = time.time()
-    try:
-        result = train_run(run, Path(args.checkpoint_dir), stop=stop, stop_after_steps=args.stop_after_steps)
-    except CheckpointError as err:
-        print(f"embtune train: {err}", file=sys.stderr)
-        return EXIT_BAD_CHECKPOINT
-    if result.status == "preempted":
-        print(f"train: pre-empted at step {result.metrics['steps']}; checkpoint in {args.checkpoint_dir}",
-              file=sys.stderr)
-        return EXIT_PREEMPTED
-    from accelerate import PartialState
-
-    if PartialState().is_main_process:
-        result.metrics["wall_seconds_total"] = time.time() - t0
-        write_outputs(Path(args.out_dir), result, run)
-        shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
-    print(f"train: {run['run_id']} {result.status} "
-          + (f"loss {result.metrics['final_train_loss']:.4f} C {result.metrics['flops']:.3g}"
-             if result.status == "ok" else result.metrics["skip_reason"]))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Stage ``tune-query``: adiabatic tuning of the query tower of a dual encoder (paper 2).
+"""Adiabatic tuning of the query tower of a dual encoder (paper 2).
 
 Why this shape: the point of paper 2 is that stored document embeddings never change. So the
 document tower is the pretrained encoder itself, frozen, and its embeddings come from the shared
@@ -27,23 +27,15 @@ the embedding block frozen in both encoders"): the document tower becomes a seco
 (:class:`TunedDocs`) with the same freeze spec, both towers' parameters share one optimizer, and
 its embeddings, which change every step, never touch the cache.
 
-Output: ``model/`` is ONE sentence-transformers model with a ``Router`` (``encode_query`` = the
-tuned query tower, ``encode_document`` = the frozen base, or the tuned document tower when both
-are tuned), with the model's prefixes as prompts and a model card (:mod:`embtune.models.st_export`).
-evaluate-pnd reads the query route (``--query-model-dir``) and, when both towers were tuned, the
-document route of the same folder (``--doc-model-dir``).
+The ``embtune tune-query`` driver (arguments, data files, run directory) is
+:mod:`embtune.stages.tune_query`.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
-import csv
-import io
-import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -54,15 +46,10 @@ import numpy as np
 import torch
 
 from embtune.evaluate.embed_cache import (
-    PRECISIONS,
     EmbedCache,
     SentenceTransformerEncoder,
     compute_precision,
-    model_fingerprint,
 )
-from embtune.evaluate.layer_changes import layer_changes, top_layers
-from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
-from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
 from embtune.train.query_schedules import epoch_lrs
@@ -385,88 +372,3 @@ def _metrics(run: dict[str, Any], curve: list[dict[str, Any]], state: StopState,
         "freeze": plan.spec, "freeze_note": plan.note, "n_frozen_tensors": len(plan.frozen),
         "n_trainable_tensors": n_train, "lr_effective": run["lr_effective"], "wall_time_s": wall,
     }
-
-
-# ---------------------------------------------------------------- outputs
-def curve_csv(curve: list[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(curve[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(curve)
-    return buf.getvalue()
-
-
-def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="embtune tune-query", description=__doc__.split("\n")[0])
-    ap.add_argument("--run-config-json", required=True, help="one config from embtune.sweep.query_runs")
-    ap.add_argument("--data-dir", required=True, help="{processed}: msmarco/ and arxiv/ live here")
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--cache-dir", help="document-embedding cache ({results}/embed_cache/<model>); "
-                                        "default: a throw-away temporary directory")
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--doc-batch-size", type=int, default=64)
-    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
-                    help="document/validation embedding precision (evaluate.pnd.precision); "
-                         "part of the cache key")
-    return ap.parse_args(argv)
-
-
-def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
-              doc_batch_size: int = 64, precision: str = "fp32") -> dict[str, Any]:
-    """Load data and models, tune, write every output (manifest last); returns metrics."""
-    from embtune.models.encoders import resolve_encoder_path
-
-    check_replaceable(out_dir)           # before training, not after it
-    train_path, val_path, cols = triplet_files(data_dir, run["train_data"])
-    train, val = read_triplets(train_path, cols), read_triplets(val_path, cols)
-    path = resolve_encoder_path(run["model"])
-    encoder = SentenceTransformerEncoder(path, precision=precision)
-    encoder.model.eval()
-    for p in encoder.model.parameters():
-        p.requires_grad_(False)
-    docs = DocSide(encoder, EmbedCache(cache_dir, progress=False), model_fingerprint(path),
-                   run["model"].get("doc_prefix", ""), doc_batch_size)
-    result = tune(run, train, val, docs)
-    changes = layer_changes(encoder.model.state_dict(), result.query_tower.state_dict())
-    result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
-                          top_layers_relative=top_layers(changes, "rank_relative"),
-                          n_train_triplets=len(train), embed_precision=precision)
-    doc_changes = None if result.doc_tower is None else \
-        layer_changes(encoder.model.state_dict(), result.doc_tower.state_dict())
-    manifest = provenance(stage="tune-query", run_config=run, seed=run.get("seed", 0), encoder_path=path,
-                          train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
-                          embed_precision=precision)
-    spec = run["model"]
-    with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
-        # ONE sentence-transformers model: query route = tuned tower, document route = the base
-        # encoder (or the tuned doc tower); evaluate-pnd routes by task (embtune.models.st_export)
-        save_dual_encoder(tmp / "model", result.query_tower,
-                          encoder.model if result.doc_tower is None else result.doc_tower,
-                          st_prompts(spec.get("query_prefix"), spec.get("doc_prefix")),
-                          query_card(result.metrics, run, manifest))
-        if doc_changes is not None:
-            doc_changes.write_csv(tmp / "layer_changes_doc.csv")
-        write_text(tmp / "curve.csv", curve_csv(result.curve))
-        changes.write_csv(tmp / "layer_changes.csv")
-        write_json(tmp / "metrics.json", result.metrics)
-        write_json(tmp / "manifest.json", manifest)
-    return result.metrics
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    run = json.loads(args.run_config_json)
-    out_dir = Path(args.out_dir)
-    if args.cache_dir:
-        metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
-                            args.precision)
-    else:
-        with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
-            metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
-                                args.precision)
-    print(f"tune-query {run.get('qrun_id')}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
-          f"stopped by {metrics['stopped_reason']}, {metrics['wall_time_s']:.1f} s")
-    return 0
