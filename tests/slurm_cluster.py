@@ -116,7 +116,7 @@ class SlurmCluster:
 
     root: Path | None = None
     partition: str = "ci"
-    min_job_age: int = 300
+    min_job_age: int = 3600   # records outlive a slow (loaded) pipeline run; checked job by job after it
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     started: bool = False
 
