@@ -185,12 +185,16 @@ def _usage(lines: Sequence[str], path: str = "path/to/this/folder") -> str:
 
 
 def _method_text(metrics: Mapping[str, Any]) -> str:
-    method = metrics.get("method")
-    if method == "freeze":
-        return f"freeze (first {metrics.get('frozen_blocks')} transformer blocks frozen)"
-    if method == "lora":
-        return f"LoRA (rank {metrics.get('lora_rank')}, merged into the weights in `model_merged/`)"
-    return {"full": "full fine-tuning", "bias": "bias-only tuning"}.get(str(method), str(method))
+    from embtune.models import methods
+
+    name = str(metrics.get("method"))
+    if name not in methods.REGISTRY:
+        return name
+    method = methods.get(name)
+    words = {"frozen_blocks": "first {} transformer blocks frozen", "lora_rank": "rank {}"}
+    detail = ", ".join(w.format(metrics[k]) for k, w in words.items() if metrics.get(k) is not None)
+    merged = ", merged into the weights in `model_merged/`" if name == "lora" else ""
+    return f"{method.label} ({detail}{merged})" if detail or merged else method.label
 
 
 def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Mapping[str, Any],
