@@ -31,6 +31,6 @@ include: "workflow/rules/analyze.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

@@ -175,7 +175,7 @@ def test_empty_grid_is_an_error(tmp_path: Path) -> None:
 
 
 def test_freeze_fraction_that_fits_no_model_is_an_error(tmp_path: Path) -> None:
-    # demo suite: 2 and 4 blocks. 0.33 is k/L for neither (it used to become 21/64 and skip all)
+    # demo suite: 2 blocks. 0.33 is k/L for no model (it used to become 21/64 and skip all)
     preset, msg = _load_refused(tmp_path, "train: {methods: [freeze], freeze: {fractions: [0.5, 0.33]}}")
     assert f"{preset}: train.freeze.fractions[1]: 0.33 is not k/L" in msg, msg
     assert "fractions[0]" not in msg
@@ -183,7 +183,11 @@ def test_freeze_fraction_that_fits_no_model_is_an_error(tmp_path: Path) -> None:
 
 def test_freeze_fraction_that_fits_some_models_warns_naming_the_key(tmp_path: Path) -> None:
     preset = tmp_path / "partial.yaml"
-    preset.write_text("train: {freeze: {fractions: [0.25]}}")  # 1/4 of 4 blocks; not of 2
+    preset.write_text(  # 1/4 of 4 blocks; not of 2
+        "models:\n"
+        "  - {name: tiny-d64-l2, source: tiny, hidden_size: 64, num_layers: 2, pretrain_peak_lr: 1.0e-3}\n"
+        "  - {name: tiny-d64-l4, source: tiny, hidden_size: 64, num_layers: 4, pretrain_peak_lr: 1.0e-3}\n"
+        "train: {freeze: {fractions: [0.25]}}\n")
     with pytest.warns(UserWarning, match=r"train\.freeze\.fractions\[0\]: 0\.25 is k/L only for L in \[4\]"):
         load_params([*BASE, preset])
 

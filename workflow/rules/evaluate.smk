@@ -5,10 +5,13 @@
 # are computed once and then read from the shared cache.
 
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
-PND_RULE_ARGS = ["--ties", config["evaluate"]["pnd"].get("ties", "error"),
-                 "--xnli-text-prefix", config["evaluate"]["pnd"].get("xnli_text_prefix", "doc"),
-                 *arxiv_level_args()]   # App. H levels: integers from the validated config
-
+PND_RULE_ARGS = [
+    "--ties",
+    config["evaluate"]["pnd"].get("ties", "error"),
+    "--xnli-text-prefix",
+    config["evaluate"]["pnd"].get("xnli_text_prefix", "doc"),
+    *arxiv_level_args(),
+]  # App. H levels: integers from the validated config
 
 
 rule evaluate_mteb:
@@ -19,20 +22,20 @@ rule evaluate_mteb:
     output:
         scores=f"{RES}/runs/{{run}}/mteb.json",
         table=f"{RES}/runs/{{run}}/mteb.parquet",
-        results=directory(f"{RES}/runs/{{run}}/mteb_results"),   # mteb's own TaskResult layout
+        results=directory(f"{RES}/runs/{{run}}/mteb_results"),  # mteb's own TaskResult layout
+    log:
+        f"{LOGS}/evaluate_mteb/{{run}}.log",
+    benchmark:
+        f"{RES}/benchmarks/evaluate_mteb/{{run}}.tsv"
+    threads: 1
+    resources:
+        **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
         exclude=config["evaluate"]["mteb"]["exclude_from_average"],
         batch=config["evaluate"]["mteb"]["batch_size"],
         max_length=mteb_max_length_arg,
-    threads: 1
-    resources:
-        **EVAL_RESOURCES,
-    log:
-        f"{LOGS}/evaluate_mteb/{{run}}.log",
-    benchmark:
-        f"{RES}/benchmarks/evaluate_mteb/{{run}}.tsv"
     shell:
         "embtune evaluate-mteb --model-dir {input.model:q} --run-metrics {input.metrics:q} "
         "--tasks {params.tasks:q} --exclude-from-average {params.exclude:q} --data-dir {input.data:q} "
@@ -46,6 +49,13 @@ rule evaluate_pnd_base:
     output:
         pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
+    log:
+        f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
+    benchmark:
+        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/base.tsv"
+    threads: 1
+    resources:
+        **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-pnd"),
         data_dir=PROC,
@@ -58,13 +68,6 @@ rule evaluate_pnd_base:
         cache=f"{RES}/embed_cache/{{qmodel}}",
         out_dir=f"{RES}/query_runs/{{qmodel}}/base",
         exclusion=pnd_exclusion,
-    threads: 1
-    resources:
-        **EVAL_RESOURCES,
-    log:
-        f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
-    benchmark:
-        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/base.tsv"
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
         "--data-dir {params.data_dir:q} --cache-dir {params.cache:q} --measures {params.measures:q} "
@@ -80,6 +83,13 @@ rule evaluate_pnd_query:
     output:
         pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
         xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
+    log:
+        f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
+    benchmark:
+        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/{{qrun}}.tsv"
+    threads: 1
+    resources:
+        **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-pnd"),
         data_dir=PROC,
@@ -93,13 +103,6 @@ rule evaluate_pnd_query:
         out_dir=pnd_out_dir,
         exclusion=pnd_exclusion,
         doc_model=pnd_doc_model,
-    threads: 1
-    resources:
-        **EVAL_RESOURCES,
-    log:
-        f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
-    benchmark:
-        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/{{qrun}}.tsv"
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --query-model-dir {input.model:q} "
         "--datasets {params.datasets:q} --data-dir {params.data_dir:q} --cache-dir {params.cache:q} "

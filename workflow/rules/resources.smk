@@ -26,13 +26,13 @@ import os as _os
 from embtune import cost as _cost
 
 try:
-    FLOPS_PER_SECOND = _cost.flops_per_second()     # also a param of `rule plan` (analyze.smk)
+    FLOPS_PER_SECOND = _cost.flops_per_second()  # also a param of `rule plan` (analyze.smk)
 except _cost.CostError as _err:
     raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
 _MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
-_RUNTIME_SAFETY = 2.0       # estimated GPU time -> wall-clock head-room (evaluation of val loss, I/O)
-_OVERHEAD_MIN = 20          # model load, tokenised-data load, final save
+_RUNTIME_SAFETY = 2.0  # estimated GPU time -> wall-clock head-room (evaluation of val loss, I/O)
+_OVERHEAD_MIN = 20  # model load, tokenised-data load, final save
 
 
 def _minutes(value, attempt):
