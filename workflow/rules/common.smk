@@ -390,3 +390,16 @@ def hotpotqa_flags(wildcards):
 def mteb_source_args(wildcards):
     cfg = config["data"]["mteb"]
     return ["--source", "local", "--local-dir", cfg["local_dir"]] if cfg["source"] == "local" else ["--source", "mteb"]
+
+
+# BGE preparation scattered over N = data.bge.parts parts (embtune.data.bge_scatter): N spill
+# jobs (byte ranges of the input) -> N sort jobs (key ranges, exact dedup) -> N shards jobs
+# (tokenise the output files of a row range) -> prepare_bge gathers. Each part is its own job (a
+# SLURM job under --profile slurm); the output is byte-identical to `embtune prepare-bge` (one
+# process). The parts are temp(): removed once prepare_bge has gathered them.
+BGE_PARTS = config["data"]["bge"]["parts"]
+BGE_WORK = f"{PROC}/bge_parts"
+
+
+def bge_parts(step):
+    return [f"{BGE_WORK}/{step}-{i}-of-{BGE_PARTS}" for i in range(BGE_PARTS)]

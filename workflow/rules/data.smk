@@ -41,19 +41,7 @@ rule build_tokenizer:
         "embtune build-tokenizer {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
-# BGE preparation scattered over N = data.bge.parts parts (embtune.data.bge_scatter): N spill
-# jobs (byte ranges of the input) -> N sort jobs (key ranges, exact dedup) -> N shards jobs
-# (tokenise the output files of a row range) -> prepare_bge gathers. Each part is its own job (a
-# SLURM job under --profile slurm); the output is byte-identical to `embtune prepare-bge` (one
-# process). The parts are temp(): removed once prepare_bge has gathered them.
-BGE_PARTS = config["data"]["bge"]["parts"]
-BGE_WORK = f"{PROC}/bge_parts"
-
-
-def bge_parts(step):
-    return [f"{BGE_WORK}/{step}-{i}-of-{BGE_PARTS}" for i in range(BGE_PARTS)]
-
-
+# BGE preparation scattered over N = data.bge.parts parts: see BGE_PARTS in common.smk.
 rule bge_spill:
     """Byte range `part` of the BGE input: filter, key, route to the sort parts."""
     input:
