@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from embtune.data.bge import extract_pair, is_english
+from embtune.data.bge_records import extract_pair, is_english
 from embtune.data.jsonl import iter_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -143,47 +143,59 @@ def macro_args(rest: str) -> str:
     return " ".join(a.strip('"') for a in re.findall(r'"[^"]*"|\S+', rest))
 
 
+class _ManParser:
+    """Line-by-line state of :func:`man_sections` (current section, paragraph, table/no-fill)."""
+
+    def __init__(self) -> None:
+        self.sections: dict[str, list[str]] = {}
+        self.name: str | None = None
+        self.cur: list[str] = []
+        self.in_table = self.nofill = False
+
+    def flush(self) -> None:
+        if self.name is not None and self.cur:
+            self.sections.setdefault(self.name, []).append(para_text(self.cur))
+        self.cur.clear()
+
+    def macro(self, raw: str) -> None:
+        macro, _, rest = raw[1:].strip().partition(" ")
+        if macro in ("TS", "EX", "nf"):
+            self.in_table = macro == "TS"
+            self.nofill = macro in ("EX", "nf")
+        if macro in ("TE", "EE", "fi"):
+            self.in_table = self.nofill = False
+        if macro in ("SH", "Sh"):
+            self.flush()
+            self.name = unroff(rest).strip().strip('"').upper()
+        elif macro in BREAK_MACROS:
+            self.flush()
+            if macro == "TP":       # a tagged paragraph: its tag line is not prose
+                self.cur.append("\x00TAG")
+        elif macro in FONT_MACROS and not self.in_table and not self.nofill:
+            self.cur.append(unroff(macro_args(rest)))
+
+    def text(self, raw: str) -> None:
+        if self.in_table or self.nofill:
+            return
+        if self.cur and self.cur[-1] == "\x00TAG":
+            self.cur.clear()             # drop the tag (an option name), keep its description
+            return
+        self.cur.append(unroff(raw))
+
+
 def man_sections(text: str) -> dict[str, list[str]]:
     """Section name -> paragraphs of plain text (man(7) pages; mdoc pages return nothing useful)."""
-    sections: dict[str, list[str]] = {}
-    name, cur, in_table, nofill = None, [], False, False
-
-    def flush():
-        if name is not None and cur:
-            sections.setdefault(name, []).append(para_text(cur))
-        cur.clear()
-
+    parser = _ManParser()
     for raw in text.splitlines():
         if raw.startswith((".\\\"", "'\\\"", '.\\"')):
             continue
         if raw.startswith((".", "'")):
-            macro, _, rest = raw[1:].strip().partition(" ")
-            if macro in ("TS", "EX", "nf"):
-                in_table = macro == "TS"
-                nofill = macro in ("EX", "nf")
-            if macro in ("TE", "EE", "fi"):
-                in_table = nofill = False
-            if macro in ("SH", "Sh"):
-                flush()
-                name = unroff(rest).strip().strip('"').upper()
-                continue
-            if macro in BREAK_MACROS:
-                flush()
-                if macro == "TP":       # a tagged paragraph: its tag line is not prose
-                    cur.append("\x00TAG")
-                continue
-            if macro in FONT_MACROS and not in_table and not nofill:
-                cur.append(unroff(macro_args(rest)))
-            continue
-        if in_table or nofill:
-            continue
-        if cur and cur[-1] == "\x00TAG":
-            cur.clear()             # drop the tag (an option name), keep its description
-            continue
-        cur.append(unroff(raw))
-    flush()
+            parser.macro(raw)
+        else:
+            parser.text(raw)
+    parser.flush()
     return {k: [p.replace("\x00TAG", "").strip() for p in v if p.replace("\x00TAG", "").strip()]
-            for k, v in sections.items()}
+            for k, v in parser.sections.items()}
 
 
 def man_pages() -> Iterator[Path]:
