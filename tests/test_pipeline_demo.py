@@ -177,7 +177,14 @@ def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
     table = pl.read_csv(analysis / "query_tuning/table1.csv")
     assert table.height == len(planned)
     doc_tower = [k for k, r in planned.items() if r["tune_doc_tower"]]
-    assert doc_tower and all((demo_run / f"results/demo/query_runs/{m}/{q}/doc_model").is_dir() for m, q in doc_tower)
+    from embtune.models.st_export import is_dual_encoder
+
+    assert doc_tower
+    for m, q in doc_tower:   # both towers trained and saved as one Router model/ (query + document routes)
+        out = demo_run / f"results/demo/query_runs/{m}/{q}"
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics["tune_doc_tower"] and metrics["n_trainable_doc_tensors"] > 0, (m, q)
+        assert is_dual_encoder(out / "model") and (out / "layer_changes_doc.csv").is_file(), (m, q)
     fits = json.loads((analysis / "fits.json").read_text())
     assert fits["settings"]["holdout"] == "largest_model"
     held = {law["holdout_model"] for law in fits["laws"].values() if "holdout_model" in law}
