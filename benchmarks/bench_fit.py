@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from embtune.scaling import fit as current_fit
-from embtune.scaling.fit_cli import fit_all, law_rows
+from embtune.scaling.fit_laws import fit_all, law_rows
 from embtune.scaling.laws import LAWS
 from embtune.scaling.synthetic import TRUE_PARAMS, synthetic_runs
 

@@ -12,7 +12,7 @@ import pytest
 from embtune.io import write_json, write_parquet
 from embtune.plots import cli as plots_cli
 from embtune.plots.report import paper1_specs
-from embtune.scaling.fit_cli import fit_all
+from embtune.scaling.fit_laws import fit_all
 from embtune.scaling.synthetic import PYTHIA, synthetic_runs
 
 LANGS = "ar bg de el en es fr hi ru sw th tr ur vi zh".split()

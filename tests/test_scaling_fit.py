@@ -13,7 +13,7 @@ from scipy.optimize import lsq_linear
 from embtune.io import read_json, write_parquet
 from embtune.scaling import fit_cli, runs_table
 from embtune.scaling.fit import Problem, bootstrap_trust, fit_law, fixed_parameters, objective
-from embtune.scaling.fit_cli import fit_all, fit_method_laws
+from embtune.scaling.fit_laws import fit_all, fit_method_laws
 from embtune.scaling.fit_objective import solve_coefficients
 from embtune.scaling.laws import CHINCHILLA, MODIFIED, chinchilla_law, make_features
 from embtune.scaling.synthetic import PAPER_BUDGETS, PYTHIA, TRUE_PARAMS, synthetic_runs

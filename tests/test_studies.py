@@ -143,7 +143,7 @@ def _study_rows(table: pl.DataFrame, factor: float = 3.0) -> pl.DataFrame:
 
 
 def test_study_runs_stay_out_of_the_main_fits() -> None:
-    from embtune.scaling.fit_cli import fit_all
+    from embtune.scaling.fit_laws import fit_all
     from embtune.scaling.synthetic import PYTHIA, synthetic_runs
 
     main = synthetic_runs(models=PYTHIA[:5], budgets=[1.5e15, 6e15, 2.4e16, 9.6e16], methods=("full", "bias"))

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from embtune.models import methods as registry
 from embtune.plots import figures as F
-from embtune.scaling.fit_cli import law_rows, methods_of
+from embtune.scaling.fit_laws import law_rows, methods_of
 from embtune.scaling.frontier import fit_line
 from embtune.scaling.isoflop import isoflop, ok_rows, optimal_points
 from embtune.scaling.laws import LAWS

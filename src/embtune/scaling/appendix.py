@@ -1,4 +1,5 @@
-"""Stage ``appendix-tables``: paper 1's smaller studies (``train.studies``) as tables and Fig. 20.
+"""Paper 1's smaller studies (``train.studies``) as tables and Fig. 20 (stage ``appendix-tables``,
+driver :mod:`embtune.stages.appendix_tables`).
 
 Why a stage of its own: the studies' runs are trained and collected with the main grid (one runs
 table, a ``study`` column), but they answer other questions and must never enter the main fits
@@ -26,22 +27,19 @@ a study's point) and writes, under ``--out`` (the folder appears whole, ``manife
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from embtune.io import atomic_dir, provenance, write_json, write_text
+from embtune.io import write_json, write_text
 from embtune.models import methods as registry
 from embtune.scaling.fit import fit_law
 from embtune.scaling.isoflop import ok_rows
 from embtune.scaling.laws import LAWS
-from embtune.sweep import STUDY_FACTORS, training_plan
+from embtune.sweep import STUDY_FACTORS
 
 RUN_COLUMNS = ("model", "method", "budget", "lora_rank", "freeze_fraction", "seed", "status",
                "skip_reason", "N", "D", "S", "steps")
@@ -69,7 +67,7 @@ def best_table(frame: pl.DataFrame, study: dict[str, Any], metric: str) -> pl.Da
     rows = study.get("rows") or list(study.get("cross") or {})
     keys = list(dict.fromkeys(["model", "method", "budget", *rows]))
     sign = -1.0 if metric == "mteb_average" else 1.0        # best = highest MTEB, lowest loss
-    finite = (pl.col("status") == "ok") & pl.col(metric).is_not_null() & pl.col(metric).is_finite()
+    finite = (pl.col("status") == "ok") & pl.col(metric).is_not_null() & pl.col(metric).isfinite_json()
     score = pl.when(finite).then(pl.col(metric).cast(pl.Float64) * sign)
     grouped = frame.with_columns(finite.alias("_ok"), score.alias("_score")).group_by(keys, maintain_order=True)
     table = grouped.agg(
@@ -99,7 +97,7 @@ def _cell(value: Any) -> str:
 
 def _law_rows(frame: pl.DataFrame, loss: str, data: str) -> pl.DataFrame:
     """Rows a law can use: finished, positive finite loss, N, D (or steps) and S present."""
-    keep = frame.filter((pl.col("status") == "ok") & pl.col(loss).is_not_null() & pl.col(loss).is_finite())
+    keep = frame.filter((pl.col("status") == "ok") & pl.col(loss).is_not_null() & pl.col(loss).isfinite_json())
     keep = keep.drop_nulls(["N", data, "S"])
     return keep.filter((pl.col(loss) > 0) & (pl.col("N") > 0) & (pl.col(data) > 0))
 
@@ -150,13 +148,14 @@ def _summary(fit: dict[str, Any], predicted: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _finite(obj: Any) -> Any:
+def finite_json(obj: Any) -> Any:
+    """NaN/inf -> None, recursively: they are not JSON, and a missing number must read as missing."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite_json(v) for v in obj]
     return obj
 
 
@@ -179,7 +178,7 @@ def write_study(out: Path, runs: pl.DataFrame, members: list[dict[str, Any]], st
         points, summary = predicted_vs_actual(runs, frame, law_name=spec.get("law", "modified"),
                                               data=spec.get("data", "steps"), loss=loss, delta=delta)
         points.write_csv(out / f"{name}_predicted.csv")
-        write_json(out / f"{name}_fit.json", _finite(summary))
+        write_json(out / f"{name}_fit.json", finite_json(summary))
         _save_figure(points, f"{name}: predicted ({summary['law']} law fitted on the main grid, "
                              f"D = {summary['data']}) vs actual loss", out / f"{name}_predicted.png")
         entry["predict"] = {m: s["predicted"] for m, s in summary["methods"].items()}
@@ -196,27 +195,3 @@ def _save_figure(points: pl.DataFrame, title: str, path: Path) -> None:
         fig.savefig(path, format="png", dpi=130)
     finally:
         plt.close(fig)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune appendix-tables", description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=Path, required=True, help="{results}/analysis/runs.parquet")
-    ap.add_argument("--params-json", required=True,
-                    help="validated params (models, train, paths) as JSON, as the rule passes them")
-    ap.add_argument("--huber-delta", type=float, default=1e-3)
-    ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
-    ap.add_argument("--out", type=Path, required=True, help="{results}/analysis/appendix")
-    args = ap.parse_args(argv)
-    params = json.loads(args.params_json)
-    _, _, members = training_plan(params)
-    runs = pl.read_parquet(args.runs)
-    studies = params["train"].get("studies") or []
-    with atomic_dir(args.out) as tmp:
-        done = {s["name"]: write_study(tmp, runs, members, s, args.loss_column, args.huber_delta)
-                for s in studies}
-        write_json(tmp / "manifest.json", _finite(provenance(stage="appendix-tables", studies=done,
-                                                             runs=str(args.runs))))
-    print(f"appendix-tables: {len(studies)} studies -> {args.out}")
-    for name, entry in done.items():
-        print(f"  {name}: {entry['finished']}/{entry['runs']} runs finished")
-    return 0

@@ -1,4 +1,5 @@
-"""Stage ``recipe``: paper 1's Algorithm 1 from our own fits — budget in, training plan out.
+"""Paper 1's Algorithm 1 from our own fits — budget in, training plan out (stage ``recipe``,
+driver :mod:`embtune.stages.recipe`).
 
 1. method  = lowest predicted loss among the per-method frontier lines at C (not a hard-coded
              threshold: the paper's 9.06e16 does not follow from its own rounded lines;
@@ -15,17 +16,12 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from embtune.io import read_json, write_json
 from embtune.models import methods as registry
 from embtune.models.flops import model_counts
 from embtune.scaling.frontier import best_method, predict_interval, predict_log
@@ -166,23 +162,3 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
     if recipe["predicted_loss_ci95"] is None:
         recipe["warnings"].append("no bootstrap interval (too few optimal points)")
     return recipe
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune recipe", description=__doc__.splitlines()[0])
-    ap.add_argument("--budget", type=float, required=True)
-    ap.add_argument("--fits", type=Path, required=True)
-    ap.add_argument("--runs", type=Path, required=True)
-    ap.add_argument("--suite-json", default=None, help="the params `models` list as JSON")
-    ap.add_argument("--batch-size", type=int, default=None)
-    ap.add_argument("--tokens-per-pair", type=float, default=None)
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-    suite = json.loads(args.suite_json) if args.suite_json else None
-    recipe = make_recipe(args.budget, read_json(args.fits), pl.read_parquet(args.runs), suite=suite,
-                         batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair)
-    write_json(args.out, recipe)
-    print(json.dumps(recipe, indent=2, sort_keys=True))
-    for w in recipe["warnings"]:
-        print(f"WARNING: {w}")
-    return 0

@@ -1,4 +1,5 @@
-"""Stage ``collect-runs``: one row per training run, from the files the train/evaluate stages wrote.
+"""One row per training run, from the files the train/evaluate stages wrote (stage
+``collect-runs``, driver :mod:`embtune.stages.collect_runs`).
 
 Reads ``<runs-dir>/<run_id>/{metrics.json, manifest.json, mteb.json}`` and the planning-time
 ``skipped.csv`` (run_id, reason). Skipped and failed runs stay in the table with ``status`` and
@@ -26,10 +27,8 @@ silently.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -206,30 +205,3 @@ def collect(runs_dir: Path | None, skipped: Sequence[tuple[str, ...]],
         seen.add(d.name)
     rows += [skipped_row(rid, reason, *status) for rid, reason, *status in skipped if rid not in seen]
     return rows
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune collect-runs", description=__doc__.splitlines()[0])
-    ap.add_argument("--runs-dir", type=Path, default=None, help="collect every run directory here")
-    ap.add_argument("--metrics", type=Path, nargs="*", default=[],
-                    help="collect exactly these runs/<run_id>/metrics.json (wins over --runs-dir)")
-    ap.add_argument("--skipped-csv", type=Path, default=None)
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-    skipped = read_skipped_csv(args.skipped_csv) if args.skipped_csv else []
-    if not args.runs_dir and not args.metrics:
-        ap.error("give --runs-dir or --metrics")
-    table = build_table(collect(args.runs_dir, skipped, args.metrics))
-    write_parquet(args.out, table)
-    counts = table.group_by("status").len().sort("status").to_dicts()
-    nonfinite = nonfinite_runs(table)
-    write_json(args.out.with_name(args.out.stem + ".manifest.json"),
-               provenance(rows=table.height, status_counts=counts, runs_dir=str(args.runs_dir),
-                          n_metrics_files=len(args.metrics), nonfinite_runs=nonfinite))
-    print(f"collect-runs: {table.height} rows -> {args.out} ({counts})")
-    if nonfinite["count"]:
-        shown = ", ".join(f"{r['run_id']} ({'/'.join(r['metrics'])})" for r in nonfinite["runs"][:5])
-        print(f"collect-runs: warning: {nonfinite['count']} finished run(s) recorded NaN/inf metrics, "
-              f"read as missing (the fits leave them out): {shown}"
-              + (" ..." if nonfinite["count"] > 5 else ""), file=sys.stderr)
-    return 0

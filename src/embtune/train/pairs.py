@@ -2,9 +2,10 @@
 
 Why not Python lists of token ids: a Python int in a list costs ~36 bytes, a flat ``int32`` array
 4, and Arrow's list layout (values + offsets) becomes one without a Python loop. Packed to
-``.npy`` files (stage ``pack-pairs``, driver :mod:`embtune.stages.pack_pairs`), every training process of the grid maps the same pages of
-the OS cache instead of decoding the parquet shards into private memory: 750 runs × N GPUs read
-the BGE pairs once from disk, and a run only touches the pages of the pairs it trains on.
+``.npy`` files (stage ``pack-pairs``, driver :mod:`embtune.stages.pack_pairs`), every training
+process of the grid maps the same pages of the OS cache instead of decoding the parquet shards
+into private memory: 750 runs × N GPUs read the BGE pairs once from disk, and a run only touches
+the pages of the pairs it trains on.
 
 Layout of a packed directory (``meta.json`` + one folder per split)::
 

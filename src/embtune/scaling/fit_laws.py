@@ -1,4 +1,6 @@
-"""Stage ``fit-scaling``: scaling laws per method, frontier lines, crossovers, optimal-N lines.
+"""Fitting the scaling laws per method (largest model held out, bootstrap intervals), and the
+frontier lines, crossovers and optimal-N lines: everything fits.json holds. Stage
+``fit-scaling`` (driver :mod:`embtune.stages.fit_scaling`) reads the runs table and writes it.
 
 fits.json keys:
   settings         {loss_column, huber_delta, bootstrap, holdout, seed, chinchilla_coefficients,
@@ -23,24 +25,19 @@ fits.json keys:
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 from scipy.stats import spearmanr
 
-from embtune.io import provenance, write_json
 from embtune.models import methods as registry
 from embtune.scaling.fit import SEARCH, fit_law
 from embtune.scaling.frontier import crossovers, fit_line
 from embtune.scaling.isoflop import ok_rows, optimal_n_fit, optimal_points, points_records
 from embtune.scaling.laws import laws as law_set
-from embtune.scaling.runs_table import nonfinite_runs
 
 
 def methods_of(runs: pl.DataFrame, metric: str) -> list[str]:
@@ -150,34 +147,3 @@ def finite_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [finite_json(v) for v in obj]
     return obj
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune fit-scaling", description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=Path, required=True)
-    ap.add_argument("--huber-delta", type=float, default=1e-3)
-    ap.add_argument("--bootstrap", type=int, default=1000)
-    ap.add_argument("--holdout", choices=["largest_model", "none"], default="largest_model")
-    ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--chinchilla-coefficients", choices=["positive", "real"], default="positive",
-                    help="A, B, E of the Chinchilla law in R+ (paper 1 §4.3, default) or R (App. E)")
-    ap.add_argument("--workers", type=int, default=1, help="processes for the per-method fits")
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-    runs = pl.read_parquet(args.runs)
-    fits = fit_all(runs, metric=args.loss_column, delta=args.huber_delta,
-                   n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
-                   workers=args.workers, chinchilla_coefficients=args.chinchilla_coefficients)
-    fits["provenance"] = provenance(stable=True, runs=str(args.runs))
-    fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)  # finished, NaN/inf loss
-    write_json(args.out, finite_json(fits))
-    for bad in fits["untrustworthy"]:
-        print(f"WARNING: untrustworthy fit {bad['method']}/{bad['law']}: {'; '.join(bad['issues'])}")
-    for c in fits["frontier"]["crossovers"]:
-        print(f"crossover {c['methods']}: {c.get('budget')}")
-    print(f"fit-scaling: methods {fits['methods']} -> {args.out}")
-    if fits["dropped_nonfinite"]["count"]:
-        print(f"fit-scaling: left out {fits['dropped_nonfinite']['count']} finished run(s) whose "
-              f"{args.loss_column} is NaN/inf: {[r['run_id'] for r in fits['dropped_nonfinite']['runs']]}")
-    return 0

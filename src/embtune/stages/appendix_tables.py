@@ -1,0 +1,47 @@
+"""Stage ``appendix-tables``: paper 1 App. D tables and App. F predicted-vs-actual (Fig. 20).
+
+Why a driver apart from :mod:`embtune.scaling.appendix`: the library builds each study's tables,
+fit and figure (its docstring lists the files); the arguments, the plan's memberships from the
+params, reading the runs table and the output folder (appears whole, ``manifest.json`` last)
+live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from embtune.io import atomic_dir, provenance, read_parquet, write_json
+from embtune.scaling.appendix import finite_json, write_study
+from embtune.sweep import training_plan
+
+STAGE = "appendix-tables"
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=Path, required=True, help="{results}/analysis/runs.parquet")
+    ap.add_argument("--params-json", required=True,
+                    help="validated params (models, train, paths) as JSON, as the rule passes them")
+    ap.add_argument("--huber-delta", type=float, default=1e-3)
+    ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
+    ap.add_argument("--out", type=Path, required=True, help="{results}/analysis/appendix")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    params = json.loads(args.params_json)
+    _, _, members = training_plan(params)
+    runs = read_parquet(args.runs, "the runs table collect-runs writes")
+    studies = params["train"].get("studies") or []
+    with atomic_dir(args.out) as tmp:
+        done = {s["name"]: write_study(tmp, runs, members, s, args.loss_column, args.huber_delta)
+                for s in studies}
+        write_json(tmp / "manifest.json", finite_json(provenance(stage=STAGE, studies=done, runs=str(args.runs))))
+    print(f"{STAGE}: {len(studies)} studies -> {args.out}")
+    for name, entry in done.items():
+        print(f"  {name}: {entry['finished']}/{entry['runs']} runs finished")
+    return 0

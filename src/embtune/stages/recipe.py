@@ -1,0 +1,46 @@
+"""Stage ``recipe``: Algorithm 1 — budget in, method/model/data/hyper-parameters out.
+
+Why a driver apart from :mod:`embtune.scaling.recipe`: the library makes the recipe from fits,
+a runs table and the model suite; the arguments, reading fits.json and the runs table, writing
+recipe.json and printing it with its warnings live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from embtune.errors import DataError
+from embtune.io import read_json, read_parquet, write_json
+from embtune.scaling.recipe import make_recipe
+
+STAGE = "recipe"
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, required=True)
+    ap.add_argument("--fits", type=Path, required=True)
+    ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--suite-json", default=None, help="the params `models` list as JSON")
+    ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument("--tokens-per-pair", type=float, default=None)
+    ap.add_argument("--out", type=Path, required=True)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    suite = json.loads(args.suite_json) if args.suite_json else None
+    if not args.fits.is_file():
+        raise DataError(f"--fits {args.fits}: file not found; expected the fits.json fit-scaling writes")
+    runs = read_parquet(args.runs, "the runs table collect-runs writes")
+    recipe = make_recipe(args.budget, read_json(args.fits), runs, suite=suite,
+                         batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair)
+    write_json(args.out, recipe)
+    print(json.dumps(recipe, indent=2, sort_keys=True))
+    for w in recipe["warnings"]:
+        print(f"WARNING: {w}")
+    return 0
