@@ -1,0 +1,60 @@
+"""Drawing the figure specs into files: every figure as PNG + PDF + CSV (its data), and the
+paper-2 tables the figures read. Stage ``figures`` (driver :mod:`embtune.stages.figures`) calls
+:func:`make_all` inside its atomically renamed figure folder, then writes the index and report.md.
+
+Why drawing errors become skips: one broken figure must not cost the report every other figure;
+the skip and its reason are listed in the index and the report instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+
+from embtune.io import atomic_path, write_text  # noqa: E402
+from embtune.plots.report import Spec, paper1_specs, paper2_specs, read_table  # noqa: E402
+
+
+def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
+    """Every CSV/parquet table under the query-table dir (paper 2 figures pick theirs by columns)."""
+    if directory is None or not directory.is_dir():
+        return {}
+    out = {}
+    for path in sorted([*directory.rglob("*.csv"), *directory.rglob("*.parquet")]):
+        if "groups" in path.relative_to(directory).parts:
+            continue  # per-sweep/grid tables (query_groups) repeat table1's rows, not new figures
+        try:
+            out[str(path.relative_to(directory))] = read_table(path)
+        except Exception as err:  # noqa: BLE001 - an unreadable side table must not stop the report
+            print(f"figures: skipping unreadable table {path}: {err}")
+    return out
+
+
+def render(spec: Spec, out_dir: Path) -> Spec:
+    """Draw one figure and write PNG, PDF and CSV atomically; a drawing error becomes a skip."""
+    assert spec.draw is not None and spec.data is not None
+    try:
+        fig = spec.draw(spec.data)
+    except Exception as err:  # noqa: BLE001 - recorded in the report, never silently dropped
+        return Spec(spec.name, spec.caption, skipped=f"drawing failed: {type(err).__name__}: {err}")
+    try:
+        for ext, dpi in (("png", 130), ("pdf", None)):
+            with atomic_path(out_dir / f"{spec.name}.{ext}") as tmp:
+                fig.savefig(tmp, format=ext, dpi=dpi)
+    finally:
+        plt.close(fig)
+    write_text(out_dir / f"{spec.name}.csv", spec.data.write_csv())
+    return spec
+
+
+def make_all(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.DataFrame],
+             out_dir: Path) -> list[Spec]:
+    """Every figure of both papers into ``out_dir``; a spec without data stays a skip."""
+    specs = paper1_specs(runs, fits) + paper2_specs(tables)
+    return [s if s.skipped else render(s, out_dir) for s in specs]
