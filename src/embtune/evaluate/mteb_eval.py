@@ -1,4 +1,5 @@
-"""Evaluate a checkpoint on the pinned MTEB subset through the real mteb library, offline.
+"""Evaluate a checkpoint on the pinned MTEB subset through the real mteb library, offline (stage
+``evaluate-mteb``, driver :mod:`embtune.stages.evaluate_mteb`).
 
 Why through mteb and not a re-implementation: the scores must be comparable with published MTEB
 numbers, and mteb's evaluators (logistic-regression classification with undersampling, legacy
@@ -24,7 +25,6 @@ sha256 of the weight files), written by mteb's ``ResultCache`` so mteb's tools r
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -37,7 +37,6 @@ import polars as pl
 
 from embtune.data.mteb_data import RETRIEVAL_TYPES, TaskFrames, read_task_dir
 from embtune.errors import DataError
-from embtune.io import read_json, write_json, write_parquet
 
 TIDY_SCHEMA = {"task": pl.String, "type": pl.String, "split": pl.String, "subset": pl.String,
                "metric": pl.String, "value": pl.Float64}
@@ -294,59 +293,3 @@ def check_finite(model: Any, model_dir: Path) -> None:
                     f"(e.g. {name}: {count} of {size} values); expected finite weights. Training "
                     f"diverged or the checkpoint is damaged: see {run_dir / 'curve.csv'}, lower "
                     "peak_lr (or check the data) and re-run training")
-
-
-# ---------------------------------------------------------------- CLI
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="embtune evaluate-mteb", description=__doc__.split("\n")[0])
-    p.add_argument("--model-dir", type=Path, required=True)
-    p.add_argument("--run-metrics", type=Path, default=None,
-                   help="the run's metrics.json; status 'skipped' writes a skipped mteb.json")
-    p.add_argument("--tasks", nargs="+", required=True)
-    p.add_argument("--exclude-from-average", nargs="*", default=[])
-    p.add_argument("--data-dir", type=Path, required=True, help="materialise-mteb output")
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--max-length", type=int, default=None,
-                   help="tokens per text (default: the checkpoint's training context length)")
-    p.add_argument("--device", default=None)
-    p.add_argument("--out", type=Path, required=True, help="mteb.json (mteb.parquet goes beside it)")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    tidy_path = args.out.with_suffix(".parquet")
-    results_dir = args.out.parent / MTEB_RESULTS_DIR
-    # mteb.json is the commit marker (collect-runs reads it): gone before mteb.parquet and
-    # mteb_results/ are replaced, back last, so a present mteb.json always has its own beside it.
-    args.out.unlink(missing_ok=True)
-    metrics = read_json(args.run_metrics) if args.run_metrics else {"status": "ok"}
-    if metrics.get("status") == "skipped":
-        write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))
-        write_mteb_results(results_dir, [], None, note=f"run skipped: {metrics.get('skip_reason')}")
-        write_json(args.out, skipped_record(metrics, args.exclude_from_average))
-        print(f"evaluate-mteb: run skipped ({metrics.get('skip_reason')}); wrote {args.out}")
-        return 0
-    from embtune.models.embedder import load_embedder
-
-    embedder = load_embedder(args.model_dir, device=args.device)
-    check_finite(embedder.model, args.model_dir)
-    if args.max_length is not None:
-        embedder.config = with_max_length(embedder.config, args.max_length)
-    run_id = metrics.get("run_id") or args.model_dir.resolve().parent.name
-    meta = model_meta(embedder, f"embtune/{run_id}", model_revision(args.model_dir))
-    task_results: list[Any] = []
-    record, tidy = evaluate_embedder(embedder, args.tasks, args.data_dir, args.batch_size,
-                                     args.exclude_from_average, meta, task_results)
-    record.update(max_length=int(embedder.config.max_length), mteb_model_name=meta.name,
-                  mteb_revision=meta.revision, mteb_results=MTEB_RESULTS_DIR)
-    write_parquet(tidy_path, tidy)
-    write_mteb_results(results_dir, task_results, meta)
-    write_json(args.out, record)
-    for task, value in record["tasks"].items():
-        print(f"{task:<28} {value:.4f}")
-    average = "n/a" if record["average"] is None else f"{record['average']:.4f}"
-    print(f"{'average':<28} {average}  ({record['n_texts_encoded']} texts, {record['seconds']:.1f} s)")
-    return 0

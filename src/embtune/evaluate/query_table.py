@@ -1,4 +1,5 @@
-"""Stage ``query-table``: paper 2's Table-1-style rows, XNLI heatmap data and LR-sweep curves.
+"""Paper 2's Table-1-style rows, XNLI heatmap data and LR-sweep curves (stage ``query-table``,
+driver :mod:`embtune.stages.query_table`).
 
 Why tables and not figures: the plots stage draws Figures 1-3 from the long tables written here,
 so every number in a figure is also in a file with its exact integer counts.
@@ -36,21 +37,18 @@ grid, :mod:`embtune.evaluate.query_groups`, written when ``--plan-json`` gives t
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
 from embtune.errors import DataError
 from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domain
-from embtune.evaluate.query_groups import membership_fields, write_groups
+from embtune.evaluate.query_groups import membership_fields
 from embtune.evaluate.stats import pooled_z, relative_improvement
-from embtune.io import atomic_path, provenance, read_json, write_json, write_parquet, write_text
-from embtune.sweep import query_members
+from embtune.io import read_json, write_parquet, write_text
 
 DATASETS = ("msmarco", "arxiv-first", "arxiv-title")           # Table 1's columns
 TABLE2_DATASETS = ("msmarco-hard", "squad", "squad-min5",     # Table 2's rows (App. A, C, D)
@@ -345,33 +343,3 @@ def write_outputs(out: Path, table: pl.DataFrame, got: dict[str, Any]) -> None:
     heat = pl.concat(got["heat"]) if got["heat"] else pl.DataFrame(schema=HEAT_SCHEMA)
     write_parquet(out / "xnli_heatmap.parquet", heat.cast(HEAT_SCHEMA))  # type: ignore[arg-type]
     write_parquet(out / "lr_curves.parquet", _frame(got["curves"], CURVE_SCHEMA))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="embtune query-table", description=__doc__.split("\n")[0])
-    ap.add_argument("--query-runs-dir", required=True, help="{results}/query_runs")
-    ap.add_argument("--out", required=True, help="{results}/analysis/query_tuning")
-    ap.add_argument("--z-critical", type=float, default=1.96)
-    ap.add_argument("--runs", nargs="*", default=None, help="only these <model>/<qrun_id> (default: all)")
-    ap.add_argument("--plan-json", default=None,
-                    help='{"query_tuning": ...} (validated params): memberships for the group tables')
-    args = ap.parse_args(argv)
-    members = query_members(json.loads(args.plan_json)) if args.plan_json else None
-    got, missing = collect(Path(args.query_runs_dir), args.z_critical,
-                           set(args.runs) if args.runs is not None else None, members)
-    table = pl.DataFrame(got["table"], infer_schema_length=None) if got["table"] else pl.DataFrame()
-    from embtune.evaluate.paper2_tables import collect_extras, write_extras
-
-    extras = collect_extras(Path(args.query_runs_dir), args.z_critical,
-                            set(args.runs) if args.runs is not None else None)
-    with atomic_path(args.out) as out:  # the folder appears complete or not at all
-        write_outputs(out, table, got)
-        write_extras(out, extras)   # Table 3, arxiv levels, Fig. 2(a), Figs 4-5, Tables 14-15
-        if members is not None:
-            write_groups(out / "groups", table, got["long"], members, args.z_critical)
-        write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
-                                                     n_rows=table.height, missing_evaluations=missing,
-                                                     skipped_runs=got["skipped"],
-                                                     no_layer_changes=extras["no_layer_changes"]))
-    print(f"query-table: {table.height} runs, {len(missing)} without evaluation -> {args.out}")
-    return 0
