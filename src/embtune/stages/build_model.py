@@ -12,6 +12,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -71,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     spec = json.loads(args.model_json)
+    if not Path(args.tokenizer).is_dir():
+        raise DataError(f"--tokenizer {args.tokenizer}: directory not found; expected build-tokenizer's output")
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
