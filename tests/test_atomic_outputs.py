@@ -126,7 +126,7 @@ def _mteb(tasks: list[str]) -> Callable[[Path], object]:
 
 
 def _pack(bge: Path) -> Callable[[Path], object]:
-    from embtune.train import pairs
+    from embtune.stages import pack_pairs as pairs
 
     def run(out: Path) -> None:
         assert pairs.main(["--bge-dir", str(bge), "--out", str(out)]) == 0

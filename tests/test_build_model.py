@@ -10,7 +10,9 @@ import torch
 from helpers_train import one_thread, write_corpus
 from transformers import AutoModel, AutoTokenizer
 
-from embtune.models import build, tokenizer
+from embtune.models import tokenizer
+from embtune.stages import build_model as build
+from embtune.stages import build_tokenizer
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 
@@ -18,7 +20,7 @@ _one_thread = pytest.fixture(autouse=True)(one_thread)
 def test_tokenizer_and_tiny_model(tmp_path) -> None:
     write_corpus(tmp_path / "corpus" / "a.txt", lines=400)
     tok_dir = tmp_path / "tok"
-    assert tokenizer.main(["--source", "train", "--corpus", str(tmp_path / "corpus" / "*.txt"),
+    assert build_tokenizer.main(["--source", "train", "--corpus", str(tmp_path / "corpus" / "*.txt"),
                            "--vocab-size", "300", "--out", str(tok_dir)]) == 0
     tok = AutoTokenizer.from_pretrained(tok_dir)
     assert tok.pad_token == tokenizer.PAD and tok.eos_token == tokenizer.EOS

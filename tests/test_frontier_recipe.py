@@ -10,10 +10,10 @@ import pytest
 
 from embtune.io import read_json, write_json, write_parquet
 from embtune.models.flops import analytic_counts
-from embtune.scaling import recipe as recipe_mod
 from embtune.scaling.frontier import best_method, crossover, crossovers, fit_line, predict_interval
 from embtune.scaling.recipe import make_recipe
 from embtune.scaling.synthetic import PYTHIA, synthetic_runs
+from embtune.stages import recipe as recipe_mod
 
 
 def test_crossover_of_two_known_lines_is_exact():

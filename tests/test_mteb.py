@@ -17,6 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from embtune.data import mteb_data  # noqa: E402
 from embtune.evaluate import mteb_eval  # noqa: E402
 from embtune.models.embedder import length_sorted_batches, load_embedder  # noqa: E402
+from embtune.stages import evaluate_mteb  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "data" / "demo" / "mteb"
@@ -107,7 +108,7 @@ def test_max_length_override_truncates(model_dirs: dict[str, Path], tmp_path: Pa
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"status": "ok"}))
     out = tmp_path / "mteb.json"
-    assert mteb_eval.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
+    assert evaluate_mteb.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
                            "--tasks", "STS15", "--data-dir", str(DEMO), "--device", "cpu",
                            "--max-length", "4", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["max_length"] == 4     # the default (32) is checked below
@@ -191,7 +192,7 @@ def test_evaluate_mteb_cli_all_pinned_tasks(model_dirs: dict[str, Path], tmp_pat
     out = tmp_path / "mteb.json"
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"status": "ok"}))
-    rc = mteb_eval.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
+    rc = evaluate_mteb.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
                          "--tasks", *PINNED, "--exclude-from-average", "Tatoeba",
                          "--data-dir", str(DEMO), "--batch-size", "64", "--device", "cpu", "--out", str(out)])
     assert rc == 0
@@ -221,7 +222,7 @@ def test_skipped_run_writes_skipped_record(tmp_path: Path) -> None:
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"status": "skipped", "skip_reason": "too few steps"}))
     out = tmp_path / "mteb.json"
-    assert mteb_eval.main(["--model-dir", str(tmp_path / "absent"), "--run-metrics", str(metrics),
+    assert evaluate_mteb.main(["--model-dir", str(tmp_path / "absent"), "--run-metrics", str(metrics),
                            "--tasks", "STS15", "--exclude-from-average", "Tatoeba",
                            "--data-dir", str(DEMO), "--out", str(out)]) == 0
     record = json.loads(out.read_text())
@@ -262,7 +263,7 @@ def test_mteb_results_in_mtebs_own_format_read_back_by_mteb(model_dirs: dict[str
     metrics = run / "metrics.json"
     metrics.write_text(json.dumps({"status": "ok", "run_id": run.name}))
     out = run / "mteb.json"
-    assert mteb_eval.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
+    assert evaluate_mteb.main(["--model-dir", str(model_dirs["full"]), "--run-metrics", str(metrics),
                            "--tasks", "STS15", "AskUbuntuDupQuestions", "--data-dir", str(DEMO),
                            "--device", "cpu", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
@@ -287,7 +288,7 @@ def test_mteb_results_in_mtebs_own_format_read_back_by_mteb(model_dirs: dict[str
 def test_skipped_run_writes_an_empty_mteb_results_folder(tmp_path: Path) -> None:
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"status": "skipped", "skip_reason": "too few steps"}))
-    assert mteb_eval.main(["--model-dir", str(tmp_path / "absent"), "--run-metrics", str(metrics),
+    assert evaluate_mteb.main(["--model-dir", str(tmp_path / "absent"), "--run-metrics", str(metrics),
                            "--tasks", "STS15", "--data-dir", str(DEMO), "--out", str(tmp_path / "mteb.json")]) == 0
     assert "too few steps" in (tmp_path / "mteb_results" / "README.txt").read_text()
     assert mteb_eval.read_mteb_results(tmp_path / "mteb_results").model_results == []

@@ -14,6 +14,7 @@ from embtune.evaluate import paper2_tables as p2
 from embtune.evaluate import query_table
 from embtune.evaluate.layer_changes import aggregate_top_layers
 from embtune.io import read_json, write_json
+from embtune.stages import query_table as query_table_stage
 
 LANGS = ("en", "de")
 
@@ -151,7 +152,7 @@ def _tree(root: Path) -> None:
 def test_query_table_writes_the_paper2_tables(tmp_path):
     _tree(tmp_path)
     out = tmp_path / "out"
-    assert query_table.main(["--query-runs-dir", str(tmp_path / "query_runs"), "--out", str(out)]) == 0
+    assert query_table_stage.main(["--query-runs-dir", str(tmp_path / "query_runs"), "--out", str(out)]) == 0
     for name in ("table3.csv", "table3.md", "arxiv_levels_base.csv", "arxiv_levels.csv",
                  "arxiv_levels.md", "lr_xnli_counts.parquet", "xnli_base.parquet", "table14.csv",
                  "table15.csv", "tables14_15.md"):

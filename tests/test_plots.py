@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 
 from embtune.io import write_json, write_parquet
-from embtune.plots import cli as plots_cli
 from embtune.plots.report import paper1_specs
 from embtune.scaling.fit_laws import fit_all
 from embtune.scaling.synthetic import PYTHIA, synthetic_runs
+from embtune.stages import figures as plots_cli
 
 LANGS = "ar bg de el en es fr hi ru sw th tr ur vi zh".split()
 

@@ -226,8 +226,8 @@ def _pnd(errors: dict[str, tuple[int, int]], total: int = 10000) -> dict:
 def test_query_table_writes_group_tables_with_pivot_and_default_reference(paper: dict, tmp_path: Path) -> None:
     """One model, a 2 x 2 grid (batch x scaling rule) whose batch-14 points are the default run:
     every number checked by hand from the error counts."""
-    from embtune.evaluate import query_table
     from embtune.io import write_json
+    from embtune.stages import query_table
 
     params = _bare(paper, [{"name": "t6", "cross": {"batch_size": [14, 28], "lr_scaling": ["none", "linear"]}}])
     model = params["query_tuning"]["models"][0]["name"]
@@ -286,8 +286,8 @@ def test_every_one_factor_sweep_lists_the_default_run(paper: dict) -> None:
 
 def test_query_table_without_the_plan_reads_the_sweep_from_the_id(paper: dict, tmp_path: Path) -> None:
     """Run configs no longer carry ``sweep``: without --plan-json it comes from the id."""
-    from embtune.evaluate import query_table
     from embtune.io import write_json
+    from embtune.stages import query_table
 
     params = _bare(paper, [{"name": "g", "cross": {"batch_size": [28], "lr": [1e-7]}}], {"lr": [1e-7]})
     root = tmp_path / "query_runs" / params["query_tuning"]["models"][0]["name"]

@@ -15,9 +15,10 @@ import polars as pl
 import pytest
 
 from embtune.errors import DataError
-from embtune.evaluate import pnd_eval, query_table
+from embtune.evaluate import pnd_eval
 from embtune.evaluate.embed_cache import EmbedCache
 from embtune.io import write_json
+from embtune.stages import query_table
 
 DIM = 6
 

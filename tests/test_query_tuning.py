@@ -341,8 +341,8 @@ def _xnli(errs: dict[tuple[str, str], int], total: int = 5000) -> pl.DataFrame:
 
 
 def test_query_table_end_to_end(tmp_path):
-    from embtune.evaluate import query_table
     from embtune.io import write_json
+    from embtune.stages import query_table
 
     root = tmp_path / "query_runs" / "m1"
     base = {"msmarco": (1000, 1000), "arxiv-first": (200, 200), "arxiv-title": (50, 50)}

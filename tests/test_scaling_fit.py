@@ -11,12 +11,13 @@ import pytest
 from scipy.optimize import lsq_linear
 
 from embtune.io import read_json, write_parquet
-from embtune.scaling import fit_cli, runs_table
+from embtune.scaling import fit_laws
 from embtune.scaling.fit import Problem, bootstrap_trust, fit_law, fixed_parameters, objective
 from embtune.scaling.fit_laws import fit_all, fit_method_laws
 from embtune.scaling.fit_objective import solve_coefficients
 from embtune.scaling.laws import CHINCHILLA, MODIFIED, chinchilla_law, make_features
 from embtune.scaling.synthetic import PAPER_BUDGETS, PYTHIA, TRUE_PARAMS, synthetic_runs
+from embtune.stages import collect_runs, fit_scaling
 
 NOISE = 0.01
 
@@ -214,7 +215,7 @@ def test_real_valued_chinchilla_reading_fits_the_same_data():
 def test_modified_law_beats_chinchilla_on_held_out_model_when_s_matters():
     runs = synthetic_runs(models=PYTHIA, budgets=[1.5e15, 6e15, 2.4e16, 9.6e16],
                           methods=("lora",), ranks=[8, 64, 512])
-    rows = fit_cli.law_rows(runs, "lora", "final_train_loss")
+    rows = fit_laws.law_rows(runs, "lora", "final_train_loss")
     out = fit_method_laws(rows, "final_train_loss", 1e-3, 0, "largest_model", 0)
     assert out["holdout_model"] == "pythia-2.8b"
     assert out["comparison"]["better"] == "modified"
@@ -287,7 +288,7 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     skipped = tmp_path / "skipped.csv"
     skipped.write_text("run_id,reason\ntiny-d192-l4__freeze-auto__c6e11__s0,not divisible\n")
     out = tmp_path / "runs.parquet"
-    assert runs_table.main(["--runs-dir", str(runs), "--skipped-csv", str(skipped), "--out", str(out)]) == 0
+    assert collect_runs.main(["--runs-dir", str(runs), "--skipped-csv", str(skipped), "--out", str(out)]) == 0
     t = pl.read_parquet(out)
     assert t.height == 3
     ok = t.filter(pl.col("status") == "ok").row(0, named=True)
@@ -308,7 +309,7 @@ def test_fit_scaling_cli_on_demo_sized_table_records_skips(tmp_path):
     path = tmp_path / "runs.parquet"
     write_parquet(path, demo)
     out = tmp_path / "fits.json"
-    assert fit_cli.main(["--runs", str(path), "--bootstrap", "20", "--out", str(out)]) == 0
+    assert fit_scaling.main(["--runs", str(path), "--bootstrap", "20", "--out", str(out)]) == 0
     fits = read_json(out)
     assert set(fits) >= {"settings", "methods", "laws", "optimal_points", "optimal_n", "frontier", "mteb"}
     assert "skipped" in fits["laws"]["full"]["chinchilla"]            # 4 rows < 5 parameters + 2
@@ -337,13 +338,13 @@ def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_pa
     every place that shows the fit says so."""
     from embtune.plots.figures import predicted_vs_actual_figure
     from embtune.plots.report import fits_markdown, predicted_actual_data
-    from embtune.scaling import recipe as recipe_mod
+    from embtune.stages import recipe as recipe_mod
     from embtune.stages import summary
 
     flat = {**TRUE_PARAMS["full"], "a_d": 0.0, "b_d": 0.0}
     runs = synthetic_runs(models=PYTHIA[:5], budgets=PAPER_BUDGETS[:4], methods=("full",), params={"full": flat})
     write_parquet(tmp_path / "runs.parquet", runs)
-    assert fit_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--bootstrap", "0",
+    assert fit_scaling.main(["--runs", str(tmp_path / "runs.parquet"), "--bootstrap", "0",
                          "--out", str(tmp_path / "fits.json")]) == 0
     assert "WARNING: untrustworthy fit full/chinchilla" in capsys.readouterr().out
     fits = read_json(tmp_path / "fits.json")

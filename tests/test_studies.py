@@ -225,7 +225,7 @@ def test_fig20_predictions_recover_a_known_law(demo: dict, seed: int) -> None:
 
 
 def test_appendix_stage_writes_tables_and_fig20(demo: dict, tmp_path: Path) -> None:
-    from embtune.scaling import appendix
+    from embtune.stages import appendix_tables as appendix
 
     params = copy.deepcopy(demo)
     params["train"]["budgets"] = [1e11, 2e11, 4e11, 8e11]

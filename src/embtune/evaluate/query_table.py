@@ -38,8 +38,8 @@ grid, :mod:`embtune.evaluate.query_groups`, written when ``--plan-json`` gives t
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Sequence
-from pathlib import Path
 
 EOS = "<|endoftext|>"
 PAD = "<|padding|>"

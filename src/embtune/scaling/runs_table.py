@@ -36,7 +36,7 @@ from typing import Any
 import polars as pl
 
 from embtune.cost import measured_hardware_flops
-from embtune.io import provenance, read_json, write_json, write_parquet
+from embtune.io import read_json
 from embtune.models import methods as registry
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
