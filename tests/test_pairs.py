@@ -13,13 +13,13 @@ import polars as pl
 import pytest
 import torch
 
+from embtune.cli import main as cli_main
 from embtune.train.loop import length_sorted_chunks, make_chunks
 from embtune.train.pairs import (
     Pairs,
     TokenColumn,
     column_from_lists,
     is_packed,
-    main,
     open_pairs,
     pack_pairs,
     read_pairs,
@@ -28,6 +28,11 @@ from embtune.train.pairs import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers_train import make_shards  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    """``embtune pack-pairs`` through the dispatcher (its exit status and one-line error)."""
+    return cli_main(["pack-pairs", *argv])
 
 
 def _reference_pad(rows: list[list[int]], ctx: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -67,7 +67,7 @@ def best_table(frame: pl.DataFrame, study: dict[str, Any], metric: str) -> pl.Da
     rows = study.get("rows") or list(study.get("cross") or {})
     keys = list(dict.fromkeys(["model", "method", "budget", *rows]))
     sign = -1.0 if metric == "mteb_average" else 1.0        # best = highest MTEB, lowest loss
-    finite = (pl.col("status") == "ok") & pl.col(metric).is_not_null() & pl.col(metric).isfinite_json()
+    finite = (pl.col("status") == "ok") & pl.col(metric).is_not_null() & pl.col(metric).is_finite()
     score = pl.when(finite).then(pl.col(metric).cast(pl.Float64) * sign)
     grouped = frame.with_columns(finite.alias("_ok"), score.alias("_score")).group_by(keys, maintain_order=True)
     table = grouped.agg(
@@ -97,7 +97,7 @@ def _cell(value: Any) -> str:
 
 def _law_rows(frame: pl.DataFrame, loss: str, data: str) -> pl.DataFrame:
     """Rows a law can use: finished, positive finite loss, N, D (or steps) and S present."""
-    keep = frame.filter((pl.col("status") == "ok") & pl.col(loss).is_not_null() & pl.col(loss).isfinite_json())
+    keep = frame.filter((pl.col("status") == "ok") & pl.col(loss).is_not_null() & pl.col(loss).is_finite())
     keep = keep.drop_nulls(["N", data, "S"])
     return keep.filter((pl.col(loss) > 0) & (pl.col("N") > 0) & (pl.col(data) > 0))
 
