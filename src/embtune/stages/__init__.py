@@ -6,7 +6,6 @@ and writing files and exit codes live here, so the library can be imported (and 
 an argv. Every driver has the same shape: ``main(argv) -> int``; bad input raises
 :class:`embtune.errors.DataError`, which :mod:`embtune.cli` prints as one line and exits 2; a
 traceback means a bug. ``validate-params`` and ``plan`` print a params error (which can list
-several keys, one per line) and exit 2 too. Stages not yet moved here keep their
-``main`` in their library module (see ``embtune.cli.STAGES`` and the shrinking allow-list in
-tests/test_stage_drivers.py).
+several keys, one per line) and exit 2 too. No module outside this package parses arguments
+or exits the process (tests/test_stage_drivers.py).
 """
