@@ -264,7 +264,6 @@ def write_arxiv(root: Path, papers: int, levels: int, rng) -> None:
 def part2(scale: float) -> None:
     import numpy as np
 
-    from embtune.evaluate.embed_cache import EmbedCache
     from embtune.evaluate.pnd_eval import (
         Towers,
         XnliTable,
@@ -272,6 +271,7 @@ def part2(scale: float) -> None:
         evaluate_triplets,
         evaluate_xnli,
     )
+    from embtune.models.embed_cache import EmbedCache
 
     rng = np.random.default_rng(1)
     enc = CountingEncoder()

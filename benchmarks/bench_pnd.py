@@ -171,7 +171,7 @@ def naive_passes(data: dict[str, dict[str, list[str]]], batch_size: int) -> tupl
 
 
 def bench_cache(batch_size: int, query_runs: int) -> None:
-    from embtune.evaluate.embed_cache import EmbedCache
+    from embtune.models.embed_cache import EmbedCache
 
     data = demo_like_data()
     plain, dedup = naive_passes(data, batch_size)
@@ -289,8 +289,9 @@ def bench_paper_eval(scale: float, batch_size: int) -> float:
 
     transformers.logging.set_verbosity_error()          # "newly initialized" weights are the point here
     transformers.utils.logging.disable_progress_bar()
-    from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder
     from embtune.evaluate.pnd_eval import Towers, evaluate_triplets, evaluate_xnli
+    from embtune.models.embed_cache import EmbedCache
+    from embtune.models.encoders import SentenceTransformerEncoder
 
     with tempfile.TemporaryDirectory() as tmp:
         path, tok = e5_small_shaped(tmp)

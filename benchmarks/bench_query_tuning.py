@@ -23,8 +23,8 @@ import time
 
 import torch
 
-from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder, model_fingerprint
-from embtune.models.encoders import resolve_encoder_path
+from embtune.models.embed_cache import EmbedCache, model_fingerprint
+from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
 from embtune.train import query_tower as qt
 
 WORDS = ("river bank money water loan city market bread planet orbit guitar string engine fuel "

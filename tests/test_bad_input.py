@@ -310,7 +310,7 @@ def test_corrupt_safetensors_in_a_run_dir(tmp_path, capsys, model_dir, kind, how
                          "empty": b""}[how])
     out = run / "mteb.json"
     if kind == "sentence-transformers":      # evaluate-pnd and tune-query load encoders this way
-        from embtune.evaluate.embed_cache import SentenceTransformerEncoder
+        from embtune.models.encoders import SentenceTransformerEncoder
 
         with pytest.raises(DataError) as info:
             SentenceTransformerEncoder(str(model), device="cpu")

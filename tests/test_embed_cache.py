@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from embtune.evaluate.embed_cache import EmbedCache, model_fingerprint, store_key
+from embtune.models.embed_cache import EmbedCache, model_fingerprint, store_key
 
 
 class CountingEncoder:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -32,6 +33,8 @@ from embtune.models import families
 from embtune.models.flops import analytic_counts, model_counts
 from embtune.models.methods import apply_method, count_params
 from embtune.stages import build_model as build
+
+REPO = Path(__file__).resolve().parents[1]
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 
@@ -235,9 +238,9 @@ def test_bias_only_is_refused_for_a_llama_without_biases() -> None:
 
 
 def _params(models: list[dict], methods: list[str]) -> dict:
-    from embtune.config import REPO_ROOT, load_params
+    from embtune.config import load_params
 
-    return load_params([REPO_ROOT / "params.yaml"], overrides={"models": models, "train": {"methods": methods, "studies": [],
+    return load_params([REPO / "params.yaml"], overrides={"models": models, "train": {"methods": methods, "studies": [],
                                                                                  "lora": {"ranks": [8]}}})
 
 
@@ -275,9 +278,9 @@ def test_bad_family_entries_fail_validation_naming_the_key(entry: dict, message:
 
 def test_pythia_entries_plan_as_before() -> None:
     # Pythia-160m: d=768, L=12, MLP 3072: 12·(12·768² + 13·768) + 2·768 = 85,056,000 (paper's N).
-    from embtune.config import REPO_ROOT, load_params
+    from embtune.config import load_params
 
-    params = load_params([REPO_ROOT / "params.yaml"])
+    params = load_params([REPO / "params.yaml"])
     pythia = next(m for m in params["models"] if m["name"] == "pythia-160m")
     assert pythia["family"] == "gpt_neox"
     assert model_counts(pythia, "full").n_total == 12 * (12 * 768**2 + 13 * 768) + 2 * 768 == 85_056_000

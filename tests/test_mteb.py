@@ -256,7 +256,7 @@ def test_mteb_results_in_mtebs_own_format_read_back_by_mteb(model_dirs: dict[str
     model_meta.json), which mteb's own ResultCache loader reads back with the same scores."""
     import mteb
 
-    from embtune.evaluate.embed_cache import model_fingerprint
+    from embtune.models.embed_cache import model_fingerprint
 
     run = tmp_path / "runs" / "tiny__full__c1e+12__s0"
     run.mkdir(parents=True)

@@ -13,7 +13,7 @@ import pytest
 
 from embtune.errors import DataError
 from embtune.evaluate import pnd_arxiv, pnd_eval
-from embtune.evaluate.embed_cache import EmbedCache
+from embtune.models.embed_cache import EmbedCache
 from embtune.stages import evaluate_pnd
 
 

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from embtune.evaluate import pnd_eval
-from embtune.evaluate.embed_cache import EmbedCache
+from embtune.models.embed_cache import EmbedCache
 
 U_BF16 = 2.0**-8
 REL_EMB = 4 * U_BF16          # bound on |e_bf16 - e_fp32| / |e_fp32| (measured <= ~2u)

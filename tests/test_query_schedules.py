@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from embtune.train.query_schedules import SCHEDULERS, epoch_lrs, lr_factor, scaled_lr, scheduled_lr
+from embtune.optim import SCHEDULERS, epoch_lrs, lr_factor, scaled_lr, scheduled_lr
 
 A0 = 5e-8
 B, E = 7, 5            # batches per epoch, max epochs

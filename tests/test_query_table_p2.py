@@ -16,8 +16,8 @@ import pytest
 
 from embtune.errors import DataError
 from embtune.evaluate import pnd_eval
-from embtune.evaluate.embed_cache import EmbedCache
 from embtune.io import write_json
+from embtune.models.embed_cache import EmbedCache
 from embtune.stages import query_table
 
 DIM = 6

@@ -190,7 +190,8 @@ def encoder_path(one_thread) -> str:
 
 
 def _doc_side(path: str, cache_dir: Path) -> qt.DocSide:
-    from embtune.evaluate.embed_cache import EmbedCache, SentenceTransformerEncoder, model_fingerprint
+    from embtune.models.embed_cache import EmbedCache, model_fingerprint
+    from embtune.models.encoders import SentenceTransformerEncoder
 
     enc = SentenceTransformerEncoder(path, device="cpu")
     enc.model.eval()
@@ -399,7 +400,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from embtune.evaluate.embed_cache import _read_shards, model_fingerprint, store_key, text_hash
+    from embtune.models.embed_cache import _read_shards, model_fingerprint, store_key, text_hash
     from embtune.stages import evaluate_pnd
 
     _write(tmp_path / "data", _triplets(12), _triplets(6, offset=100))
@@ -453,7 +454,7 @@ def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encod
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Router
 
-    from embtune.evaluate.embed_cache import SentenceTransformerEncoder
+    from embtune.models.encoders import SentenceTransformerEncoder
 
     out = cli_outputs[0] / "model"
     dual = load_quietly(out, caplog)

@@ -12,9 +12,9 @@ import torch
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
 from embtune.models.flops import ParamCounts
+from embtune.optim import lr_multiplier, warmup_steps
 from embtune.stages import train as train_stage
 from embtune.train import loop
-from embtune.train.schedule import lr_multiplier, warmup_steps
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

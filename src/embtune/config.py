@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,10 @@ import yaml
 
 from embtune.config_checks import cross_checks, describe_error, grid_checks, key_path, plan_checks
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
+#: The params schema ships inside the package (package data), so the library never reads the
+#: workflow/ folder and an installed embtune validates without a checkout;
+#: workflow/schemas/params.schema.yaml is a symlink to it for readers of the workflow.
+SCHEMA_RESOURCE = "schemas/params.schema.yaml"
 
 #: YTE's switch (``yte.process_yaml(require_use_yte=True)``, used by Snakemake's config loader):
 #: with it, ``?expr`` values are evaluated as Python.
@@ -116,8 +119,12 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return out
 
 
-def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
-    return read_yaml(path)
+def load_schema(path: str | Path | None = None) -> dict[str, Any]:
+    """The params schema: ``path``, or the one shipped in the package (:data:`SCHEMA_RESOURCE`)."""
+    if path is not None:
+        return read_yaml(path)
+    with resources.as_file(resources.files("embtune").joinpath(SCHEMA_RESOURCE)) as shipped:
+        return read_yaml(shipped)
 
 
 def fill_defaults(instance: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -> Any:

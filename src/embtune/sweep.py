@@ -19,7 +19,7 @@ from typing import Any
 from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
-from embtune.train.query_schedules import scaled_lr
+from embtune.optim import scaled_lr
 
 
 @dataclass(frozen=True)

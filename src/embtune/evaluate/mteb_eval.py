@@ -232,7 +232,7 @@ MTEB_RESULTS_DIR = "mteb_results"
 def model_revision(model_dir: str | Path) -> str:
     """The checkpoint's revision for mteb: sha256 over its weight files (names and contents), the
     same identity the embedding caches use, so a retrained model never shares a result folder."""
-    from embtune.evaluate.embed_cache import model_fingerprint
+    from embtune.models.embed_cache import model_fingerprint
 
     return model_fingerprint(str(model_dir))
 

@@ -9,7 +9,7 @@ Ties count as errors unless ``--ties not_error`` (docs/fidelity.md#P2-PND-TIES).
 through :class:`EmbedCache`, so the document side is embedded once per base model however many
 query towers are evaluated. Both towers embed in ``--precision`` (``evaluate.pnd.precision``):
 float32 by default, because bf16 rounding flips near-tied PND decisions (see
-:mod:`embtune.evaluate.embed_cache`).
+:mod:`embtune.models.encoders`).
 
 Datasets (``TRIPLET_FILES``): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
 arxiv-title (App. B), and paper 2's Table 2 sets, SQuAD v2 sentences (App. C, ``prepare-squad``)
@@ -42,7 +42,6 @@ import numpy as np
 import polars as pl
 
 from embtune.errors import DataError
-from embtune.evaluate.embed_cache import EmbedCache, Encoder, check_precision, model_fingerprint
 from embtune.evaluate.pnd import Measure, Ties, grouped_errors, pair_closeness, summarise, xnli_pnd
 from embtune.evaluate.pnd_arxiv import (
     TextCodes,
@@ -53,6 +52,8 @@ from embtune.evaluate.pnd_arxiv import (
 )
 from embtune.evaluate.ranking import ranking_metrics
 from embtune.io import read_parquet
+from embtune.models.embed_cache import EmbedCache, model_fingerprint
+from embtune.models.encoders import Encoder, LazyEncoder, resolve_encoder_path
 
 TRIPLET_FILES = {
     "msmarco": "msmarco/eval.parquet",
@@ -313,31 +314,12 @@ def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]
 
 
 # ---------------------------------------------------------------- towers
-class LazyEncoder:
-    """Loads the sentence-transformers model only if some text is not cached yet."""
-
-    def __init__(self, path: str, precision: str = "fp32", route: str | None = None) -> None:
-        self.path = path
-        self.precision = check_precision(precision)
-        self.route = route
-        self._enc: Encoder | None = None
-
-    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        if self._enc is None:
-            from embtune.evaluate.embed_cache import SentenceTransformerEncoder
-
-            self._enc = SentenceTransformerEncoder(self.path, precision=self.precision, route=self.route)
-        return self._enc.encode(texts, batch_size)
-
-
 def build_towers(spec: dict[str, Any], query_model_dir: str | None,
                  precision: str = "fp32", doc_model_dir: str | None = None) -> Towers:
     """Query tower: the query route of ``query_model_dir`` (tune-query's dual encoder; a plain
     one-tower folder also works) or the base model; document tower: the document route of
     ``doc_model_dir`` (both towers tuned, App. L) or the base model. Each tower's cache identity is its folder's content
     fingerprint, so a tuned document tower never reads the frozen base's stored embeddings."""
-    from embtune.models.encoders import resolve_encoder_path
-
     base_path = resolve_encoder_path(spec)
     base, base_fp = LazyEncoder(base_path, precision), model_fingerprint(base_path)
     query, query_fp = (LazyEncoder(query_model_dir, precision, "query"), model_fingerprint(query_model_dir)) \

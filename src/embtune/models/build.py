@@ -73,7 +73,7 @@ def pretrain_causal_lm(config, batches: Sequence[torch.Tensor], peak_lr: float, 
     """Brief causal-LM pre-training (AdamW, 10% warm-up, cosine to 10%); returns (model, losses)."""
     from transformers import AutoModelForCausalLM
 
-    from embtune.train.schedule import lr_multiplier
+    from embtune.optim import lr_multiplier
 
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)

@@ -24,11 +24,12 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.evaluate.embed_cache import PRECISIONS, EmbedCache
 from embtune.evaluate.pnd import MEASURES, TIES
 from embtune.evaluate.pnd_arxiv import ARXIV_RANDOM_LEVEL, arxiv_plan
 from embtune.evaluate.pnd_eval import DATASETS, XNLI_COUNT_SCHEMA, build_towers, evaluate_datasets
 from embtune.io import provenance, write_json, write_parquet
+from embtune.models.embed_cache import EmbedCache
+from embtune.models.encoders import PRECISIONS
 
 STAGE = "evaluate-pnd"
 

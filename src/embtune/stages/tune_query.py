@@ -25,9 +25,10 @@ from typing import Any
 
 import torch
 
-from embtune.evaluate.embed_cache import PRECISIONS, EmbedCache, SentenceTransformerEncoder, model_fingerprint
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
+from embtune.models.embed_cache import EmbedCache, model_fingerprint
+from embtune.models.encoders import PRECISIONS, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
 

@@ -1,1 +1,2 @@
-"""Contrastive fine-tuning: losses, GradCache, LR schedule and the FLOP-budgeted ``train`` stage."""
+"""Contrastive fine-tuning: losses, GradCache, the training loops and the FLOP-budgeted ``train`` stage
+(their LR schedules are :mod:`embtune.optim`)."""

@@ -156,7 +156,7 @@ def global_gather(rank: int, world: int) -> Callable[[torch.Tensor], torch.Tenso
 def build_optimizer(model: torch.nn.Module, run: dict[str, Any]) -> tuple[torch.optim.Optimizer, Any]:
     """AdamW on the trainable parameters + warm-up/cosine schedule over the planned steps
     (docs/fidelity.md#P1-LR-SCHEDULE)."""
-    from embtune.train.schedule import lr_multiplier
+    from embtune.optim import lr_multiplier
 
     t = run["train"]
     params = [p for p in model.parameters() if p.requires_grad]

@@ -2,7 +2,7 @@
 
 Why this shape: the point of paper 2 is that stored document embeddings never change. So the
 document tower is the pretrained encoder itself, frozen, and its embeddings come from the shared
-persistent :class:`embtune.evaluate.embed_cache.EmbedCache` (store ``tower="doc"``, the model's
+persistent :class:`embtune.models.embed_cache.EmbedCache` (store ``tower="doc"``, the model's
 ``doc_prefix``): each unique document is encoded once per base model, however many learning rates
 a sweep trains, and the PND evaluation reads the very same vectors. Only a copy of the encoder —
 the query tower — is trained, with paper 2's regime (App. E):
@@ -12,7 +12,7 @@ the query tower — is trained, with paper 2's regime (App. E):
   validation loss AND the validation error count both decrease vs the best so far (epoch 0 = the
   untuned model, so "best" can be the original encoder); stop after ``patience`` consecutive
   non-improving epochs or ``max_epochs``; the best checkpoint is what is saved;
-* LR schedule of Table 19 set before every optimizer step (:mod:`embtune.train.query_schedules`;
+* LR schedule of Table 19 set before every optimizer step (:mod:`embtune.optim`;
   ``scheduler_unit`` picks the step or the epoch clock), a0 = ``lr_effective`` (batch-size
   scaling already applied by :func:`embtune.sweep.query_runs`);
 * optimizers of App. E(5) and Table 20 (:func:`make_optimizer`);
@@ -45,14 +45,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.evaluate.embed_cache import (
-    EmbedCache,
-    SentenceTransformerEncoder,
-    compute_precision,
-)
+from embtune.models.embed_cache import EmbedCache
+from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
+from embtune.optim import epoch_lrs
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
-from embtune.train.query_schedules import epoch_lrs
 
 Triplet = tuple[str, str, str]
 DOC_TOWER = "doc"
