@@ -64,6 +64,7 @@ class Method:
     variants: Callable[[Mapping[str, Any], Mapping[str, Any], str], list[Variant]] = _one_variant
     hyper: Hyper | None = None
     settings: tuple[str, ...] = ()          # run-config keys besides "method" a recipe carries over
+    extra_keys: tuple[str, ...] = ()        # other run-config keys its variants set (embtune.runconfig)
     complete: Callable[[Mapping[str, Any], dict[str, Any]], None] | None = None  # derive settings (recipe)
     parse_tag: Callable[[str], dict[str, Any]] = lambda tag: {}   # id tag -> hyper column
     peak_lr: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None  # (model, train)
@@ -311,7 +312,8 @@ register(Method(
     "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
     Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
           lambda r: f"r{r}", "fig19"),
-    settings=("lora_rank", "lora_alpha", "lora_embed_in"), parse_tag=_parse_lora, recompute_fraction=1.0,
+    settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
+    recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}))
 
 
