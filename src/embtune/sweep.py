@@ -2,7 +2,9 @@
 
 Why one place: the Snakefile builds its targets from these lists, the training stage trains
 exactly the dict it is given, the analysis joins on the same ids, and tests check the same
-expansion. A run config is a plain JSON-able dict; its id is readable and derived from it.
+expansion. Each run is built as a typed config (:class:`embtune.runconfig.RunConfig`,
+:class:`~embtune.runconfig.QueryRunConfig`: they own the fields and the id format) and handed on
+as its ``to_dict()``, the plain JSON-able dict the rules pass to the stages.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
 from embtune.optim import scaled_lr
+from embtune.runconfig import RUN_NAME, QueryRunConfig, RunConfig, format_budget  # noqa: F401  (their old home)
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,6 @@ class Skipped:
     run_id: str
     reason: str
     status: str = "skipped"     # skipped: cannot run as configured; dropped: cut by train.gpu_hours_cap
-
-
-def format_budget(budget: float) -> str:
-    """1.5e15 -> '1.5e15'; 2.4e16 -> '2.4e16' (short, filesystem-friendly, round-trips)."""
-    exp = math.floor(math.log10(budget))
-    mant = budget / 10**exp
-    return f"{mant:.3g}e{exp}"
 
 
 def _method_variants(model: dict[str, Any], train: dict[str, Any]) -> list[tuple[str, dict[str, Any], str | None]]:
@@ -71,9 +65,10 @@ def training_runs(params: dict[str, Any], *, flops_per_second: float | None = No
 
 
 def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict[str, Any],
-               suffix: str = "") -> tuple[list[dict[str, Any]], list[Skipped]]:
-    """Run configs of ``models`` x ``train``'s methods, budgets and seeds; ``suffix`` ends the ids
-    (a study's ``__<study>__<factor>-<value>``, empty for the main grid)."""
+               study: str | None = None, factors: dict[str, Any] | None = None,
+               ) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """Run configs of ``models`` x ``train``'s methods, budgets and seeds; a study's name and
+    factor values end the ids (:meth:`RunConfig.make_id`; none for the main grid)."""
     processed = Path(params["paths"]["processed"])
     results = Path(params["paths"]["results"])
     runs: list[dict[str, Any]] = []
@@ -82,7 +77,7 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
         for tag, method_cfg, reason in _method_variants(model, train):
             for budget in train["budgets"]:
                 for seed in train["seeds"]:
-                    run_id = f"{model['name']}__{tag}__c{format_budget(budget)}__s{seed}{suffix}"
+                    run_id = RunConfig.make_id(model["name"], tag, budget, seed, study, factors)
                     if reason:
                         skipped.append(Skipped(run_id, reason))
                         continue
@@ -93,25 +88,26 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                         skipped.append(Skipped(run_id, f"budget allows ~{est_steps:.1f} steps "
                                                        f"< train.min_steps={train['min_steps']}"))
                         continue
-                    runs.append({
-                        "run_id": run_id,
-                        "model": dict(model),
-                        **method_cfg,
-                        "budget": float(budget),
-                        "seed": seed,
-                        "peak_lr": peak_lr(model, method_cfg["method"], train),
-                        "planned": {"n_total": counts.n_total, "n_forward": counts.n_forward,
-                                    "n_backward": counts.n_backward, "n_update": counts.n_update,
-                                    "tokens": tokens, "steps": est_steps},
-                        "train": {k: train[k] for k in (
+                    runs.append(RunConfig(
+                        run_id=run_id,
+                        model=dict(model),
+                        method=method_cfg["method"],
+                        settings={k: v for k, v in method_cfg.items() if k != "method"},
+                        budget=float(budget),
+                        seed=seed,
+                        peak_lr=peak_lr(model, method_cfg["method"], train),
+                        planned={"n_total": counts.n_total, "n_forward": counts.n_forward,
+                                 "n_backward": counts.n_backward, "n_update": counts.n_update,
+                                 "tokens": tokens, "steps": est_steps},
+                        train={k: train[k] for k in (
                             "batch_size", "context_length", "temperature", "logit_scale", "weight_decay",
                             "warmup_fraction", "final_lr_fraction", "pooling", "gradcache_chunk",
                             "gradient_checkpointing", "min_steps", "max_epochs",
                             "checkpoint_every_steps", "log_every_steps", "final_loss_window")},
-                        "data": {"train_dir": str(processed / "bge_packed"),
-                                 "tokenizer_dir": str(processed / "tokenizer")},
-                        "base_model_dir": str(results / "base_models" / model["name"]),
-                    })
+                        data={"train_dir": str(processed / "bge_packed"),
+                              "tokenizer_dir": str(processed / "tokenizer")},
+                        base_model_dir=str(results / "base_models" / model["name"]),
+                    ).to_dict())
     return runs, skipped
 
 
@@ -146,12 +142,6 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
     return out
 
 
-def study_suffix(name: str, factors: dict[str, Any]) -> str:
-    """``__<study>__<factor>-<value>...``: a fifth id part, so a study's runs never take a main-grid
-    id (``embtune.scaling.runs_table.parse_run_id`` reads the study back from it)."""
-    return f"__{name}" + "".join(f"__{k}-{_fmt(v)}" for k, v in sorted(factors.items()))
-
-
 def _run_identity(run: dict[str, Any]) -> str:
     """Everything a training run depends on (its config without the id), as a comparable key."""
     return json.dumps({k: v for k, v in run.items() if k != "run_id"}, sort_keys=True, default=str)
@@ -183,7 +173,7 @@ def training_plan(params: dict[str, Any], *, flops_per_second: float | None = No
         chosen = [models[name] for name in study["models"]] if study.get("models") else params["models"]
         for factors in study_points(study):
             s_runs, s_skipped = _grid_runs(params, chosen, study_train(train, study, factors),
-                                           study_suffix(study["name"], factors))
+                                           study["name"], factors)
             for run in s_runs:
                 run_id = planned.setdefault(_run_identity(run), run["run_id"])
                 if run_id == run["run_id"]:
@@ -228,10 +218,6 @@ QUERY_SWEEP_KEYS = ("lr", "freeze", "batch_size", "margin", "weight_decay", "tra
                     "scheduler", "optimizer", "patience", "tune_doc_tower")
 
 
-def _fmt(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def epoch_batches_for(cfg: dict[str, Any], defaults: dict[str, Any]) -> int:
     """Batches per epoch of a run whose batch size may differ from the defaults' (paper 2, M.1).
 
@@ -256,16 +242,6 @@ def query_runs(params: dict[str, Any]) -> list[dict[str, Any]]:
 def query_members(params: dict[str, Any]) -> list[dict[str, Any]]:
     """Which sweep or grid each query run belongs to (:func:`query_plan`)."""
     return query_plan(params)[1]
-
-
-#: The run-id pattern of ``$defs/name`` in the params schema: a path component, no ``..``/``__``.
-RUN_NAME = re.compile(r"^(?!.*(?:\.\.|__))[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
-def _query_id(diff: dict[str, Any]) -> str:
-    """``default``, ``lr-1e-07`` or ``batch_size-28+lr_scaling-sqrt`` (keys sorted): what differs
-    from ``query_tuning.defaults``, readable, and a valid path component."""
-    return "default" if not diff else "+".join(f"{k}-{_fmt(v)}" for k, v in sorted(diff.items()))
 
 
 def _query_identity(cfg: dict[str, Any]) -> str:
@@ -360,11 +336,11 @@ def query_plan(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
             key = _query_identity(cfg)
             qrun = planned.get(key)
             if qrun is None:
-                qrun = planned[key] = _query_id(diff)
-                if len(qrun) > 100 or not RUN_NAME.match(qrun):
-                    raise ValueError(f"query_tuning {kind} {group!r}: run id {qrun!r} is not a valid "
-                                     f"name (<= 100 letters, digits, _ . + -; no '..' or '__')")
-                runs.append({"qrun_id": qrun, "model": dict(model), **cfg})
+                try:
+                    qrun = planned[key] = QueryRunConfig.make_id(diff)
+                except ValueError as err:
+                    raise ValueError(f"query_tuning {kind} {group!r}: {err}") from None
+                runs.append(QueryRunConfig(qrun_id=qrun, model=dict(model), **cfg).to_dict())
             members.append({"model": model["name"], "qrun_id": qrun, "kind": kind, "group": group,
                             "factors": dict(factors)})
     return runs, members

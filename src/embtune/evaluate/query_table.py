@@ -49,6 +49,7 @@ from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domai
 from embtune.evaluate.query_groups import membership_fields
 from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import read_json, write_parquet, write_text
+from embtune.runconfig import QueryRunConfig
 
 DATASETS = ("msmarco", "arxiv-first", "arxiv-title")           # Table 1's columns
 TABLE2_DATASETS = ("msmarco-hard", "squad", "squad-min5",     # Table 2's rows (App. A, C, D)
@@ -267,22 +268,24 @@ def _read_xnli(path: Path) -> pl.DataFrame:
 
 def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """The run config from the tune-query manifest; without one, what the id and metrics say
-    (ids come from :func:`embtune.sweep.query_runs`: ``default``, ``lr-1e-07``,
+    (:meth:`embtune.runconfig.QueryRunConfig.parse_id`: ``default``, ``lr-1e-07``,
     ``train_data-arxiv-math``). Run configs no longer carry their ``sweep`` (memberships come
-    from the plan, ``--plan-json``): without the plan it is read from the id, as for a run
-    without a manifest."""
-    qrun = run_dir.name
-    single = "__" not in qrun and "+" not in qrun   # one key differs from the defaults
-    sweep = "default" if qrun == "default" else qrun.split("-", 1)[0] if single else None
+    from the plan, ``--plan-json``): without the plan it is the one key the id changes (none for
+    a directory name that is not a query run id), as for a run without a manifest."""
+    try:
+        diff = QueryRunConfig.parse_id(run_dir.name)     # what differs from the defaults
+        sweep = "default" if not diff else next(iter(diff)) if len(diff) == 1 else None
+    except ValueError:
+        diff, sweep = {}, None                           # not a query run id: no sweep to read
     manifest = run_dir / "manifest.json"
     if manifest.exists() and read_json(manifest).get("run_config"):
         return {"sweep": sweep, **read_json(manifest)["run_config"]}
     lr = metrics.get("lr_effective")
     if lr is None and sweep == "lr":
-        lr = float(qrun.split("-", 1)[1])
+        lr = diff["lr"]
     config = {"sweep": sweep, "lr_effective": lr}
     if sweep == "train_data":  # ``train_data-arxiv-math``: App. K needs the tuning domain
-        config["train_data"] = qrun.split("-", 1)[1]
+        config["train_data"] = diff["train_data"]
     return config
 
 

@@ -2,9 +2,11 @@
 
 Why one registry: the sweep expands a method's variants, the training stage applies it, the FLOP
 accounting counts it, the fits and figures order and colour it, and the params schema names it.
-Each :class:`Method` declares all of that in one place, so adding a method is one declaration here
-(or a :func:`register` call from its own module) plus its name in the schema's ``$defs.method``
-enum (tests/test_method_registry.py checks the two agree and that no other module lists names).
+Each :class:`Method` declares all of that in one place (also the method tag of the run ids its
+variants write and ``parse_tag`` reads back, and its own run-config keys: :mod:`embtune.runconfig`),
+so adding a method is one declaration here (or a :func:`register` call from its own module)
+plus its name in the schema's ``$defs.method`` enum (tests/test_method_registry.py checks the
+two agree and that no other module lists names).
 
 Methods: ``full`` (everything), ``freeze`` (first k blocks and the embedding lookups frozen),
 ``bias`` (only bias vectors, LayerNorm biases included), ``lora`` (peft adapters on every dense
@@ -64,6 +66,7 @@ class Method:
     variants: Callable[[Mapping[str, Any], Mapping[str, Any], str], list[Variant]] = _one_variant
     hyper: Hyper | None = None
     settings: tuple[str, ...] = ()          # run-config keys besides "method" a recipe carries over
+    extra_keys: tuple[str, ...] = ()        # other run-config keys its variants set (embtune.runconfig)
     complete: Callable[[Mapping[str, Any], dict[str, Any]], None] | None = None  # derive settings (recipe)
     parse_tag: Callable[[str], dict[str, Any]] = lambda tag: {}   # id tag -> hyper column
     peak_lr: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None  # (model, train)
@@ -311,7 +314,8 @@ register(Method(
     "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
     Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
           lambda r: f"r{r}", "fig19"),
-    settings=("lora_rank", "lora_alpha", "lora_embed_in"), parse_tag=_parse_lora, recompute_fraction=1.0,
+    settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
+    recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}))
 
 

@@ -16,8 +16,8 @@ checked against reality. Status ``dropped``: cut by ``train.gpu_hours_cap`` at p
 (skipped.csv's status column).
 
 ``study`` is ``main`` for the main grid and a study's name for its own runs (``train.studies``,
-paper 1 App. D/F; read from the id's fifth part): the fits, frontier and recipe use main only
-(:func:`embtune.scaling.isoflop.ok_rows`).
+paper 1 App. D/F), read from the id (:meth:`embtune.runconfig.RunConfig.parse_id`): the fits,
+frontier and recipe use main only (:func:`embtune.scaling.isoflop.ok_rows`).
 
 ``nonfinite`` lists (comma-separated) the metrics a run recorded as NaN or inf; they read as
 missing (null) in their columns, so the fits leave such a run out, and this column, the
@@ -38,6 +38,7 @@ import polars as pl
 from embtune.cost import measured_hardware_flops
 from embtune.io import read_json
 from embtune.models import methods as registry
+from embtune.runconfig import RunConfig
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
@@ -58,20 +59,13 @@ def run_config(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_run_id(run_id: str) -> dict[str, Any]:
-    """``<model>__<tag>__c<budget>__s<seed>`` (embtune.sweep) -> model, method, budget, seed, and
-    ``study``: ``main``, or the name after a fifth ``__`` (a study's run, paper 1 App. D/F)."""
-    parts = run_id.split("__")
-    if len(parts) < 4 or not parts[2].startswith("c") or not parts[3].startswith("s"):
-        return {}
-    # the method and its hyper column from the tag, as the method declares it (lora-r8, freeze-2of6)
-    out: dict[str, Any] = {"model": parts[0], **registry.parse_tag(parts[1]),
-                           "study": parts[4] if len(parts) > 4 else "main"}
+    """What a run id tells (:meth:`embtune.runconfig.RunConfig.parse_id`): model, method and its
+    hyper column, budget, seed, and ``study`` (``main``, or a study's name: paper 1 App. D/F);
+    nothing for a directory name that is not a run id."""
     try:
-        out["budget"] = float(parts[2][1:])
-        out["seed"] = int(parts[3][1:])
+        return RunConfig.parse_id(run_id).columns()
     except ValueError:
-        pass
-    return out
+        return {}
 
 
 def _num(value: Any) -> float | None:

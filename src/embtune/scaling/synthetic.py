@@ -14,9 +14,9 @@ import polars as pl
 
 from embtune.models import methods as registry
 from embtune.models.flops import analytic_counts
+from embtune.runconfig import RunConfig
 from embtune.scaling.laws import modified_loss
 from embtune.scaling.runs_table import build_table
-from embtune.sweep import format_budget
 
 PYTHIA = [("pythia-14m", 128, 6), ("pythia-31m", 256, 6), ("pythia-70m", 512, 6),
           ("pythia-160m", 768, 12), ("pythia-410m", 1024, 24), ("pythia-1b", 2048, 16),
@@ -62,7 +62,7 @@ def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
                     loss = float(modified_loss(params[method], counts.n_total, d, s)) * float(np.exp(rng.normal(0, noise)))
                     steps = d / tokens_per_pair / batch_size
                     rows.append({
-                        "run_id": f"{name}__{v['tag']}__c{format_budget(c)}__s0", "method": method,
+                        "run_id": RunConfig.make_id(name, v["tag"], c, 0), "method": method,
                         "model": name, "hidden_size": hidden, "num_layers": layers,
                         "N": float(counts.n_total), "N_F": float(counts.n_forward),
                         "N_B": float(counts.n_backward), "N_U": float(counts.n_update), "S": s,

@@ -1,7 +1,8 @@
 """Stage ``train``: contrastive fine-tuning of one run config (paper 1, sections 3-4).
 
 Why a driver apart from :mod:`embtune.train.loop`: the loop trains and returns a
-:class:`~embtune.train.loop.Result`; reading the run config, the SIGTERM/SIGUSR1 handler, the
+:class:`~embtune.train.loop.Result`; reading the run config (checked as a
+:class:`~embtune.runconfig.RunConfig`), the SIGTERM/SIGUSR1 handler, the
 run directory (built in a temporary sibling and renamed into place, ``manifest.json`` last), the
 exit codes of a pre-empted run (75, requeue) or a refused checkpoint (3) live here.
 """
@@ -19,7 +20,9 @@ from typing import Any
 
 import torch
 
+from embtune.errors import DataError, one_line
 from embtune.io import check_replaceable
+from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import CheckpointError
 from embtune.train.loop import Result, StopFlag, train_run
 
@@ -85,6 +88,16 @@ def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
         write_json(tmp / "manifest.json", manifest)
 
 
+def read_run_config(raw: str) -> dict[str, Any]:
+    """The ``--run-config-json`` argument (JSON, or a file holding it), checked by
+    :meth:`RunConfig.from_dict`: a missing or unknown key is a data error naming it, before any
+    training. Returns the config's dict, which the training loop reads."""
+    try:
+        return RunConfig.from_dict(json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)).to_dict()
+    except ValueError as err:       # json.JSONDecodeError is one too
+        raise DataError(f"--run-config-json: {one_line(err)}") from None
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
     ap.add_argument("--run-config-json", required=True, help="one run config from sweep.training_runs")
@@ -100,8 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    raw = args.run_config_json
-    run = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
+    run = read_run_config(args.run_config_json)
     check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
     stop = StopFlag()
     stop.install()

@@ -1,7 +1,8 @@
 """Stage ``tune-query``: adiabatic tuning of the query tower of one query run config (paper 2).
 
 Why a driver apart from :mod:`embtune.train.query_tower`: the library tunes the towers on
-triplets it is given; the arguments, loading the data and the encoder, the document-embedding
+triplets it is given; the arguments (the run config checked as a
+:class:`~embtune.runconfig.QueryRunConfig`), loading the data and the encoder, the document-embedding
 cache directory and the run directory live here.
 
 Output: ``model/`` is ONE sentence-transformers model with a ``Router`` (``encode_query`` = the
@@ -25,11 +26,13 @@ from typing import Any
 
 import torch
 
+from embtune.errors import DataError, one_line
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import PRECISIONS, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
+from embtune.runconfig import QueryRunConfig
 from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
 
 STAGE = "tune-query"
@@ -105,7 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.threads:
         torch.set_num_threads(args.threads)
-    run = json.loads(args.run_config_json)
+    try:
+        run = QueryRunConfig.from_dict(json.loads(args.run_config_json)).to_dict()
+    except ValueError as err:       # json.JSONDecodeError is one too
+        raise DataError(f"--run-config-json: {one_line(err)}") from None
     out_dir = Path(args.out_dir)
     if args.cache_dir:
         metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,

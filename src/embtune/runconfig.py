@@ -1,0 +1,289 @@
+"""Typed run configs: one training run (paper 1) or one query-tuning run (paper 2), and its id.
+
+Why one module: a run id is a directory name, a Snakemake wildcard and the join key of every
+table, so it is written by the sweep and read back by the runs table and the query table. When
+each side spelled the format on its own, a change to one silently broke the other. Here each
+kind of run is a frozen dataclass that owns
+
+- its fields (what the stage needs to run it),
+- its id format (``make_id``) and the inverse (``parse_id``: a ``ValueError`` naming the bad id),
+- its JSON form: ``to_dict`` is exactly the dict the pipeline passes around (the rules hand it
+  to the stage as ``--run-config-json``, manifests record it, and the rerun hashes depend on it,
+  so the same config always gives byte-identical JSON); ``from_dict`` is the inverse and refuses
+  a missing or unknown key by name.
+
+:mod:`embtune.sweep` builds them from the params; the ``train`` and ``tune-query`` stages parse
+them with ``from_dict``.
+
+Training run id: ``<model>__<method tag>__c<budget>__s<seed>``, e.g.
+``tiny-d64-l2__lora-r8__c1e12__s0``. A study's own run (``train.studies``, paper 1 App. D/F)
+ends in ``__<study>__<factor>-<value>...`` (factors sorted), so it never takes a main-grid id.
+The method tag is the method registry's (:mod:`embtune.models.methods`: each method's
+``variants`` writes it, its ``parse_tag`` reads it back).
+
+Query run id: ``default``, or what differs from ``query_tuning.defaults`` as ``<key>-<value>``
+joined by ``+`` (keys sorted), e.g. ``lr-1e-07`` or ``batch_size-28+lr_scaling-sqrt``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from embtune.models import methods as registry
+
+SEP = "__"      # between the parts of a training run id (no model or study name contains it)
+
+#: A valid query run id (the params schema's ``$defs/name`` pattern): a path component, no ``..``/``__``.
+RUN_NAME = re.compile(r"^(?!.*(?:\.\.|__))[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STARTS_WITH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*-")
+
+
+def format_budget(budget: float) -> str:
+    """1.5e15 -> '1.5e15'; 2.4e16 -> '2.4e16' (short, filesystem-friendly, round-trips)."""
+    exp = math.floor(math.log10(budget))
+    mant = budget / 10**exp
+    return f"{mant:.3g}e{exp}"
+
+
+def fmt_value(value: Any) -> str:
+    """A setting's value as an id writes it: ``{:g}`` for floats (``1e-07``, ``0.1``), else ``str``."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _key_value(part: str, what: str, the_id: str) -> tuple[str, str]:
+    key, sep, value = part.partition("-")
+    if not sep or not value or not _KEY.fullmatch(key):
+        raise ValueError(f"{what} {the_id!r}: {part!r} is not <key>-<value>")
+    return key, value
+
+
+# ------------------------------------------------------------------------------ training runs
+@dataclass(frozen=True)
+class RunId:
+    """The parts of a training run id; ``str()`` writes the id, :meth:`RunConfig.parse_id` reads it."""
+
+    model: str
+    tag: str                                        # the method registry's tag: full, lora-r8, freeze-2of6
+    budget: float
+    seed: int
+    study: str | None = None                        # None: the main grid
+    factors: tuple[tuple[str, str], ...] = ()       # (factor, value as the id writes it), sorted
+
+    def __str__(self) -> str:
+        suffix = "" if self.study is None else SEP + SEP.join(
+            [self.study, *(f"{k}-{v}" for k, v in self.factors)])
+        return f"{self.model}{SEP}{self.tag}{SEP}c{format_budget(self.budget)}{SEP}s{self.seed}{suffix}"
+
+    @property
+    def method(self) -> str:
+        return registry.parse_tag(self.tag)["method"]
+
+    def columns(self) -> dict[str, Any]:
+        """What the id tells the runs table: model, method and its hyper column (``lora_rank``,
+        ``freeze_fraction``, as the method parses its tag), study (``main`` for the main grid),
+        budget, seed."""
+        return {"model": self.model, **registry.parse_tag(self.tag), "study": self.study or "main",
+                "budget": self.budget, "seed": self.seed}
+
+
+#: Keys of every training run config, in the order the sweep writes them; a method's own
+#: settings (``lora_rank``, ``frozen_blocks``, ...) follow ``method``.
+_RUN_HEAD = ("run_id", "model", "method")
+_RUN_TAIL = ("budget", "seed", "peak_lr", "planned", "train", "data", "base_model_dir")
+_RUN_DICTS = ("model", "planned", "train", "data")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One training run of paper 1's grid (or of a study): everything ``embtune train`` needs."""
+
+    run_id: str
+    model: dict[str, Any]               # the params ``models`` entry
+    method: str                         # a registered method (embtune.models.methods)
+    settings: dict[str, Any]            # the method's own keys, as its variants set them
+    budget: float                       # C, FLOP
+    seed: int
+    peak_lr: float
+    planned: dict[str, Any]             # planning-time counts, tokens and steps (embtune.sweep)
+    train: dict[str, Any]               # the train.* settings the run uses
+    data: dict[str, str]                # train_dir, tokenizer_dir
+    base_model_dir: str
+
+    @classmethod
+    def make_id(cls, model: str, tag: str, budget: float, seed: int, study: str | None = None,
+                factors: Mapping[str, Any] | None = None) -> str:
+        """The id of a run; ``study`` and its ``factors`` (a study's own run) end it."""
+        pairs = tuple((k, fmt_value(v)) for k, v in sorted((factors or {}).items()))
+        if pairs and study is None:
+            raise ValueError(f"run id of {model} {tag}: factors {dict(pairs)} without a study")
+        return str(RunId(model, tag, float(budget), int(seed), study, pairs))
+
+    @classmethod
+    def parse_id(cls, run_id: str) -> RunId:
+        """The inverse of :meth:`make_id`; a ``ValueError`` naming ``run_id`` if it is not one."""
+        parts = run_id.split(SEP) if isinstance(run_id, str) else []
+        if len(parts) < 4 or not all(parts[:5]):
+            raise ValueError(f"run id {run_id!r}: expected <model>__<method tag>__c<budget>__s<seed>"
+                             f"[__<study>[__<factor>-<value>...]]")
+        model, tag, budget, seed = parts[:4]
+        try:
+            registry.get(registry.parse_tag(tag)["method"])
+        except ValueError as err:
+            raise ValueError(f"run id {run_id!r}: method tag {tag!r}: {err}") from None
+        try:
+            if budget[:1] != "c" or seed[:1] != "s":
+                raise ValueError
+            value, number = float(budget[1:]), int(seed[1:])
+        except ValueError:
+            raise ValueError(f"run id {run_id!r}: expected c<budget>__s<seed> after the method tag, "
+                             f"got {budget!r}, {seed!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"run id {run_id!r}: budget {budget[1:]!r} is not a positive number")
+        factors = tuple(_key_value(p, "run id", run_id) for p in parts[5:])
+        return RunId(model, tag, value, number, parts[4] if len(parts) > 4 else None, factors)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run config as the pipeline passes it (key order as the sweep has always written it)."""
+        return copy.deepcopy({"run_id": self.run_id, "model": self.model, "method": self.method,
+                              **self.settings, **{k: getattr(self, k) for k in _RUN_TAIL}})
+
+    @classmethod
+    def from_dict(cls, run: Mapping[str, Any]) -> RunConfig:
+        """The inverse of :meth:`to_dict`: every key of the config, the method's own keys (its
+        ``settings`` and ``extra_keys`` in the registry) and nothing else."""
+        if not isinstance(run, Mapping):
+            raise ValueError(f"run config: expected a JSON object, got {type(run).__name__}")
+        name = run.get("run_id", "?")
+        missing = [k for k in (*_RUN_HEAD, *_RUN_TAIL) if k not in run]
+        if missing:
+            raise ValueError(f"run config {name!r}: missing key {missing[0]!r}")
+        try:
+            method = registry.get(run["method"])
+        except ValueError as err:
+            raise ValueError(f"run config {name!r}: method: {err}") from None
+        own = (*method.settings, *method.extra_keys)
+        unknown = [k for k in run if k not in (*_RUN_HEAD, *_RUN_TAIL, *own)]
+        if unknown:
+            raise ValueError(f"run config {name!r}: unknown key {unknown[0]!r} (method {method.name} "
+                             f"takes {', '.join(own) or 'no settings of its own'})")
+        for key in _RUN_DICTS:
+            if not isinstance(run[key], Mapping):
+                raise ValueError(f"run config {name!r}: {key} must be an object, got {run[key]!r}")
+        return cls(settings=copy.deepcopy({k: run[k] for k in run if k in own}),
+                   **{k: copy.deepcopy(run[k]) for k in (*_RUN_HEAD, *_RUN_TAIL)})
+
+
+# -------------------------------------------------------------------------- query-tuning runs
+def _parse_bool(text: str) -> bool:
+    if text not in ("True", "False"):
+        raise ValueError(text)
+    return text == "True"
+
+
+_FROM_TEXT = {"float": float, "int": int, "str": str, "bool": _parse_bool}
+
+
+@dataclass(frozen=True)
+class QueryRunConfig:
+    """One query-tuning run of paper 2 (App. M): everything ``embtune tune-query`` needs.
+
+    Its settings are the keys of ``query_tuning.defaults`` (the params schema; a test checks the
+    two agree), then ``batches_per_epoch`` resolved for the run's batch size and the learning
+    rate actually used, ``lr_effective`` (both by :func:`embtune.sweep.query_plan`)."""
+
+    qrun_id: str
+    model: dict[str, Any]               # the params ``query_tuning.models`` entry
+    lr: float
+    batch_size: int
+    margin: float
+    distance: str
+    batches_per_epoch: int
+    epoch_size: str
+    patience: int
+    max_epochs: int
+    weight_decay: float
+    scheduler: str
+    scheduler_unit: str
+    optimizer: str
+    freeze: str
+    lr_scaling: str
+    train_data: str
+    seed: int
+    tune_doc_tower: bool
+    lr_effective: float
+
+    DEFAULT_ID: ClassVar[str] = "default"
+
+    @classmethod
+    def setting_keys(cls) -> tuple[str, ...]:
+        """The keys an id may name: those of ``query_tuning.defaults``."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("qrun_id", "model", "lr_effective"))
+
+    @classmethod
+    def make_id(cls, diff: Mapping[str, Any]) -> str:
+        """``default``, or ``<key>-<value>`` per setting that differs from the defaults, joined by
+        ``+`` (keys sorted); a ``ValueError`` if that is not a valid name (<= 100 characters)."""
+        unknown = sorted(set(diff) - set(cls.setting_keys()))
+        if unknown:
+            raise ValueError(f"query run id: {unknown[0]!r} is not a query_tuning.defaults key")
+        qrun = cls.DEFAULT_ID if not diff else "+".join(f"{k}-{fmt_value(v)}" for k, v in sorted(diff.items()))
+        if len(qrun) > 100 or not RUN_NAME.match(qrun):
+            raise ValueError(f"run id {qrun!r} is not a valid name (<= 100 letters, digits, _ . + -; "
+                             f"no '..' or '__')")
+        return qrun
+
+    @classmethod
+    def parse_id(cls, qrun_id: str) -> dict[str, Any]:
+        """The inverse of :meth:`make_id`: what differs from the defaults, each value typed as its
+        field (``lr-1e-07`` -> ``{"lr": 1e-07}``; ``default`` -> ``{}``); a ``ValueError`` naming
+        ``qrun_id`` if it is not one."""
+        if qrun_id == cls.DEFAULT_ID:
+            return {}
+        if not isinstance(qrun_id, str) or not qrun_id:
+            raise ValueError(f"query run id {qrun_id!r}: expected 'default' or <key>-<value>[+...]")
+        parts: list[str] = []
+        for chunk in qrun_id.split("+"):
+            if parts and not _STARTS_WITH_KEY.match(chunk):    # a '+' inside a value ("1e+20")
+                parts[-1] += "+" + chunk
+            else:
+                parts.append(chunk)
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        out: dict[str, Any] = {}
+        for part in parts:
+            key, text = _key_value(part, "query run id", qrun_id)
+            if key not in cls.setting_keys() or key in out:
+                why = "twice" if key in out else "is not a query_tuning.defaults key"
+                raise ValueError(f"query run id {qrun_id!r}: {key!r} {why}")
+            try:
+                out[key] = _FROM_TEXT[types[key]](text)
+            except ValueError:
+                raise ValueError(f"query run id {qrun_id!r}: {key} {text!r} is not a {types[key]}") from None
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run config as the pipeline passes it (``qrun_id``, ``model``, the settings in the
+        order of ``query_tuning.defaults``, ``lr_effective``)."""
+        return copy.deepcopy({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+    @classmethod
+    def from_dict(cls, run: Mapping[str, Any]) -> QueryRunConfig:
+        """The inverse of :meth:`to_dict`; refuses a missing or unknown key by name."""
+        if not isinstance(run, Mapping):
+            raise ValueError(f"query run config: expected a JSON object, got {type(run).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        name = run.get("qrun_id", "?")
+        missing = [k for k in names if k not in run]
+        unknown = [k for k in run if k not in names]
+        if missing or unknown:
+            what = f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]!r}"
+            raise ValueError(f"query run config {name!r}: {what}")
+        if not isinstance(run["model"], Mapping):
+            raise ValueError(f"query run config {name!r}: model must be an object, got {run['model']!r}")
+        return cls(**copy.deepcopy(dict(run)))
