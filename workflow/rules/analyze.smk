@@ -63,6 +63,8 @@ rule fit_scaling:
         report(f"{RES}/analysis/fits.json", caption="../report/fits.rst", category=PAPER1),
     log:
         f"{LOGS}/fit_scaling.log",
+    # The methods' fits are independent processes (same fits.json); Snakemake scales it to --cores.
+    threads: 2
     params:
         code=code_version("fit-scaling"),
         cfg=config["analyze"],
@@ -70,7 +72,8 @@ rule fit_scaling:
     shell:
         "embtune fit-scaling --runs {input:q} --huber-delta {params.cfg[huber_delta]:q} "
         "--bootstrap {params.cfg[bootstrap]:q} --holdout {params.cfg[holdout]:q} --seed {params.seed:q} "
-        "--chinchilla-coefficients {params.cfg[chinchilla_coefficients]:q} --out {output:q} > {log:q} 2>&1"
+        "--chinchilla-coefficients {params.cfg[chinchilla_coefficients]:q} --workers {threads:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule recipe:
@@ -148,13 +151,15 @@ rule figures:
         report=report(f"{RES}/analysis/report.md", caption="../report/report_md.rst", category=STUDY),
     log:
         f"{LOGS}/figures.log",
+    # Figures are drawn by parallel processes (same files); the stage runs last, alone.
+    threads: 2
     params:
         code=code_version("figures"),
         qmodels=json.dumps(config["query_tuning"]["models"], sort_keys=True),
     shell:
         "embtune figures --runs {input.runs:q} --fits {input.fits:q} --query-table-dir {input.query:q} "
         "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --query-models-json {params.qmodels:q} "
-        "--out {output.figures:q} --report {output.report:q} > {log:q} 2>&1"
+        "--out {output.figures:q} --report {output.report:q} --workers {threads:q} > {log:q} 2>&1"
 
 
 rule summary:

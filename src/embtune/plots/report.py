@@ -302,7 +302,7 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
     skipped = runs.filter(pl.col("status") != "ok")
     if skipped.height:
         lines += ["Skipped/failed runs by reason:", ""]
-        for reason, n in skipped.group_by("skip_reason").len().sort("len", descending=True).rows():
+        for reason, n in skipped.group_by("skip_reason").len().sort(["len", "skip_reason"], descending=[True, False]).rows():
             lines.append(f"- {n} × {reason}")
         lines.append("")
     lines += findings or []

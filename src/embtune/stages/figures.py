@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="query_tuning.models as JSON: the report says what each paper-2 encoder is")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--report", type=Path, required=True)
+    ap.add_argument("--workers", type=int, default=1, help="processes drawing the figures (same files)")
     return ap
 
 
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_replaceable(args.out, own_dirs=())
     tables = query_tables(args.query_table_dir)
     with atomic_dir(args.out) as tmp:     # the figure folder appears whole; index.json last
-        specs = make_all(runs, fits, tables, tmp)
+        specs = make_all(runs, fits, tables, tmp, workers=max(1, args.workers))
         write_json(tmp / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
                                         for s in specs])
