@@ -77,3 +77,25 @@ def test_thin_data_gives_recorded_skips_not_fake_figures():
     assert "MTEB" in specs["fig14_loss_vs_mteb"].skipped
     assert "skipped" in fits["frontier"]["lines"]["full"]             # one budget: no line
     assert "skipped" in fits["laws"]["full"]["chinchilla"]
+
+
+def test_parallel_drawing_writes_the_same_files(tmp_path, small):
+    """--workers 2 draws shares of the figures in spawned processes: the same PNG and CSV bytes
+    and the same index as one process (PDFs carry a creation date, so only their names)."""
+    runs, fits = small
+    write_parquet(tmp_path / "runs.parquet", runs)
+    write_json(tmp_path / "fits.json", fits)
+    query_tables(tmp_path / "qt")
+    outs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"figs{workers}"
+        assert plots_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
+                               "--query-table-dir", str(tmp_path / "qt"), "--out", str(out),
+                               "--report", str(tmp_path / f"report{workers}.md"),
+                               "--workers", str(workers)]) == 0
+        outs[workers] = out
+    names = sorted(p.name for p in outs[1].iterdir())
+    assert names == sorted(p.name for p in outs[2].iterdir()) and len(names) >= 3 * len(EXPECTED)
+    for name in names:
+        if not name.endswith(".pdf"):
+            assert (outs[1] / name).read_bytes() == (outs[2] / name).read_bytes(), name
