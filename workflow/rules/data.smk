@@ -1,12 +1,158 @@
 # Data preparation: one rule per dataset (issue 3). Downloads happen in local rules on the login
 # node (compute nodes are offline); the heavy prep rules may go to the cluster as CPU jobs.
+import glob
+from pathlib import Path
+
+
+# ---------------------------------------------------------------- sources
+def local_file(uri):
+    """hf://datasets/<org>/<name>/<file> -> the path fetch_hf downloads it to; local paths as is."""
+    return L.local_source(uri)
+
+
+def expand_sources(patterns):
+    """Expand globs; a glob that matches nothing stays literal so require_raw explains what to do."""
+    files = []
+    for pattern in patterns:
+        local = local_file(pattern)
+        matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
+        files.extend(matches or [local])
+    return files
+
+
+def xnli_inputs(wildcards):
+    src = config["data"]["xnli"]["source"]
+    if src.startswith("hf://"):
+        return []
+    split = config["data"]["xnli"]["split"]
+    return [
+        f
+        for lang in config["data"]["xnli"]["languages"]
+        for f in (
+            sorted(glob.glob(f"{src}/{lang}/{split}-*.parquet")) or [f"{src}/{lang}/{split}-00000-of-00001.parquet"]
+        )
+    ]
+
+
+def mteb_inputs(wildcards):
+    cfg = config["data"]["mteb"]
+    if cfg["source"] != "local":
+        return []
+    return sorted(p for p in glob.glob(f"{cfg['local_dir']}/**/*", recursive=True) if Path(p).is_file())
+
+
+def tokenizer_inputs(wildcards):
+    tok = config["tokenizer"]
+    return expand_sources(tok["train_corpus"]) if tok["source"] == "train" else []
+
+
+# ---------------------------------------------------------------- argument builders
+# Each returns an argv list; rules write `{params.args:q}`, so Snakemake quotes every item.
+def tokenizer_args(wildcards):
+    tok = config["tokenizer"]
+    if tok["source"] == "train":
+        return [
+            "--source",
+            "train",
+            "--corpus",
+            *expand_sources(tok["train_corpus"]),
+            "--vocab-size",
+            str(tok["vocab_size"]),
+        ]
+    gguf = ["--gguf-file", tok["gguf_file"]] if tok.get("gguf_file") else []
+    return ["--source", tok["source"], "--id", tok["id"], *gguf]
+
+
+def bge_flags(wildcards):
+    cfg = config["data"]["bge"]
+    flags = ["--val-pairs", str(cfg["val_pairs"]), "--shard-rows", str(cfg["shard_rows"])]
+    if cfg.get("max_pairs"):
+        flags += ["--max-pairs", str(cfg["max_pairs"])]
+    if not cfg["english_only"]:
+        flags.append("--no-english-filter")
+    if not cfg["dedup"]:
+        flags.append("--no-dedup")
+    return flags
+
+
+def bge_input_flags(wildcards):
+    """The flags of `prepare-bge-part spill` (what the filters need)."""
+    return [] if config["data"]["bge"]["english_only"] else ["--no-english-filter"]
+
+
+def bge_dedup_flags(wildcards):
+    return [] if config["data"]["bge"]["dedup"] else ["--no-dedup"]
+
+
+def bge_output_flags(wildcards):
+    """The flags of `prepare-bge-part shards` (how the output is cut)."""
+    cfg = config["data"]["bge"]
+    flags = ["--val-pairs", str(cfg["val_pairs"]), "--shard-rows", str(cfg["shard_rows"])]
+    return flags + (["--max-pairs", str(cfg["max_pairs"])] if cfg.get("max_pairs") else [])
+
+
+def arxiv_source_input(wildcards):
+    cfg = config["data"]["arxiv"]
+    return local_file(cfg["snapshot"] if cfg["source"] == "build" else cfg["published"])
+
+
+def arxiv_args(wildcards):
+    cfg = config["data"]["arxiv"]
+    source = (
+        ["--snapshot", local_file(cfg["snapshot"])]
+        if cfg["source"] == "build"
+        else ["--source", "published", "--published", local_file(cfg["published"])]
+    )
+    return [
+        *source,
+        "--max-category-size",
+        str(cfg["max_category_size"]),
+        "--n-negatives",
+        str(cfg["n_negatives"]),
+        "--levels",
+        *map(str, cfg["levels"]),
+        "--flavours",
+        *cfg["flavours"],
+        "--narrow-domains",
+        *cfg["narrow_domains"],
+        "--category-match",
+        cfg["category_match"],
+        "--category-ties",
+        cfg["category_ties"],
+    ]
+
+
+def hotpotqa_flags(wildcards):
+    return ["--passage-title"] if config["data"]["hotpotqa"]["passage_title"] else []
+
+
+def mteb_source_args(wildcards):
+    cfg = config["data"]["mteb"]
+    return ["--source", "local", "--local-dir", cfg["local_dir"]] if cfg["source"] == "local" else ["--source", "mteb"]
+
+
+# BGE preparation scattered over N = data.bge.parts parts (embtune.data.bge_scatter): N spill
+# jobs (byte ranges of the input) -> N sort jobs (key ranges, exact dedup) -> N shards jobs
+# (tokenise the output files of a row range) -> prepare_bge gathers. Each part is its own job (a
+# SLURM job under --profile slurm); the output is byte-identical to `embtune prepare-bge` (one
+# process). The parts are temp(): removed once prepare_bge has gathered them.
+BGE_PARTS = config["data"]["bge"]["parts"]
+
+
+def bge_part(step, part="{part}"):
+    """One part's folder (a pattern with the default `{part}`, as the rules' outputs)."""
+    return L.processed.bge_part(step, part, BGE_PARTS)
+
+
+def bge_parts(step):
+    return [str(bge_part(step, i)) for i in range(BGE_PARTS)]
 
 
 rule fetch_hf:
     output:
-        f"{RAW}/hf/{{path}}",
+        L.raw_hf("{path}"),
     log:
-        f"{LOGS}/fetch_hf/{{path}}.log",
+        L.results.log("fetch_hf/{path}"),
     shell:
         "embtune fetch --uri hf://datasets/{wildcards.path:q} --out {output:q} > {log:q} 2>&1"
 
@@ -16,9 +162,9 @@ rule require_raw:
     snapshot). Planned like any job so `snakemake -n` shows the whole study; when run it fails
     with the one-time step to take."""
     output:
-        f"{RAW}/{{path}}",
+        L.raw / "{path}",
     log:
-        f"{LOGS}/require_raw/{{path}}.log",
+        L.results.log("require_raw/{path}"),
     wildcard_constraints:
         path=r"(?!hf/).+",
     shell:
@@ -30,9 +176,9 @@ rule build_tokenizer:
     input:
         corpus=tokenizer_inputs,
     output:
-        directory(f"{PROC}/tokenizer"),
+        tokenizer=directory(L.processed.tokenizer()),
     log:
-        f"{LOGS}/build_tokenizer.log",
+        L.results.log("build_tokenizer"),
     params:
         code=code_version("build-tokenizer"),
         tokenizer=config["tokenizer"],
@@ -47,9 +193,9 @@ rule bge_spill:
     input:
         files=expand_sources(config["data"]["bge"]["files"]),
     output:
-        temp(directory(f"{BGE_WORK}/spill-{{part}}-of-{BGE_PARTS}")),
+        temp(directory(bge_part("spill"))),
     log:
-        f"{LOGS}/prepare_bge/spill-{{part}}.log",
+        L.results.log("prepare_bge/spill-{part}"),
     wildcard_constraints:
         part=r"\d+",
     threads: 1
@@ -70,9 +216,9 @@ rule bge_sort:
     input:
         bge_parts("spill"),
     output:
-        temp(directory(f"{BGE_WORK}/sort-{{part}}-of-{BGE_PARTS}")),
+        temp(directory(bge_part("sort"))),
     log:
-        f"{LOGS}/prepare_bge/sort-{{part}}.log",
+        L.results.log("prepare_bge/sort-{part}"),
     wildcard_constraints:
         part=r"\d+",
     threads: 1
@@ -91,11 +237,11 @@ rule bge_shards:
     """Tokenise and write the output shards whose first row is in row range `part`."""
     input:
         parts=bge_parts("sort"),
-        tokenizer=f"{PROC}/tokenizer",
+        tokenizer=rules.build_tokenizer.output.tokenizer,
     output:
-        temp(directory(f"{BGE_WORK}/shards-{{part}}-of-{BGE_PARTS}")),
+        temp(directory(bge_part("shards"))),
     log:
-        f"{LOGS}/prepare_bge/shards-{{part}}.log",
+        L.results.log("prepare_bge/shards-{part}"),
     wildcard_constraints:
         part=r"\d+",
     # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
@@ -121,11 +267,11 @@ rule prepare_bge:
         spill=bge_parts("spill"),
         sorted=bge_parts("sort"),
         shards=bge_parts("shards"),
-        tokenizer=f"{PROC}/tokenizer",
+        tokenizer=rules.build_tokenizer.output.tokenizer,
     output:
-        directory(f"{PROC}/bge"),
+        bge=directory(L.processed.bge()),
     log:
-        f"{LOGS}/prepare_bge/gather.log",
+        L.results.log("prepare_bge/gather"),
     resources:
         **BGE_GATHER_RESOURCES,
     params:
@@ -146,11 +292,11 @@ rule pack_pairs:
     """The training pairs as flat token arrays that every training job memory-maps (shared OS
     page cache across the grid's runs and GPUs, no per-run parquet decoding)."""
     input:
-        f"{PROC}/bge",
+        rules.prepare_bge.output.bge,
     output:
-        directory(f"{PROC}/bge_packed"),
+        packed=directory(L.processed.bge_packed()),
     log:
-        f"{LOGS}/pack_pairs.log",
+        L.results.log("pack_pairs"),
     params:
         code=code_version("pack-pairs"),
     shell:
@@ -161,9 +307,9 @@ rule split_msmarco:
     input:
         local_file(config["data"]["msmarco"]["file"]),
     output:
-        directory(f"{PROC}/msmarco"),
+        msmarco=directory(L.processed.msmarco()),
     log:
-        f"{LOGS}/split_msmarco.log",
+        L.results.log("split_msmarco"),
     params:
         code=code_version("split-msmarco"),
         cfg=config["data"]["msmarco"],
@@ -177,9 +323,9 @@ rule build_arxiv_negatives:
     input:
         arxiv_source_input,
     output:
-        directory(f"{PROC}/arxiv"),
+        arxiv=directory(L.processed.arxiv()),
     log:
-        f"{LOGS}/build_arxiv_negatives.log",
+        L.results.log("build_arxiv_negatives"),
     params:
         code=code_version("build-arxiv-negatives"),
         cfg=config["data"]["arxiv"],
@@ -193,9 +339,9 @@ rule prepare_xnli:
     input:
         xnli_inputs,
     output:
-        f"{PROC}/xnli/test.parquet",
+        xnli=L.processed.xnli_test(),
     log:
-        f"{LOGS}/prepare_xnli.log",
+        L.results.log("prepare_xnli"),
     params:
         code=code_version("prepare-xnli"),
         cfg=config["data"]["xnli"],
@@ -209,9 +355,9 @@ rule materialise_mteb:
     input:
         mteb_inputs,
     output:
-        directory(f"{PROC}/mteb"),
+        mteb=directory(L.processed.mteb()),
     log:
-        f"{LOGS}/materialise_mteb.log",
+        L.results.log("materialise_mteb"),
     params:
         code=code_version("materialise-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
@@ -225,9 +371,9 @@ rule prepare_squad:
     input:
         expand_sources(config["data"]["squad"]["files"]),
     output:
-        directory(f"{PROC}/squad"),
+        squad=directory(L.processed.squad()),
     log:
-        f"{LOGS}/prepare_squad.log",
+        L.results.log("prepare_squad"),
     params:
         code=code_version("prepare-squad"),
         rule=config["data"]["squad"]["positive_rule"],
@@ -240,9 +386,9 @@ rule prepare_hotpotqa:
     input:
         expand_sources(config["data"]["hotpotqa"]["files"]),
     output:
-        directory(f"{PROC}/hotpotqa"),
+        hotpotqa=directory(L.processed.hotpotqa()),
     log:
-        f"{LOGS}/prepare_hotpotqa.log",
+        L.results.log("prepare_hotpotqa"),
     params:
         code=code_version("prepare-hotpotqa"),
         cfg=config["data"]["hotpotqa"],

@@ -4,6 +4,72 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
+import json
+from pathlib import Path
+
+from embtune.evaluate.pnd_eval import narrow_domain
+from embtune.layout import BASE_RUN, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
+
+
+def qmodel_json(wildcards):
+    return json.dumps(QMODELS[wildcards.qmodel], sort_keys=True)
+
+
+def pnd_data_inputs(wildcards):
+    """The data stage outputs (folders, or the XNLI file) the evaluated PND datasets come from."""
+    return sorted({str(L.processed.pnd_source(d)) for d in PND_DATASETS})
+
+
+# App. K: the arxiv domains some query run is tuned on. Every PND evaluation (base and tuned)
+# also scores arxiv without each of them, so a narrow run is compared with the base encoder on
+# the same rows; the subsets are scored from cached embeddings (no extra forward pass).
+PND_EXCLUDE_DOMAINS = sorted({d for r in QRUNS.values() if (d := narrow_domain(r["train_data"]))})
+
+
+def arxiv_level_args():
+    """--arxiv-levels (App. H, Fig. 6) and the random level, when an arxiv flavour is evaluated;
+    a level that data.arxiv.levels does not build fails here, not in the middle of an evaluation."""
+    if not any(d.startswith("arxiv-") for d in PND_DATASETS):
+        return []
+    built = set(config["data"]["arxiv"]["levels"])
+    wanted = config["evaluate"]["pnd"].get("arxiv_levels")
+    wanted = sorted(built if wanted is None else set(wanted))
+    random_level = config["data"]["arxiv"]["n_negatives"] + 1
+    missing = sorted(({random_level} | set(wanted)) - built)
+    if missing:
+        raise WorkflowError(
+            f"evaluate.pnd.arxiv_levels / query_tuning.evaluate_on need arxiv levels "
+            f"{missing}, which data.arxiv.levels {sorted(built)} does not build"
+        )
+    return ["--arxiv-random-level", str(random_level), "--arxiv-levels", *map(str, wanted)]
+
+
+def pnd_doc_model(wildcards, input):
+    """Both towers tuned (App. L): documents are embedded with the run's tuned doc tower, the
+    document route of the dual encoder tune-query writes as model/ (the rule's input.model)."""
+    if not qrun_config(wildcards).get("tune_doc_tower"):
+        return []
+    return ["--doc-model-dir", input.model]
+
+
+def pnd_out_dir(wildcards, output):
+    """The folder of the evaluation's pnd.json (a query run's directory)."""
+    return str(Path(output.pnd).parent)
+
+
+def pnd_exclusion(wildcards):
+    return ["--exclude-domains", *PND_EXCLUDE_DOMAINS] if PND_EXCLUDE_DOMAINS else []
+
+
+# Reading choice of the papers (docs/fidelity.md): an integer from the validated config.
+MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
+
+
+def mteb_max_length_arg(wildcards):
+    """``--max-length N`` when params set one; else the checkpoint's own context length."""
+    return ["--max-length", str(int(MTEB_MAX_LENGTH))] if MTEB_MAX_LENGTH else []
+
+
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 PND_RULE_ARGS = [
     "--ties",
@@ -16,17 +82,17 @@ PND_RULE_ARGS = [
 
 rule evaluate_mteb:
     input:
-        metrics=f"{RES}/runs/{{run}}/metrics.json",
-        model=f"{RES}/runs/{{run}}/model",
-        data=f"{PROC}/mteb",
+        metrics=rules.train_contrastive.output.metrics,
+        model=rules.train_contrastive.output.model,
+        data=rules.materialise_mteb.output.mteb,
     output:
-        scores=f"{RES}/runs/{{run}}/mteb.json",
-        table=f"{RES}/runs/{{run}}/mteb.parquet",
-        results=directory(f"{RES}/runs/{{run}}/mteb_results"),  # mteb's own TaskResult layout
+        scores=L.results.runs.file("{run}", MTEB_JSON),
+        table=L.results.runs.file("{run}", MTEB_PARQUET),
+        results=directory(L.results.runs.file("{run}", MTEB_RESULTS)),  # mteb's own TaskResult layout
     log:
-        f"{LOGS}/evaluate_mteb/{{run}}.log",
+        L.results.log("evaluate_mteb/{run}"),
     benchmark:
-        f"{RES}/benchmarks/evaluate_mteb/{{run}}.tsv"
+        L.results.benchmark("evaluate_mteb/{run}")
     threads: 1
     resources:
         **EVAL_RESOURCES,
@@ -47,26 +113,26 @@ rule evaluate_pnd_base:
         data=pnd_data_inputs,
         encoder=encoder_inputs,
     output:
-        pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
-        xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
+        pnd=L.results.query_runs.file("{qmodel}", BASE_RUN, PND_JSON),
+        xnli=L.results.query_runs.file("{qmodel}", BASE_RUN, XNLI_COUNTS),
     log:
-        f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
+        L.results.log("evaluate_pnd/{qmodel}/base"),
     benchmark:
-        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/base.tsv"
+        L.results.benchmark("evaluate_pnd/{qmodel}/base")
     threads: 1
     resources:
         **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-pnd"),
-        data_dir=PROC,
+        data_dir=str(L.processed.root),
         model=qmodel_json,
         datasets=PND_DATASETS,
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         precision=config["evaluate"]["pnd"]["precision"],
         rules=PND_RULE_ARGS,
-        cache=f"{RES}/embed_cache/{{qmodel}}",
-        out_dir=f"{RES}/query_runs/{{qmodel}}/base",
+        cache=str(L.results.embed_cache("{qmodel}")),
+        out_dir=pnd_out_dir,
         exclusion=pnd_exclusion,
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
@@ -78,28 +144,28 @@ rule evaluate_pnd_base:
 rule evaluate_pnd_query:
     input:
         data=pnd_data_inputs,
-        model=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model",
-        base=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
+        model=rules.tune_query.output.model,
+        base=rules.evaluate_pnd_base.output.pnd,
     output:
-        pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
-        xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
+        pnd=L.results.query_runs.file("{qmodel}", "{qrun}", PND_JSON),
+        xnli=L.results.query_runs.file("{qmodel}", "{qrun}", XNLI_COUNTS),
     log:
-        f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
+        L.results.log("evaluate_pnd/{qmodel}/{qrun}"),
     benchmark:
-        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/{{qrun}}.tsv"
+        L.results.benchmark("evaluate_pnd/{qmodel}/{qrun}")
     threads: 1
     resources:
         **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-pnd"),
-        data_dir=PROC,
+        data_dir=str(L.processed.root),
         model=qmodel_json,
         datasets=PND_DATASETS,
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         precision=config["evaluate"]["pnd"]["precision"],
         rules=PND_RULE_ARGS,
-        cache=f"{RES}/embed_cache/{{qmodel}}",
+        cache=str(L.results.embed_cache("{qmodel}")),
         out_dir=pnd_out_dir,
         exclusion=pnd_exclusion,
         doc_model=pnd_doc_model,
