@@ -18,6 +18,7 @@ from embtune.errors import DataError
 from embtune.evaluate import pnd_eval, query_table
 from embtune.evaluate.embed_cache import EmbedCache
 from embtune.io import write_json
+from embtune.layout import Processed
 
 DIM = 6
 
@@ -64,7 +65,7 @@ def _write_data(root: Path) -> dict[str, pl.DataFrame]:
                  "negatives": [f"shared doc {k}" for k in rng.choice(12, rng.integers(1, 6), replace=False)]}
                 for i in range(8)]
         frames[name] = pl.DataFrame(rows)
-        path = root / pnd_eval.TRIPLET_FILES[name]
+        path = Processed(root).pnd_file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         frames[name].write_parquet(path)
     return frames

@@ -371,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_extras(out, extras)   # Table 3, arxiv levels, Fig. 2(a), Figs 4-5, Tables 14-15
         if members is not None:
             write_groups(out / "groups", table, got["long"], members, args.z_critical)
-        write_json(out / "manifest.json", provenance(stage="query-table", args=vars(args),
+        write_json(out / MANIFEST_JSON, provenance(stage="query-table", args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
                                                      skipped_runs=got["skipped"],
                                                      no_layer_changes=extras["no_layer_changes"]))

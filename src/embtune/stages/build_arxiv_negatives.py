@@ -37,7 +37,7 @@ from embtune.data.arxiv_negatives import (
 from embtune.data.arxiv_records import Drops, Paper, no_valid_papers, parse_lines, parse_published, resolve_ids
 from embtune.data.jensen_shannon import DEFAULT_WORK
 from embtune.data.jsonl import DataError, open_text
-from embtune.layout import ARXIV_NEGATIVES, arxiv_narrow_name, arxiv_triplets_name
+from embtune.layout import ARXIV_NEGATIVES, MANIFEST_JSON, arxiv_narrow_name, arxiv_triplets_name
 
 STAGE = "build-arxiv-negatives"
 
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "category_order": "size over the whole snapshot, smallest first"},
             input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
             outputs=outputs)
-        write_json(out / "manifest.json", manifest)
+        write_json(out / MANIFEST_JSON, manifest)
     _log(f"wrote {args.out} ({sum(drops.counts.values())} input lines dropped)", t0)
     return 0
 
