@@ -3,8 +3,8 @@
 #
 # Outputs flagged `report(...)` go into `snakemake --report report.html` (one self-contained file;
 # captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan.
-import json
 
+import json
 
 # ---------------------------------------------------------------- report categories
 PAPER1 = "Paper 1: compute-optimal embedding fine-tuning"

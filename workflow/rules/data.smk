@@ -187,7 +187,7 @@ rule build_tokenizer:
         "embtune build-tokenizer {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
-# BGE preparation scattered over N = data.bge.parts parts: see BGE_PARTS in common.smk.
+# BGE preparation scattered over N = data.bge.parts parts: see BGE_PARTS above.
 rule bge_spill:
     """Byte range `part` of the BGE input: filter, key, route to the sort parts."""
     input:
