@@ -2,24 +2,8 @@
 # query-tuning tables and a small metrics.json for `dvc metrics diff`.
 #
 # Outputs flagged `report(...)` go into `snakemake --report report.html` (one self-contained file;
-# captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan.
-
-import json
-
-# ---------------------------------------------------------------- report categories
-PAPER1 = "Paper 1: compute-optimal embedding fine-tuning"
-PAPER2 = "Paper 2: query-tower tuning (PND)"
-STUDY = "Study: plan, cost, summary"
-
-
-def figure_category(wildcards):
-    """The report category of one figure of the figures directory, from its file name."""
-    return PAPER2 if wildcards.name.startswith("p2_") else PAPER1
-
-
-def grid_json():
-    """Only what the training grid depends on, so unrelated edits do not re-plan."""
-    return json.dumps({k: config[k] for k in ("models", "train", "paths")}, sort_keys=True)
+# captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan
+# (PAPER1, PAPER2, STUDY and figure_category: inputs.smk).
 
 
 localrules:
@@ -121,7 +105,7 @@ rule query_table:
     params:
         code=code_version("query-table"),
         z=config["evaluate"]["pnd"]["z_critical"],
-        runs_dir=str(L.results.query_runs.root),
+        runs_dir=query_runs_dir,
         runs=[f"{m}/{q}" for m, q in sorted(QRUNS)],
         plan=json.dumps({"query_tuning": config["query_tuning"]}, sort_keys=True),
     shell:

@@ -1,11 +1,7 @@
 # Config loading and validation, the run tables, the path layout and the target lists. The plan is
 # computed here once, from the validated config, through embtune.sweep (the one place grids
-# expand); every path comes from the one Layout below (embtune.layout). Input functions and
-# argument builders live in the rule file that uses them.
-#
-# Shell safety: every placeholder in a rule's shell command is quoted by Snakemake (`{x:q}`, one
-# shlex.quote per list item); helpers below return argv *lists* for that, never hand-quoted
-# strings. Run configs travel as JSON arguments (quoted the same way).
+# expand); every path comes from the one Layout below (embtune.layout). The input functions and
+# argument builders of the rules are in inputs.smk.
 import re
 from pathlib import Path
 
@@ -39,8 +35,8 @@ try:
 except ParamsError as err:
     raise WorkflowError(str(err)) from None
 
-# Every data and results path of the workflow (rules take theirs from here, or from the output of
-# the rule that writes them: rules.<name>.output.<key>).
+# Every data and results path of the workflow: rules take theirs from here, or from the output
+# of the job that writes them (rules.<name>.output.<key>).
 L = Layout.from_paths(config["paths"])
 
 RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
@@ -94,8 +90,8 @@ wildcard_constraints:
 
 
 # ---------------------------------------------------------------- targets
-# Called while the rule files are read (rules.<name> exists once its file is included): each
-# list is the named output pattern of the rule that writes it, expanded over the plan.
+# Each list expands the named output pattern of the job that writes it over the plan; they are
+# called once the files that define those jobs are read (`rules.<name>` exists from then on).
 def train_metrics():
     return expand(rules.train_contrastive.output.metrics, run=sorted(RUNS))
 

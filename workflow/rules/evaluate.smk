@@ -4,71 +4,7 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
-import json
-from pathlib import Path
-
-from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.layout import BASE_RUN, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
-
-
-def qmodel_json(wildcards):
-    return json.dumps(QMODELS[wildcards.qmodel], sort_keys=True)
-
-
-def pnd_data_inputs(wildcards):
-    """The data stage outputs (folders, or the XNLI file) the evaluated PND datasets come from."""
-    return sorted({str(L.processed.pnd_source(d)) for d in PND_DATASETS})
-
-
-# App. K: the arxiv domains some query run is tuned on. Every PND evaluation (base and tuned)
-# also scores arxiv without each of them, so a narrow run is compared with the base encoder on
-# the same rows; the subsets are scored from cached embeddings (no extra forward pass).
-PND_EXCLUDE_DOMAINS = sorted({d for r in QRUNS.values() if (d := narrow_domain(r["train_data"]))})
-
-
-def arxiv_level_args():
-    """--arxiv-levels (App. H, Fig. 6) and the random level, when an arxiv flavour is evaluated;
-    a level that data.arxiv.levels does not build fails here, not in the middle of an evaluation."""
-    if not any(d.startswith("arxiv-") for d in PND_DATASETS):
-        return []
-    built = set(config["data"]["arxiv"]["levels"])
-    wanted = config["evaluate"]["pnd"].get("arxiv_levels")
-    wanted = sorted(built if wanted is None else set(wanted))
-    random_level = config["data"]["arxiv"]["n_negatives"] + 1
-    missing = sorted(({random_level} | set(wanted)) - built)
-    if missing:
-        raise WorkflowError(
-            f"evaluate.pnd.arxiv_levels / query_tuning.evaluate_on need arxiv levels "
-            f"{missing}, which data.arxiv.levels {sorted(built)} does not build"
-        )
-    return ["--arxiv-random-level", str(random_level), "--arxiv-levels", *map(str, wanted)]
-
-
-def pnd_doc_model(wildcards, input):
-    """Both towers tuned (App. L): documents are embedded with the run's tuned doc tower, the
-    document route of the dual encoder tune-query writes as model/ (the rule's input.model)."""
-    if not qrun_config(wildcards).get("tune_doc_tower"):
-        return []
-    return ["--doc-model-dir", input.model]
-
-
-def pnd_out_dir(wildcards, output):
-    """The folder of the evaluation's pnd.json (a query run's directory)."""
-    return str(Path(output.pnd).parent)
-
-
-def pnd_exclusion(wildcards):
-    return ["--exclude-domains", *PND_EXCLUDE_DOMAINS] if PND_EXCLUDE_DOMAINS else []
-
-
-# Reading choice of the papers (docs/fidelity.md): an integer from the validated config.
-MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
-
-
-def mteb_max_length_arg(wildcards):
-    """``--max-length N`` when params set one; else the checkpoint's own context length."""
-    return ["--max-length", str(int(MTEB_MAX_LENGTH))] if MTEB_MAX_LENGTH else []
-
 
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 PND_RULE_ARGS = [

