@@ -13,6 +13,7 @@ import pytest
 
 from embtune.errors import DataError
 from embtune.evaluate import pnd_arxiv, pnd_eval
+from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.stages import evaluate_pnd
 
@@ -44,7 +45,7 @@ def _levels(root: Path, n: int = 40, levels=(1, 2, 21)) -> dict[int, pl.DataFram
         frames[k] = pl.DataFrame({"anchor": [f"first sentence {i % 30}" for i in range(n)],  # repeats
                                   "positive": pos, "negative": neg, "paper_id": [str(i) for i in range(n)],
                                   "categories": ["math.NT cs.LG" if i < 5 else "hep-th" for i in range(n)]})
-        frames[k].write_parquet(root / pnd_arxiv.arxiv_level_file("first", k))
+        frames[k].write_parquet(Processed(root).arxiv_triplets("first", k))
     return frames
 
 
@@ -70,7 +71,7 @@ def _towers(enc: FakeEncoder) -> pnd_eval.Towers:
 def test_every_level_matches_brute_force_and_texts_are_embedded_once(tmp_path, exclude):
     frames = _levels(tmp_path)
     enc = FakeEncoder()
-    paths = {pnd_arxiv.arxiv_dataset_id("first", k): tmp_path / pnd_arxiv.arxiv_level_file("first", k)
+    paths = {pnd_arxiv.arxiv_dataset_id("first", k): Processed(tmp_path).arxiv_triplets("first", k)
              for k in frames}
     assert list(paths) == ["arxiv-first-L1", "arxiv-first-L2", "arxiv-first"]
     got = pnd_eval.evaluate_arxiv_levels(paths, EmbedCache(tmp_path / f"cache-{exclude}", progress=False),
@@ -113,7 +114,7 @@ def test_level_plan_and_bad_levels():
 
 def test_missing_level_file_names_it(tmp_path):
     _levels(tmp_path, levels=(21,))
-    paths = {"arxiv-first-L5": tmp_path / pnd_arxiv.arxiv_level_file("first", 5)}
+    paths = {"arxiv-first-L5": Processed(tmp_path).arxiv_triplets("first", 5)}
     with pytest.raises(DataError, match=r"triplets_first_L5.parquet: file not found.*data.arxiv.levels"):
         pnd_eval.evaluate_arxiv_levels(paths, EmbedCache(tmp_path / "c", progress=False),
                                        _towers(FakeEncoder()), 8, ["cos"])

@@ -17,6 +17,7 @@ import pytest
 from embtune.errors import DataError
 from embtune.evaluate import pnd_eval
 from embtune.io import write_json
+from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.stages import query_table
 
@@ -65,7 +66,7 @@ def _write_data(root: Path) -> dict[str, pl.DataFrame]:
                  "negatives": [f"shared doc {k}" for k in rng.choice(12, rng.integers(1, 6), replace=False)]}
                 for i in range(8)]
         frames[name] = pl.DataFrame(rows)
-        path = root / pnd_eval.TRIPLET_FILES[name]
+        path = Processed(root).pnd_file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         frames[name].write_parquet(path)
     return frames

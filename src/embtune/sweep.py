@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embtune.layout import Processed, Results
 from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
@@ -69,8 +70,8 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                ) -> tuple[list[dict[str, Any]], list[Skipped]]:
     """Run configs of ``models`` x ``train``'s methods, budgets and seeds; a study's name and
     factor values end the ids (:meth:`RunConfig.make_id`; none for the main grid)."""
-    processed = Path(params["paths"]["processed"])
-    results = Path(params["paths"]["results"])
+    processed = Processed(Path(params["paths"]["processed"]))
+    results = Results(Path(params["paths"]["results"]))
     runs: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
     for model in models:
@@ -104,9 +105,9 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                             "warmup_fraction", "final_lr_fraction", "pooling", "gradcache_chunk",
                             "gradient_checkpointing", "min_steps", "max_epochs",
                             "checkpoint_every_steps", "log_every_steps", "final_loss_window")},
-                        data={"train_dir": str(processed / "bge_packed"),
-                              "tokenizer_dir": str(processed / "tokenizer")},
-                        base_model_dir=str(results / "base_models" / model["name"]),
+                        data={"train_dir": str(processed.bge_packed()),
+                              "tokenizer_dir": str(processed.tokenizer())},
+                        base_model_dir=str(results.base_model(model["name"])),
                     ).to_dict())
     return runs, skipped
 

@@ -2,8 +2,8 @@
 # query-tuning tables and a small metrics.json for `dvc metrics diff`.
 #
 # Outputs flagged `report(...)` go into `snakemake --report report.html` (one self-contained file;
-# captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan.
-# The categories (PAPER1, PAPER2, STUDY) and figure_category are in common.smk.
+# captions in workflow/report/*.rst), grouped in one category per paper plus the study's plan
+# (PAPER1, PAPER2, STUDY and figure_category: inputs.smk).
 
 
 localrules:
@@ -26,11 +26,11 @@ localrules:
 rule plan:
     """The planned grid and the configs skipped at planning time, with their reasons."""
     output:
-        runs=f"{RES}/analysis/planned_runs.csv",
-        skipped=report(f"{RES}/analysis/skipped.csv", caption="../report/skipped.rst", category=STUDY),
-        cost=report(f"{RES}/analysis/planned_cost.csv", caption="../report/planned_cost.rst", category=STUDY),
+        runs=L.results.analysis("planned_runs.csv"),
+        skipped=report(L.results.analysis("skipped.csv"), caption="../report/skipped.rst", category=STUDY),
+        cost=report(L.results.analysis("planned_cost.csv"), caption="../report/planned_cost.rst", category=STUDY),
     log:
-        f"{LOGS}/plan.log",
+        L.results.log("plan"),
     params:
         code=code_version("plan"),
         grid=grid_json(),
@@ -44,11 +44,11 @@ rule collect_runs:
     input:
         metrics=train_metrics(),
         mteb=mteb_results(),
-        skipped=f"{RES}/analysis/skipped.csv",
+        skipped=rules.plan.output.skipped,
     output:
-        f"{RES}/analysis/runs.parquet",
+        runs=L.results.analysis("runs.parquet"),
     log:
-        f"{LOGS}/collect_runs.log",
+        L.results.log("collect_runs"),
     params:
         code=code_version("collect-runs"),
     shell:
@@ -58,11 +58,11 @@ rule collect_runs:
 
 rule fit_scaling:
     input:
-        f"{RES}/analysis/runs.parquet",
+        rules.collect_runs.output.runs,
     output:
-        report(f"{RES}/analysis/fits.json", caption="../report/fits.rst", category=PAPER1),
+        fits=report(L.results.analysis("fits.json"), caption="../report/fits.rst", category=PAPER1),
     log:
-        f"{LOGS}/fit_scaling.log",
+        L.results.log("fit_scaling"),
     # The methods' fits are independent processes (same fits.json); Snakemake scales it to --cores.
     threads: 2
     params:
@@ -78,12 +78,12 @@ rule fit_scaling:
 
 rule recipe:
     input:
-        fits=f"{RES}/analysis/fits.json",
-        runs=f"{RES}/analysis/runs.parquet",
+        fits=rules.fit_scaling.output.fits,
+        runs=rules.collect_runs.output.runs,
     output:
-        report(f"{RES}/analysis/recipes/recipe_c{{budget}}.json", caption="../report/recipe.rst", category=PAPER1),
+        recipe=report(L.results.recipe("{budget}"), caption="../report/recipe.rst", category=PAPER1),
     log:
-        f"{LOGS}/recipe/c{{budget}}.log",
+        L.results.log("recipe/c{budget}"),
     params:
         code=code_version("recipe"),
         suite=json.dumps(config["models"], sort_keys=True),
@@ -97,14 +97,14 @@ rule query_table:
     input:
         query_pnd_results(),
     output:
-        report(
-            directory(f"{RES}/analysis/query_tuning"),
+        tables=report(
+            directory(L.results.analysis("query_tuning")),
             patterns=["{name}.csv"],
             caption="../report/query_tables.rst",
             category=PAPER2,
         ),
     log:
-        f"{LOGS}/query_table.log",
+        L.results.log("query_table"),
     params:
         code=code_version("query-table"),
         z=config["evaluate"]["pnd"]["z_critical"],
@@ -120,11 +120,11 @@ rule appendix_tables:
     """Paper 1's smaller studies (train.studies): App. D's Tables 1-4 and App. F's predicted vs
     actual losses (Fig. 20), from the runs table."""
     input:
-        f"{RES}/analysis/runs.parquet",
+        rules.collect_runs.output.runs,
     output:
-        directory(f"{RES}/analysis/appendix"),
+        tables=directory(L.results.analysis("appendix")),
     log:
-        f"{LOGS}/appendix_tables.log",
+        L.results.log("appendix_tables"),
     params:
         code=code_version("appendix-tables"),
         grid=grid_json(),
@@ -136,21 +136,21 @@ rule appendix_tables:
 
 rule figures:
     input:
-        runs=f"{RES}/analysis/runs.parquet",
-        fits=f"{RES}/analysis/fits.json",
-        query=f"{RES}/analysis/query_tuning",
+        runs=rules.collect_runs.output.runs,
+        fits=rules.fit_scaling.output.fits,
+        query=rules.query_table.output.tables,
         recipes=recipe_files(),
-        cost=f"{RES}/analysis/planned_cost.csv",
+        cost=rules.plan.output.cost,
     output:
         figures=report(
-            directory(f"{RES}/analysis/figures"),
+            directory(L.results.analysis("figures")),
             patterns=["{name}.png"],
             caption="../report/figure.rst",
             category=figure_category,
         ),
-        report=report(f"{RES}/analysis/report.md", caption="../report/report_md.rst", category=STUDY),
+        report=report(L.results.analysis("report.md"), caption="../report/report_md.rst", category=STUDY),
     log:
-        f"{LOGS}/figures.log",
+        L.results.log("figures"),
     # Figures are drawn by parallel processes (same files); the stage runs last, alone.
     threads: 2
     params:
@@ -165,14 +165,14 @@ rule figures:
 rule summary:
     """Small, diff-able headline numbers for `dvc metrics diff`."""
     input:
-        runs=f"{RES}/analysis/runs.parquet",
-        fits=f"{RES}/analysis/fits.json",
+        runs=rules.collect_runs.output.runs,
+        fits=rules.fit_scaling.output.fits,
         recipes=recipe_files(),
-        query=f"{RES}/analysis/query_tuning",
+        query=rules.query_table.output.tables,
     output:
-        report(f"{RES}/metrics.json", caption="../report/metrics.rst", category=STUDY),
+        metrics=report(L.results.summary(), caption="../report/metrics.rst", category=STUDY),
     log:
-        f"{LOGS}/summary.log",
+        L.results.log("summary"),
     params:
         code=code_version("summary"),
     shell:

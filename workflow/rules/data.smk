@@ -4,9 +4,9 @@
 
 rule fetch_hf:
     output:
-        f"{RAW}/hf/{{path}}",
+        L.raw_hf("{path}"),
     log:
-        f"{LOGS}/fetch_hf/{{path}}.log",
+        L.results.log("fetch_hf/{path}"),
     shell:
         "embtune fetch --uri hf://datasets/{wildcards.path:q} --out {output:q} > {log:q} 2>&1"
 
@@ -16,9 +16,9 @@ rule require_raw:
     snapshot). Planned like any job so `snakemake -n` shows the whole study; when run it fails
     with the one-time step to take."""
     output:
-        f"{RAW}/{{path}}",
+        L.raw / "{path}",
     log:
-        f"{LOGS}/require_raw/{{path}}.log",
+        L.results.log("require_raw/{path}"),
     wildcard_constraints:
         path=r"(?!hf/).+",
     shell:
@@ -30,9 +30,9 @@ rule build_tokenizer:
     input:
         corpus=tokenizer_inputs,
     output:
-        directory(f"{PROC}/tokenizer"),
+        tokenizer=directory(L.processed.tokenizer()),
     log:
-        f"{LOGS}/build_tokenizer.log",
+        L.results.log("build_tokenizer"),
     params:
         code=code_version("build-tokenizer"),
         tokenizer=config["tokenizer"],
@@ -41,15 +41,15 @@ rule build_tokenizer:
         "embtune build-tokenizer {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
-# BGE preparation scattered over N = data.bge.parts parts: see BGE_PARTS in common.smk.
+# BGE preparation scattered over N = data.bge.parts parts: see BGE_PARTS above.
 rule bge_spill:
     """Byte range `part` of the BGE input: filter, key, route to the sort parts."""
     input:
         files=expand_sources(config["data"]["bge"]["files"]),
     output:
-        temp(directory(f"{BGE_WORK}/spill-{{part}}-of-{BGE_PARTS}")),
+        temp(directory(bge_part("spill"))),
     log:
-        f"{LOGS}/prepare_bge/spill-{{part}}.log",
+        L.results.log("prepare_bge/spill-{part}"),
     wildcard_constraints:
         part=r"\d+",
     threads: 1
@@ -70,9 +70,9 @@ rule bge_sort:
     input:
         bge_parts("spill"),
     output:
-        temp(directory(f"{BGE_WORK}/sort-{{part}}-of-{BGE_PARTS}")),
+        temp(directory(bge_part("sort"))),
     log:
-        f"{LOGS}/prepare_bge/sort-{{part}}.log",
+        L.results.log("prepare_bge/sort-{part}"),
     wildcard_constraints:
         part=r"\d+",
     threads: 1
@@ -91,11 +91,11 @@ rule bge_shards:
     """Tokenise and write the output shards whose first row is in row range `part`."""
     input:
         parts=bge_parts("sort"),
-        tokenizer=f"{PROC}/tokenizer",
+        tokenizer=rules.build_tokenizer.output.tokenizer,
     output:
-        temp(directory(f"{BGE_WORK}/shards-{{part}}-of-{BGE_PARTS}")),
+        temp(directory(bge_part("shards"))),
     log:
-        f"{LOGS}/prepare_bge/shards-{{part}}.log",
+        L.results.log("prepare_bge/shards-{part}"),
     wildcard_constraints:
         part=r"\d+",
     # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
@@ -121,11 +121,11 @@ rule prepare_bge:
         spill=bge_parts("spill"),
         sorted=bge_parts("sort"),
         shards=bge_parts("shards"),
-        tokenizer=f"{PROC}/tokenizer",
+        tokenizer=rules.build_tokenizer.output.tokenizer,
     output:
-        directory(f"{PROC}/bge"),
+        bge=directory(L.processed.bge()),
     log:
-        f"{LOGS}/prepare_bge/gather.log",
+        L.results.log("prepare_bge/gather"),
     resources:
         **BGE_GATHER_RESOURCES,
     params:
@@ -146,11 +146,11 @@ rule pack_pairs:
     """The training pairs as flat token arrays that every training job memory-maps (shared OS
     page cache across the grid's runs and GPUs, no per-run parquet decoding)."""
     input:
-        f"{PROC}/bge",
+        rules.prepare_bge.output.bge,
     output:
-        directory(f"{PROC}/bge_packed"),
+        packed=directory(L.processed.bge_packed()),
     log:
-        f"{LOGS}/pack_pairs.log",
+        L.results.log("pack_pairs"),
     params:
         code=code_version("pack-pairs"),
     shell:
@@ -161,9 +161,9 @@ rule split_msmarco:
     input:
         local_file(config["data"]["msmarco"]["file"]),
     output:
-        directory(f"{PROC}/msmarco"),
+        msmarco=directory(L.processed.msmarco()),
     log:
-        f"{LOGS}/split_msmarco.log",
+        L.results.log("split_msmarco"),
     params:
         code=code_version("split-msmarco"),
         cfg=config["data"]["msmarco"],
@@ -177,9 +177,9 @@ rule build_arxiv_negatives:
     input:
         arxiv_source_input,
     output:
-        directory(f"{PROC}/arxiv"),
+        arxiv=directory(L.processed.arxiv()),
     log:
-        f"{LOGS}/build_arxiv_negatives.log",
+        L.results.log("build_arxiv_negatives"),
     params:
         code=code_version("build-arxiv-negatives"),
         cfg=config["data"]["arxiv"],
@@ -193,9 +193,9 @@ rule prepare_xnli:
     input:
         xnli_inputs,
     output:
-        f"{PROC}/xnli/test.parquet",
+        xnli=L.processed.xnli_test(),
     log:
-        f"{LOGS}/prepare_xnli.log",
+        L.results.log("prepare_xnli"),
     params:
         code=code_version("prepare-xnli"),
         cfg=config["data"]["xnli"],
@@ -209,9 +209,9 @@ rule materialise_mteb:
     input:
         mteb_inputs,
     output:
-        directory(f"{PROC}/mteb"),
+        mteb=directory(L.processed.mteb()),
     log:
-        f"{LOGS}/materialise_mteb.log",
+        L.results.log("materialise_mteb"),
     params:
         code=code_version("materialise-mteb"),
         tasks=config["evaluate"]["mteb"]["tasks"],
@@ -225,9 +225,9 @@ rule prepare_squad:
     input:
         expand_sources(config["data"]["squad"]["files"]),
     output:
-        directory(f"{PROC}/squad"),
+        squad=directory(L.processed.squad()),
     log:
-        f"{LOGS}/prepare_squad.log",
+        L.results.log("prepare_squad"),
     params:
         code=code_version("prepare-squad"),
         rule=config["data"]["squad"]["positive_rule"],
@@ -240,9 +240,9 @@ rule prepare_hotpotqa:
     input:
         expand_sources(config["data"]["hotpotqa"]["files"]),
     output:
-        directory(f"{PROC}/hotpotqa"),
+        hotpotqa=directory(L.processed.hotpotqa()),
     log:
-        f"{LOGS}/prepare_hotpotqa.log",
+        L.results.log("prepare_hotpotqa"),
     params:
         code=code_version("prepare-hotpotqa"),
         cfg=config["data"]["hotpotqa"],

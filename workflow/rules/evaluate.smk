@@ -4,6 +4,8 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
+from embtune.layout import BASE_RUN, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
+
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 PND_RULE_ARGS = [
     "--ties",
@@ -16,17 +18,17 @@ PND_RULE_ARGS = [
 
 rule evaluate_mteb:
     input:
-        metrics=f"{RES}/runs/{{run}}/metrics.json",
-        model=f"{RES}/runs/{{run}}/model",
-        data=f"{PROC}/mteb",
+        metrics=rules.train_contrastive.output.metrics,
+        model=rules.train_contrastive.output.model,
+        data=rules.materialise_mteb.output.mteb,
     output:
-        scores=f"{RES}/runs/{{run}}/mteb.json",
-        table=f"{RES}/runs/{{run}}/mteb.parquet",
-        results=directory(f"{RES}/runs/{{run}}/mteb_results"),  # mteb's own TaskResult layout
+        scores=L.results.runs.file("{run}", MTEB_JSON),
+        table=L.results.runs.file("{run}", MTEB_PARQUET),
+        results=directory(L.results.runs.file("{run}", MTEB_RESULTS)),  # mteb's own TaskResult layout
     log:
-        f"{LOGS}/evaluate_mteb/{{run}}.log",
+        L.results.log("evaluate_mteb/{run}"),
     benchmark:
-        f"{RES}/benchmarks/evaluate_mteb/{{run}}.tsv"
+        L.results.benchmark("evaluate_mteb/{run}")
     threads: 1
     resources:
         **EVAL_RESOURCES,
@@ -47,26 +49,26 @@ rule evaluate_pnd_base:
         data=pnd_data_inputs,
         encoder=encoder_inputs,
     output:
-        pnd=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
-        xnli=f"{RES}/query_runs/{{qmodel}}/base/xnli_counts.parquet",
+        pnd=L.results.query_runs.file("{qmodel}", BASE_RUN, PND_JSON),
+        xnli=L.results.query_runs.file("{qmodel}", BASE_RUN, XNLI_COUNTS),
     log:
-        f"{LOGS}/evaluate_pnd/{{qmodel}}/base.log",
+        L.results.log("evaluate_pnd/{qmodel}/base"),
     benchmark:
-        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/base.tsv"
+        L.results.benchmark("evaluate_pnd/{qmodel}/base")
     threads: 1
     resources:
         **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-pnd"),
-        data_dir=PROC,
+        data_dir=str(L.processed.root),
         model=qmodel_json,
         datasets=PND_DATASETS,
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         precision=config["evaluate"]["pnd"]["precision"],
         rules=PND_RULE_ARGS,
-        cache=f"{RES}/embed_cache/{{qmodel}}",
-        out_dir=f"{RES}/query_runs/{{qmodel}}/base",
+        cache=str(L.results.embed_cache("{qmodel}")),
+        out_dir=pnd_out_dir,
         exclusion=pnd_exclusion,
     shell:
         "embtune evaluate-pnd --model-json {params.model:q} --datasets {params.datasets:q} "
@@ -78,28 +80,28 @@ rule evaluate_pnd_base:
 rule evaluate_pnd_query:
     input:
         data=pnd_data_inputs,
-        model=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model",
-        base=f"{RES}/query_runs/{{qmodel}}/base/pnd.json",
+        model=rules.tune_query.output.model,
+        base=rules.evaluate_pnd_base.output.pnd,
     output:
-        pnd=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/pnd.json",
-        xnli=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/xnli_counts.parquet",
+        pnd=L.results.query_runs.file("{qmodel}", "{qrun}", PND_JSON),
+        xnli=L.results.query_runs.file("{qmodel}", "{qrun}", XNLI_COUNTS),
     log:
-        f"{LOGS}/evaluate_pnd/{{qmodel}}/{{qrun}}.log",
+        L.results.log("evaluate_pnd/{qmodel}/{qrun}"),
     benchmark:
-        f"{RES}/benchmarks/evaluate_pnd/{{qmodel}}/{{qrun}}.tsv"
+        L.results.benchmark("evaluate_pnd/{qmodel}/{qrun}")
     threads: 1
     resources:
         **EVAL_RESOURCES,
     params:
         code=code_version("evaluate-pnd"),
-        data_dir=PROC,
+        data_dir=str(L.processed.root),
         model=qmodel_json,
         datasets=PND_DATASETS,
         measures=config["evaluate"]["pnd"]["measures"],
         batch=config["evaluate"]["pnd"]["batch_size"],
         precision=config["evaluate"]["pnd"]["precision"],
         rules=PND_RULE_ARGS,
-        cache=f"{RES}/embed_cache/{{qmodel}}",
+        cache=str(L.results.embed_cache("{qmodel}")),
         out_dir=pnd_out_dir,
         exclusion=pnd_exclusion,
         doc_model=pnd_doc_model,

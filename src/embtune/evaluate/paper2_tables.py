@@ -34,6 +34,7 @@ from embtune.errors import DataError
 from embtune.evaluate.layer_changes import aggregate_top_layers
 from embtune.evaluate.query_table import RELATIONS, _read_xnli, _run_config, dataset_rows, plus_minus, xnli_rows
 from embtune.io import read_json, write_parquet, write_text
+from embtune.layout import BASE_RUN, LAYER_CHANGES, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 
 LEVEL_ID = re.compile(r"^arxiv-(first|title)-L(\d+)$")
 TABLE3_NAMES = {"msmarco": "MM", "msmarco-hard": "MM-65", "arxiv-first": "ARX-F",
@@ -242,13 +243,14 @@ def layers_markdown(tables: dict[str, pl.DataFrame]) -> str:
 # ---------------------------------------------------------------- collect and write
 def _runs(model_dir: Path, only: set[str] | None) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Evaluated, finished runs of one model (the same selection as Table 1)."""
-    for run_dir in sorted(p for p in model_dir.iterdir()
-                          if p.is_dir() and p.name != "base" and not p.name.startswith(".")):
-        if only is not None and f"{model_dir.name}/{run_dir.name}" not in only:
+    runs = QueryRuns(model_dir.parent)
+    for qrun in runs.run_ids(model_dir.name):
+        run_dir = runs.dir(model_dir.name, qrun)
+        if only is not None and f"{model_dir.name}/{qrun}" not in only:
             continue
-        if not (run_dir / "pnd.json").exists():
+        if not (run_dir / PND_JSON).exists():
             continue
-        metrics = read_json(run_dir / "metrics.json") if (run_dir / "metrics.json").exists() else {}
+        metrics = read_json(run_dir / METRICS_JSON) if (run_dir / METRICS_JSON).exists() else {}
         if metrics.get("status", "ok") == "ok":
             yield run_dir, _run_config(run_dir, metrics)
 
@@ -260,24 +262,25 @@ def collect_extras(query_runs_dir: Path, z_critical: float,
     t3, lv_base, lv_runs, lr_xnli, xbase = [], [], [], [], []
     layers: dict[tuple[str, float], list[pl.DataFrame]] = {}
     no_layers: list[str] = []
-    for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
-        model = model_dir.name
-        base_pnd = read_json(model_dir / "base" / "pnd.json")
-        base_xnli = _read_xnli(model_dir / "base" / "xnli_counts.parquet")
-        t3 += table3_rows(model, base_pnd, base_xnli, str(model_dir / "base" / "xnli_counts.parquet"))
+    runs = QueryRuns(query_runs_dir)
+    for model in runs.evaluated_models():
+        model_dir = runs.model_dir(model)
+        base_pnd = read_json(runs.file(model, BASE_RUN, PND_JSON))
+        base_xnli = _read_xnli(runs.file(model, BASE_RUN, XNLI_COUNTS))
+        t3 += table3_rows(model, base_pnd, base_xnli, str(runs.file(model, BASE_RUN, XNLI_COUNTS)))
         lv_base += level_base_rows(model, base_pnd)
         xbase.append(xnli_base_rows(model, base_xnli))
         for run_dir, config in _runs(model_dir, only):
-            tuned = read_json(run_dir / "pnd.json")
+            tuned = read_json(run_dir / PND_JSON)
             lv_runs += level_run_rows(model, run_dir.name, base_pnd, tuned, z_critical)
             lr = lr_of(config)
             if lr is None:
                 continue
-            heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"),
+            heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / XNLI_COUNTS),
                              z_critical)
             lr_xnli += lr_xnli_rows(model, run_dir.name, float(lr), heat)
-            if (run_dir / "layer_changes.csv").exists():
-                layers.setdefault((model, float(lr)), []).append(pl.read_csv(run_dir / "layer_changes.csv"))
+            if (run_dir / LAYER_CHANGES).exists():
+                layers.setdefault((model, float(lr)), []).append(pl.read_csv(run_dir / LAYER_CHANGES))
             else:
                 no_layers.append(f"{model}/{run_dir.name}")
     frame = lambda rows, schema: pl.DataFrame(rows, schema=schema)  # noqa: E731

@@ -1,5 +1,6 @@
-"""arxiv difficulty levels for ``evaluate-pnd`` (paper 2, App. H, Fig. 6): dataset ids, level files,
-and the shared text codes that let all levels of a flavour be embedded once.
+"""arxiv difficulty levels for ``evaluate-pnd`` (paper 2, App. H, Fig. 6): dataset ids, level
+reading (the files' paths: :meth:`embtune.layout.Processed.arxiv_triplets`), and the shared text
+codes that let all levels of a flavour be embedded once.
 
 ``arxiv-first`` / ``arxiv-title`` are the random level (``--arxiv-random-level``, 21 =
 ``n_negatives + 1``) used throughout the paper; ``--arxiv-levels`` adds the other levels of each
@@ -34,11 +35,6 @@ def arxiv_dataset_id(flavour: str, level: int, random_level: int = ARXIV_RANDOM_
     """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``
     (docs/fidelity.md#P2-ARXIV-FLAVOURS)."""
     return f"arxiv-{flavour}" if level == random_level else f"arxiv-{flavour}-L{level}"
-
-
-def arxiv_level_file(flavour: str, level: int) -> str:
-    """The build-arxiv-negatives output holding one flavour and difficulty level."""
-    return f"arxiv/triplets_{flavour}_L{level}.parquet"
 
 
 class TextCodes:

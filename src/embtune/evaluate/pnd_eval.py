@@ -11,7 +11,7 @@ query towers are evaluated. Both towers embed in ``--precision`` (``evaluate.pnd
 float32 by default, because bf16 rounding flips near-tied PND decisions (see
 :mod:`embtune.models.encoders`).
 
-Datasets (``TRIPLET_FILES``): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
+Datasets (``TRIPLET_FILES``, their files under ``paths.processed``: :mod:`embtune.layout`): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
 arxiv-title (App. B), and paper 2's Table 2 sets, SQuAD v2 sentences (App. C, ``prepare-squad``)
 and HotpotQA passages by level (App. D, ``prepare-hotpotqa``), all but arxiv stored one row per
 query with its ``positives`` and ``negatives`` lists.
@@ -45,33 +45,24 @@ from embtune.errors import DataError
 from embtune.evaluate.pnd import Measure, Ties, grouped_errors, pair_closeness, summarise, xnli_pnd
 from embtune.evaluate.pnd_arxiv import (
     TextCodes,
-    arxiv_level_file,
     code_arxiv_levels,
     read_arxiv_level,
     score_levels,
 )
 from embtune.evaluate.ranking import ranking_metrics
 from embtune.io import read_parquet
+from embtune.layout import PND_FILES, XNLI_TEST, Processed
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import Encoder, LazyEncoder, resolve_encoder_path
 
-TRIPLET_FILES = {
-    "msmarco": "msmarco/eval.parquet",
-    "msmarco-hard": "msmarco/eval_hard.parquet",      # App. A: samples with >= 65 negatives
-    "arxiv-first": "arxiv/triplets_first_L21.parquet",
-    "arxiv-title": "arxiv/triplets_title_L21.parquet",
-    "squad": "squad/eval.parquet",                    # App. C
-    "squad-min5": "squad/eval_min5.parquet",          # App. C: >= 5 candidate sentences
-    "hotpotqa-easy": "hotpotqa/eval_easy.parquet",    # App. D, by HotpotQA's level label
-    "hotpotqa-medium": "hotpotqa/eval_medium.parquet",
-    "hotpotqa-hard": "hotpotqa/eval_hard.parquet",
-}
+#: Triplet / grouped PND dataset -> its file under ``paths.processed`` (the layout owns the paths).
+TRIPLET_FILES = PND_FILES
 # One (anchor, positive, negative) triplet per row with the paper's arxiv categories: the only
 # datasets with App. K domain exclusions. The others hold one query per row with candidate lists.
 ARXIV_DATASETS = ("arxiv-first", "arxiv-title")
 ARXIV_COLUMNS = ("anchor", "positive", "negative", "categories")
 GROUPED_COLUMNS = ("query", "positives", "negatives")
-XNLI_FILE = "xnli/test.parquet"
+XNLI_FILE = XNLI_TEST
 XNLI_COUNT_SCHEMA = {"query_lang": pl.String, "text_lang": pl.String, "relation": pl.String,
                      "measure": pl.String, "errors": pl.Int64, "total": pl.Int64}
 DATASETS = (*TRIPLET_FILES, "xnli")
@@ -267,9 +258,10 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
     result: dict[str, Any] = {}
     xnli_rows: list[dict[str, Any]] = []
     levels = levels or {}
+    data = Processed(Path(data_dir))
     for name in names:
         if name == "xnli":
-            table = xnli_table(read_parquet(data_dir / XNLI_FILE, "the prepare-xnli table"),
+            table = xnli_table(read_parquet(data.xnli_test(), "the prepare-xnli table"),
                                xnli_languages)
             xnli_rows = evaluate_xnli(table, cache, towers, batch_size, measures, ties,
                                       xnli_text_prefix)
@@ -278,7 +270,7 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
             continue
         flavour = name.removeprefix("arxiv-")
         if name in ARXIV_DATASETS and flavour in levels:
-            paths = {ds: data_dir / arxiv_level_file(flavour, lv) for lv, ds in levels[flavour].items()}
+            paths = {ds: data.arxiv_triplets(flavour, lv) for lv, ds in levels[flavour].items()}
             result |= evaluate_arxiv_levels(paths, cache, towers, batch_size, measures, ties)
             for ds in paths:
                 log(f"evaluate-pnd: {ds}: {_brief(result[ds], measures)}")
@@ -288,7 +280,7 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
             variants |= {excluded_key(name, d): d for d in exclude_domains}
         if not variants:
             continue
-        frame = read_parquet(data_dir / TRIPLET_FILES[name],
+        frame = read_parquet(data.pnd_file(name),
                              f"the {name} evaluation table with columns {columns}", columns)
         for key, domain in variants.items():
             ts = arxiv_triplets(frame, domain) if name in ARXIV_DATASETS else grouped_triplets(frame)

@@ -49,6 +49,7 @@ from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domai
 from embtune.evaluate.query_groups import membership_fields
 from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import read_json, write_parquet, write_text
+from embtune.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 from embtune.runconfig import QueryRunConfig
 
 DATASETS = ("msmarco", "arxiv-first", "arxiv-title")           # Table 1's columns
@@ -277,7 +278,7 @@ def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
         sweep = "default" if not diff else next(iter(diff)) if len(diff) == 1 else None
     except ValueError:
         diff, sweep = {}, None                           # not a query run id: no sweep to read
-    manifest = run_dir / "manifest.json"
+    manifest = run_dir / MANIFEST_JSON
     if manifest.exists() and read_json(manifest).get("run_config"):
         return {"sweep": sweep, **read_json(manifest)["run_config"]}
     lr = metrics.get("lr_effective")
@@ -297,24 +298,25 @@ def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = Non
     memberships) set each run's ``sweep`` and ``groups``, which run configs do not carry."""
     fields = membership_fields(members or [])
     table, ds_long, heats, curves, missing, skipped = [], [], [], [], [], []
-    for model_dir in sorted(p for p in query_runs_dir.iterdir() if (p / "base" / "pnd.json").exists()):
-        model = model_dir.name
-        base_pnd, base_xnli = read_json(model_dir / "base" / "pnd.json"), _read_xnli(model_dir / "base" / "xnli_counts.parquet")
-        for run_dir in sorted(p for p in model_dir.iterdir()
-                             if p.is_dir() and p.name != "base" and not p.name.startswith(".")):
-            if only is not None and f"{model}/{run_dir.name}" not in only:
+    runs = QueryRuns(query_runs_dir)
+    for model in runs.evaluated_models():
+        base_pnd = read_json(runs.file(model, BASE_RUN, PND_JSON))
+        base_xnli = _read_xnli(runs.file(model, BASE_RUN, XNLI_COUNTS))
+        for qrun in runs.run_ids(model):
+            run_dir = runs.dir(model, qrun)
+            if only is not None and f"{model}/{qrun}" not in only:
                 continue
-            if not (run_dir / "pnd.json").exists():
-                missing.append(f"{model}/{run_dir.name}")
+            if not (run_dir / PND_JSON).exists():
+                missing.append(f"{model}/{qrun}")
                 continue
-            metrics = read_json(run_dir / "metrics.json") if (run_dir / "metrics.json").exists() else {}
+            metrics = read_json(run_dir / METRICS_JSON) if (run_dir / METRICS_JSON).exists() else {}
             if metrics.get("status", "ok") != "ok":
                 skipped.append(f"{model}/{run_dir.name}")
                 continue
             config = {**_run_config(run_dir, metrics), **fields.get((model, run_dir.name), {})}
-            rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / "pnd.json"),
+            rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / PND_JSON),
                                 z_critical, config)
-            heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / "xnli_counts.parquet"), z_critical)
+            heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / XNLI_COUNTS), z_critical)
             table.append(table1_row(model, run_dir.name, config, rows, heat))
             ds_long += rows
             heats.append(heat)

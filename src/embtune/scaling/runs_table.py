@@ -37,6 +37,7 @@ import polars as pl
 
 from embtune.cost import measured_hardware_flops
 from embtune.io import read_json
+from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, Runs
 from embtune.models import methods as registry
 from embtune.runconfig import RunConfig
 
@@ -191,11 +192,11 @@ def collect(runs_dir: Path | None, skipped: Sequence[tuple[str, ...]],
     an earlier grid in the same results folder never leak into the fits."""
     rows = []
     seen = set()
-    paths = sorted(metrics_files) if metrics_files else sorted(runs_dir.glob("*/metrics.json")) if runs_dir else []
+    paths = sorted(metrics_files) if metrics_files else sorted(runs_dir.glob(f"*/{METRICS_JSON}")) if runs_dir else []
     for metrics_path in paths:
-        d = metrics_path.parent
-        mteb = _read(d / "mteb.json") or None
-        rows.append(run_row(d.name, _read(metrics_path), _read(d / "manifest.json"), mteb))
-        seen.add(d.name)
+        runs, run_id = Runs(metrics_path.parent.parent), metrics_path.parent.name  # runs/<run_id>/
+        mteb = _read(runs.file(run_id, MTEB_JSON)) or None
+        rows.append(run_row(run_id, _read(metrics_path), _read(runs.file(run_id, MANIFEST_JSON)), mteb))
+        seen.add(run_id)
     rows += [skipped_row(rid, reason, *status) for rid, reason, *status in skipped if rid not in seen]
     return rows

@@ -37,6 +37,7 @@ from embtune.data.arxiv_negatives import (
 from embtune.data.arxiv_records import Drops, Paper, no_valid_papers, parse_lines, parse_published, resolve_ids
 from embtune.data.jensen_shannon import DEFAULT_WORK
 from embtune.data.jsonl import DataError, open_text
+from embtune.layout import ARXIV_NEGATIVES, MANIFEST_JSON, arxiv_narrow_name, arxiv_triplets_name
 
 STAGE = "build-arxiv-negatives"
 
@@ -170,16 +171,17 @@ def _published(args: argparse.Namespace, drops: Drops
 def _write_outputs(out: Path, args: argparse.Namespace, selected: Sequence[Paper],
                    negs: np.ndarray, table: dict[str, list[Any]]
                    ) -> tuple[dict[str, int], dict[str, Any], int]:
-    """Every table of the stage under ``out``: (rows per file, triplet drops, narrow level)."""
+    """Every table of the stage under ``out`` (``paths.processed``/arxiv; file names from
+    :mod:`embtune.layout`, which the readers use too): (rows per file, triplet drops, narrow level)."""
     from embtune.io import write_parquet
 
     outputs: dict[str, int] = {}
     triplet_drops: dict[str, Any] = {}
-    write_parquet(out / "negatives.parquet", _frame(table, negatives=True))
-    outputs["negatives.parquet"] = len(selected)
+    write_parquet(out / ARXIV_NEGATIVES, _frame(table, negatives=True))
+    outputs[ARXIV_NEGATIVES] = len(selected)
     for flavour in args.flavours:
         for level in sorted(set(args.levels)):
-            name = f"triplets_{flavour}_L{level}.parquet"
+            name = arxiv_triplets_name(flavour, level)
             tdrops = Drops()
             cols = make_triplets(selected, negs, flavour, level, tdrops)
             triplet_drops[name] = tdrops.as_dict()
@@ -194,7 +196,7 @@ def _write_outputs(out: Path, args: argparse.Namespace, selected: Sequence[Paper
         for domain in args.narrow_domains:
             for split, part in zip(("train", "val"),
                                    narrow_split(cols, domain, args.narrow_val_fraction, args.seed)):
-                name = f"narrow_{domain}_{split}.parquet"
+                name = arxiv_narrow_name(domain, split)
                 write_parquet(out / name, _frame(part))
                 outputs[name] = len(part["anchor"])
     return outputs, triplet_drops, narrow_level
@@ -240,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "category_order": "size over the whole snapshot, smallest first"},
             input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
             outputs=outputs)
-        write_json(out / "manifest.json", manifest)
+        write_json(out / MANIFEST_JSON, manifest)
     _log(f"wrote {args.out} ({sum(drops.counts.values())} input lines dropped)", t0)
     return 0
 

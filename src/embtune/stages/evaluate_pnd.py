@@ -28,6 +28,7 @@ from embtune.evaluate.pnd import MEASURES, TIES
 from embtune.evaluate.pnd_arxiv import ARXIV_RANDOM_LEVEL, arxiv_plan
 from embtune.evaluate.pnd_eval import DATASETS, XNLI_COUNT_SCHEMA, build_towers, evaluate_datasets
 from embtune.io import provenance, write_json, write_parquet
+from embtune.layout import PND_JSON, XNLI_COUNTS
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import PRECISIONS
 
@@ -91,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
                        "doc_model_dir": args.doc_model_dir, "precision": args.precision,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
-    (out_dir / "pnd.json").unlink(missing_ok=True)   # the commit marker goes first, comes back last
-    write_parquet(out_dir / "xnli_counts.parquet", pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
+    (out_dir / PND_JSON).unlink(missing_ok=True)   # the commit marker goes first, comes back last
+    write_parquet(out_dir / XNLI_COUNTS, pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))
     write_json(out_dir / "pnd_manifest.json", provenance(stage=STAGE, args=vars(args)))
-    write_json(out_dir / "pnd.json", result)
+    write_json(out_dir / PND_JSON, result)
     return 0

@@ -22,6 +22,7 @@ import torch
 
 from embtune.errors import DataError, one_line
 from embtune.io import check_replaceable
+from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
 from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import CheckpointError
 from embtune.train.loop import Result, StopFlag, train_run
@@ -37,7 +38,7 @@ def curve_csv(curve: Sequence[dict[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RUN_SUBDIRS = ("model", "model_merged", "mteb_results")   # a run directory's own sub-folders
+RUN_SUBDIRS = (MODEL_DIR, "model_merged", MTEB_RESULTS)   # a run directory's own sub-folders
 
 
 def save_model_dir(path: Path, result: Result, run: dict[str, Any], card: str) -> None:
@@ -78,14 +79,14 @@ def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
     manifest = provenance(stage="train", run=run, seed=run["seed"], device=device,
                           threads=torch.get_num_threads())
     with atomic_dir(out_dir) as tmp:
-        (tmp / "model").mkdir()
+        (tmp / MODEL_DIR).mkdir()
         if result.status == "ok":
-            save_model_dir(tmp / "model", result, run, training_card(result.metrics, run, manifest))
+            save_model_dir(tmp / MODEL_DIR, result, run, training_card(result.metrics, run, manifest))
         else:
-            (tmp / "model" / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
-        write_text(tmp / "curve.csv", curve_csv(result.curve))
-        write_json(tmp / "metrics.json", result.metrics)
-        write_json(tmp / "manifest.json", manifest)
+            (tmp / MODEL_DIR / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
+        write_text(tmp / CURVE_CSV, curve_csv(result.curve))
+        write_json(tmp / METRICS_JSON, result.metrics)
+        write_json(tmp / MANIFEST_JSON, manifest)
 
 
 def read_run_config(raw: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import torch
 from embtune.errors import DataError, one_line
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
+from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import PRECISIONS, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
@@ -90,16 +91,16 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
     with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
         # ONE sentence-transformers model: query route = tuned tower, document route = the base
         # encoder (or the tuned doc tower); evaluate-pnd routes by task (embtune.models.st_export)
-        save_dual_encoder(tmp / "model", result.query_tower,
+        save_dual_encoder(tmp / MODEL_DIR, result.query_tower,
                           encoder.model if result.doc_tower is None else result.doc_tower,
                           st_prompts(spec.get("query_prefix"), spec.get("doc_prefix")),
                           query_card(result.metrics, run, manifest))
         if doc_changes is not None:
             doc_changes.write_csv(tmp / "layer_changes_doc.csv")
-        write_text(tmp / "curve.csv", curve_csv(result.curve))
-        changes.write_csv(tmp / "layer_changes.csv")
-        write_json(tmp / "metrics.json", result.metrics)
-        write_json(tmp / "manifest.json", manifest)
+        write_text(tmp / CURVE_CSV, curve_csv(result.curve))
+        changes.write_csv(tmp / LAYER_CHANGES)
+        write_json(tmp / METRICS_JSON, result.metrics)
+        write_json(tmp / MANIFEST_JSON, manifest)
     return result.metrics
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
 from embtune.optim import epoch_lrs
@@ -58,15 +59,10 @@ _COLUMNS = {"msmarco": ("query", "pos", "neg"), "arxiv": ("anchor", "positive", 
 
 # ---------------------------------------------------------------- data
 def triplet_files(data_dir: str | os.PathLike[str], train_data: str) -> tuple[Path, Path, tuple[str, str, str]]:
-    """(train file, val file, (query, positive, negative) column names) for ``train_data``."""
-    root = Path(data_dir)
-    if train_data == "msmarco":
-        return root / "msmarco" / "train.parquet", root / "msmarco" / "val.parquet", _COLUMNS["msmarco"]
-    if train_data.startswith("arxiv-"):
-        domain = train_data.removeprefix("arxiv-")
-        base = root / "arxiv" / f"narrow_{domain}"
-        return Path(f"{base}_train.parquet"), Path(f"{base}_val.parquet"), _COLUMNS["arxiv"]
-    raise ValueError(f"unknown train_data {train_data!r} (expected msmarco or arxiv-<domain>)")
+    """(train file, val file, (query, positive, negative) column names) for ``train_data``
+    (the files' paths: :meth:`embtune.layout.Processed.query_train_files`)."""
+    train, val = Processed(Path(data_dir)).query_train_files(train_data)
+    return train, val, _COLUMNS["arxiv" if train_data.startswith("arxiv-") else "msmarco"]
 
 
 def read_triplets(path: Path, columns: tuple[str, str, str]) -> list[Triplet]:
