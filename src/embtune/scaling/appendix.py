@@ -28,6 +28,7 @@ a study's point) and writes, under ``--out`` (the folder appears whole, ``manife
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +160,15 @@ def finite_json(obj: Any) -> Any:
     return obj
 
 
+#: Draws Fig. 20 (predicted vs actual points, title) into a PNG path; the driver passes the plotting
+#: code in, so the scaling layer never imports plots/ (tests/test_import_layers.py).
+FigureWriter = Callable[[pl.DataFrame, str, Path], None]
+
+
 def write_study(out: Path, runs: pl.DataFrame, members: list[dict[str, Any]], study: dict[str, Any],
-                loss: str, delta: float) -> dict[str, Any]:
-    """Every file of one study into ``out``; returns its manifest entry."""
+                loss: str, delta: float, save_figure: FigureWriter | None = None) -> dict[str, Any]:
+    """Every file of one study into ``out``; returns its manifest entry (no figure without
+    ``save_figure``)."""
     metric = study.get("metric", "final_train_loss")
     metric = loss if metric == "final_train_loss" else metric
     name = study["name"]
@@ -179,19 +186,8 @@ def write_study(out: Path, runs: pl.DataFrame, members: list[dict[str, Any]], st
                                               data=spec.get("data", "steps"), loss=loss, delta=delta)
         points.write_csv(out / f"{name}_predicted.csv")
         write_json(out / f"{name}_fit.json", finite_json(summary))
-        _save_figure(points, f"{name}: predicted ({summary['law']} law fitted on the main grid, "
-                             f"D = {summary['data']}) vs actual loss", out / f"{name}_predicted.png")
+        if save_figure is not None:
+            save_figure(points, f"{name}: predicted ({summary['law']} law fitted on the main grid, "
+                                     f"D = {summary['data']}) vs actual loss", out / f"{name}_predicted.png")
         entry["predict"] = {m: s["predicted"] for m, s in summary["methods"].items()}
     return entry
-
-
-def _save_figure(points: pl.DataFrame, title: str, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    from embtune.plots.figures import transfer_figure
-
-    fig = transfer_figure(points, title)
-    try:
-        fig.savefig(path, format="png", dpi=130)
-    finally:
-        plt.close(fig)

@@ -13,6 +13,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
 from embtune.io import atomic_dir, provenance, read_parquet, write_json
 from embtune.scaling.appendix import finite_json, write_study
 from embtune.sweep import training_plan
@@ -31,6 +33,19 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def save_transfer_figure(points: pl.DataFrame, title: str, path: Path) -> None:
+    """Fig. 20 as a PNG (the plotting layer is the driver's to call, not the scaling library's)."""
+    import matplotlib.pyplot as plt
+
+    from embtune.plots.figures import transfer_figure
+
+    fig = transfer_figure(points, title)
+    try:
+        fig.savefig(path, format="png", dpi=130)
+    finally:
+        plt.close(fig)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     runs = read_parquet(args.runs, "the runs table collect-runs writes")
@@ -38,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, _, members = training_plan(params)
     studies = params["train"].get("studies") or []
     with atomic_dir(args.out) as tmp:
-        done = {s["name"]: write_study(tmp, runs, members, s, args.loss_column, args.huber_delta)
+        done = {s["name"]: write_study(tmp, runs, members, s, args.loss_column, args.huber_delta,
+                                          save_transfer_figure)
                 for s in studies}
         write_json(tmp / "manifest.json", finite_json(provenance(stage=STAGE, studies=done, runs=str(args.runs))))
     print(f"{STAGE}: {len(studies)} studies -> {args.out}")
