@@ -61,6 +61,11 @@ PND_FILES = {
 XNLI_TEST = "xnli/test.parquet"   # prepare-xnli: the one XNLI table PND reads
 
 
+def pnd_file_name(dataset: str) -> str:
+    """The file name (inside its dataset folder) a preparing stage writes for a PND dataset."""
+    return PND_FILES[dataset].rsplit("/", 1)[1]
+
+
 ARXIV_NEGATIVES = "negatives.parquet"  # build-arxiv-negatives: each paper's ranked negatives
 
 

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON
 from embtune.models.st_export import training_card
 
 
@@ -27,9 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from embtune.io import read_json, write_text
 
     args = _parse(argv)
-    metrics = read_json(args.run_dir / "metrics.json")
-    manifest = read_json(args.run_dir / "manifest.json")
-    mteb_path = args.run_dir / "mteb.json"
+    metrics = read_json(args.run_dir / METRICS_JSON)
+    manifest = read_json(args.run_dir / MANIFEST_JSON)
+    mteb_path = args.run_dir / MTEB_JSON
     mteb = read_json(mteb_path) if mteb_path.is_file() else None
     write_text(args.out, training_card(metrics, manifest.get("run", {}), manifest, mteb))
     print(f"model-card: {args.out} ({'with' if mteb else 'without'} MTEB scores)")

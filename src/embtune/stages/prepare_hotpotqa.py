@@ -21,6 +21,7 @@ from embtune.data.hotpotqa import FRAME_SCHEMA, LEVELS, build_rows, read_samples
 from embtune.data.jsonl import drop_summary
 from embtune.errors import DataError
 from embtune.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
+from embtune.layout import MANIFEST_JSON, pnd_file_name
 
 STAGE = "prepare-hotpotqa"
 
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         "(dev questions are all 'hard': easy and medium need the train file)")
     with atomic_dir(args.out) as out:
         for lvl, f in by_level.items():
-            write_parquet(out / f"eval_{lvl}.parquet", f)
+            write_parquet(out / pnd_file_name(f"hotpotqa-{lvl}"), f)
         manifest = provenance(
             stable=True, stage=STAGE, inputs=inputs, min_passages=args.min_passages,
             levels=list(args.levels), passage_title=args.passage_title,
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mean_passages=float(frame["positives"].list.len().mean()  # type: ignore[arg-type]
                                 + frame["negatives"].list.len().mean()),  # type: ignore[operator]
         )
-        write_json(out / "manifest.json", manifest)
+        write_json(out / MANIFEST_JSON, manifest)
     return manifest
 
 

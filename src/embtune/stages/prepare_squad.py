@@ -29,6 +29,7 @@ from embtune.data.squad import (
 )
 from embtune.errors import DataError
 from embtune.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
+from embtune.layout import MANIFEST_JSON, pnd_file_name
 
 STAGE = "prepare-squad"
 
@@ -63,8 +64,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     frame = pl.DataFrame(rows, schema=FRAME_SCHEMA)
     min5 = min_candidates(frame)
     with atomic_dir(args.out) as out:
-        write_parquet(out / "eval.parquet", frame)
-        write_parquet(out / "eval_min5.parquet", min5)
+        write_parquet(out / pnd_file_name("squad"), frame)
+        write_parquet(out / pnd_file_name("squad-min5"), min5)
         manifest = provenance(
             stable=True, stage=STAGE, inputs=inputs, positive_rule=args.positive_rule,
             sentence_splitter="embtune.data.sentences (rule-based)",
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mean_positives=mean_len(frame, "positives"), mean_negatives=mean_len(frame, "negatives"),
             eval_comparisons=int((frame["positives"].list.len() * frame["negatives"].list.len()).sum()),
         )
-        write_json(out / "manifest.json", manifest)
+        write_json(out / MANIFEST_JSON, manifest)
     return manifest
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from embtune.data.msmarco import eval_frame, expanded_triplets, iter_samples, split_samples, triplet_frame
 from embtune.errors import DataError
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
+from embtune.layout import MANIFEST_JSON, pnd_file_name
 
 STAGE = "split-msmarco"
 
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out.mkdir()
         write_parquet(out / "train.parquet", triplet_frame(split.train))
         write_parquet(out / "val.parquet", triplet_frame(split.val))
-        write_parquet(out / "eval.parquet", eval_frame(split.eval))
-        write_parquet(out / "eval_hard.parquet", eval_frame(hard))
+        write_parquet(out / pnd_file_name("msmarco"), eval_frame(split.eval))
+        write_parquet(out / pnd_file_name("msmarco-hard"), eval_frame(hard))
         manifest = provenance(
             stable=True, stage=STAGE,
             input={"path": args.file, "sha256": sha256_file(args.file)},
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             eval_triplets=expanded_triplets(split.eval), hard_negatives=args.hard_negatives,
             eval_hard_rows=len(hard), eval_hard_triplets=expanded_triplets(hard),
         )
-        write_json(out / "manifest.json", manifest)
+        write_json(out / MANIFEST_JSON, manifest)
     return manifest
 
 
