@@ -94,6 +94,7 @@ def test_lr_scaling_reproduces_tables_6_and_7(batch, linear, sqrt):
 
 
 def test_sweep_lr_effective_uses_the_same_rule():
+    from embtune.config import fill_defaults, load_schema
     from embtune.sweep import query_runs
 
     params = {"query_tuning": {
@@ -101,7 +102,8 @@ def test_sweep_lr_effective_uses_the_same_rule():
         "defaults": {"lr": 5e-8, "batch_size": 14, "margin": 0.1, "lr_scaling": "sqrt",
                      "batches_per_epoch": 1000},
         "sweeps": {"batch_size": [7, 56]}}}
-    runs = {r["batch_size"]: r for r in query_runs(params)}
+    schema = load_schema()   # the schema's defaults, as the workflow's validated params carry them
+    runs = {r["batch_size"]: r for r in query_runs(fill_defaults(params, schema, schema))}
     for b, r in runs.items():
         assert r["lr_effective"] == pytest.approx(scaled_lr(5e-8, b, "sqrt"), rel=1e-12)
     assert math.isclose(runs[56]["lr_effective"], 1e-7)

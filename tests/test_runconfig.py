@@ -56,12 +56,14 @@ def test_every_planned_run_id_reads_back(plan) -> None:
 
 
 def test_demo_ids_by_hand() -> None:
-    """The demo grid's ids at its smallest budget, written out: 3 models x 4 method variants."""
+    """The demo grid's ids at its smallest budget, written out: 3 models x 4 method variants, less
+    the largest model's full run (~9 optimizer steps < train.min_steps 10: planned as skipped)."""
     params = load_params([REPO / f for f in PRESETS["demo"]])
     runs, _, _ = training_plan(params, apply_cap=False)
     got = sorted(r["run_id"] for r in runs if "__c3e10__" in r["run_id"])
     want = sorted(f"tiny-d{d}-l2__{tag}__c3e10__s0" for d in (64, 96, 128)
-                  for tag in ("full", "freeze-1of2", "bias", "lora-r8"))
+                  for tag in ("full", "freeze-1of2", "bias", "lora-r8")
+                  if (d, tag) != (128, "full"))
     assert got == want
 
 

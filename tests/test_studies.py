@@ -46,10 +46,11 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, skipped, members = training_plan(params)
     main = [r for r in runs if parse_run_id(r["run_id"])["study"] == "main"]
-    assert len(main) == 48 and not skipped                  # 3 models x 4 variants x 4 budgets
-    new = {r["run_id"]: r for r in runs[48:]}
+    # 3 models x 4 variants x 4 budgets, less tiny-d128-l2's full run at 3e10 (~9 steps < min_steps 10)
+    assert len(main) == 47 and [s.run_id for s in skipped] == ["tiny-d128-l2__full__c3e10__s0"]
+    new = {r["run_id"]: r for r in runs[47:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
-    # rank 8 at 1e-3 is the main LoRA run; App. F: 2 models x 2 budgets, all new (batch 64)
+    # rank 8 at 1e-2 (the demo's LoRA rate) is the main LoRA run; App. F: 2 models x 2 budgets, all new (batch 64)
     assert len(new) == (6 - 1) + (4 - 1) + 4
     t20 = new["tiny-d128-l2__full__c1e11__s0__appD-temperature__inv_temperature-20__weight_decay-0"]
     assert t20["train"]["temperature"] == pytest.approx(0.05) and t20["train"]["weight_decay"] == 0.0
@@ -89,7 +90,7 @@ def test_mteb_only_for_main_and_mteb_studies(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, _, members = training_plan(params)
     mteb = mteb_run_ids(params, runs, members)
-    assert len(mteb) == 48 + 5                              # main + the temperature study's new runs
+    assert len(mteb) == 47 + 5                              # main + the temperature study's new runs
     assert not any("appF" in r or "lora-lr" in r for r in mteb)
 
 
