@@ -30,6 +30,22 @@ def paper() -> dict:
     return load_params([REPO / "params.yaml"])
 
 
+@pytest.fixture
+def package_tree(tmp_path: Path):
+    """A factory writing a hand-built ``embtune`` package ({relative path: source}) under tmp_path:
+    the import-graph checkers' tests run on trees whose edges they know."""
+    import textwrap
+
+    def make(files: dict[str, str]) -> Path:
+        root = tmp_path / "embtune"
+        for rel, text in {"__init__.py": "", **files}.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(textwrap.dedent(text))
+        return root
+
+    return make
+
+
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny byte-level BPE tokenizer folder (built once per module)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -107,19 +106,11 @@ def test_each_allowed_back_edge_still_exists() -> None:
     assert ALLOWED <= present, f"remove from ALLOWED (gone): {sorted(ALLOWED - present)}"
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "embtune"
-    for rel, text in {"__init__.py": "", **files}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
-
-
-def test_the_checker_finds_lazy_relative_and_submodule_back_edges(tmp_path: Path) -> None:
+def test_the_checker_finds_lazy_relative_and_submodule_back_edges(package_tree) -> None:
     """Hand-built tree, back-edges known: a function-level import (the models -> train edge that
     models/build.py had), a relative one, ``from pkg import submodule``, and a top-level module
     below its importer; allowed edges (same layer, downward, drivers) are not reported."""
-    root = _tree(tmp_path, {
+    root = package_tree({
         "optim.py": "",
         "sweep.py": "from embtune.models import build\n",                     # plan -> models: fine
         "models/__init__.py": "",

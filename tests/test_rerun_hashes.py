@@ -140,18 +140,10 @@ def test_the_drift_of_issue_16_is_covered() -> None:
         assert files <= set(stage_closure(stage)), stage
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "embtune"
-    for rel, text in {"__init__.py": "", **files}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
-    return root
-
-
-def test_import_forms_resolve_to_files(tmp_path: Path) -> None:
+def test_import_forms_resolve_to_files(package_tree) -> None:
     """Relative imports, `from pkg import submodule`, parent __init__s, lazy imports, and names
     that are not modules, on a hand-built package whose closure is known."""
-    root = _tree(tmp_path, {
+    root = package_tree({
         "cli.py": 'STAGES = {"go": ("embtune.a.main", "help")}\n',
         "a/__init__.py": "",
         "a/main.py": """
