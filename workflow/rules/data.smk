@@ -33,6 +33,7 @@ rule build_tokenizer:
         tokenizer=directory(L.processed.tokenizer()),
     log:
         L.results.log("build_tokenizer"),
+    priority: GRID_GATE_PRIORITY
     params:
         code=code_version("build-tokenizer"),
         tokenizer=config["tokenizer"],
@@ -52,6 +53,7 @@ rule bge_spill:
         L.results.log("prepare_bge/spill-{part}"),
     wildcard_constraints:
         part=r"\d+",
+    priority: GRID_GATE_PRIORITY
     threads: 1
     resources:
         **BGE_SPILL_RESOURCES,
@@ -75,6 +77,7 @@ rule bge_sort:
         L.results.log("prepare_bge/sort-{part}"),
     wildcard_constraints:
         part=r"\d+",
+    priority: GRID_GATE_PRIORITY
     threads: 1
     resources:
         **BGE_SORT_RESOURCES,
@@ -98,6 +101,7 @@ rule bge_shards:
         L.results.log("prepare_bge/shards-{part}"),
     wildcard_constraints:
         part=r"\d+",
+    priority: GRID_GATE_PRIORITY
     # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
     threads: 4
     resources:
@@ -126,6 +130,7 @@ rule prepare_bge:
         bge=directory(L.processed.bge()),
     log:
         L.results.log("prepare_bge/gather"),
+    priority: GRID_GATE_PRIORITY
     resources:
         **BGE_GATHER_RESOURCES,
     params:
@@ -151,6 +156,7 @@ rule pack_pairs:
         packed=directory(L.processed.bge_packed()),
     log:
         L.results.log("pack_pairs"),
+    priority: GRID_GATE_PRIORITY
     params:
         code=code_version("pack-pairs"),
     shell:

@@ -13,6 +13,7 @@ rule build_model:
         L.results.log("build_model/{model}"),
     benchmark:
         L.results.benchmark("build_model/{model}")
+    priority: GRID_GATE_PRIORITY
     # One thread: a tiny model's pre-training keeps ~1 core busy, and two torch threads spin-wait
     # on a shared box (508 s instead of ~50 s measured under load); the sizes run in parallel.
     threads: 1
