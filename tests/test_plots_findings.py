@@ -131,6 +131,14 @@ def test_paper2_findings_by_hand():
     t["lr_xnli_counts.parquet"] = pl.concat([t["lr_xnli_counts.parquet"], control])
     a2 = F.adiabatic_range(t)
     assert a2.agrees == "yes" and "minilm" not in a2.demo
+    # the same measure as the XNLI-counts row: Euclidean-distance rows (here worsening at 1e-6)
+    # neither end the range nor add to the 9 worsened cos pairs
+    dist = t["lr_xnli_counts.parquet"].filter(pl.col("model") == "multilingual-e5").with_columns(
+        pl.lit("dist").alias("measure"), pl.col("worsened") * 0 + 5)
+    t["lr_xnli_counts.parquet"] = pl.concat([t["lr_xnli_counts.parquet"], dist])
+    a3 = F.adiabatic_range(t)
+    assert a3.agrees == "yes" and "(first worsening at 1e-05: 9 pairs)" in a3.demo and a3.demo.startswith("(cos,")
+    assert F.adiabatic_range(t, measure="dist").agrees == "no"
 
 
 def test_paper2_edge_cases():
