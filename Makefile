@@ -23,8 +23,8 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt uv
-	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c constraints.txt -e ".[workflow,demo,test]" \
+	( $(BIN)/pip install -q -c constraints.txt uv \
+	  && $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c constraints.txt -e ".[workflow,demo,test]" ) \
 	  || $(BIN)/pip install -q -c constraints.txt -e ".[workflow,demo,test]"
 	touch $@
 
