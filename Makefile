@@ -17,9 +17,9 @@ install: $(VENV)/.installed
 
 # torch through pip (it finds the CPU wheel pip is configured for; uv would not); the ~180 other
 # pinned packages through uv, which resolves and installs them in ~25 s where pip takes ~70 s
-# (measured on the 2-core CI machine; same versions: constraints.txt pins every package). uv
+# (measured on a 2-core machine like CI's; same versions: constraints.txt pins every package). uv
 # compiles the bytecode up front as pip does, so no job pays for it at import time. If uv cannot
-# run, pip installs the same pins.
+# be installed or fails, pip installs the same pins.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
