@@ -255,6 +255,12 @@ class Results:
         """train: resumable training state of a run (pre-emption, time limits)."""
         return self.root / "checkpoints" / _name(run)
 
+    def mteb_batch(self, batch: str) -> Path:
+        """evaluate-mteb (batch): a batch job's outputs, one ``<run_id>/`` folder each, linked to
+        the runs' own ``mteb.json``, ``mteb.parquet``, ``mteb_results/`` and then deleted
+        (Snakemake ``temp``): transient, like checkpoints."""
+        return self.root / "mteb_batches" / _name(batch)
+
     def embed_cache(self, model: str) -> Path:
         """tune-query / evaluate-pnd: document embeddings of one encoder, shared by its runs."""
         return self.root / "embed_cache" / _name(model)
