@@ -46,12 +46,12 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, skipped, members = training_plan(params)
     main = [r for r in runs if parse_run_id(r["run_id"])["study"] == "main"]
-    # 5 models x (full 5 budgets + LoRA r8 4 + r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 75 cells,
-    # less d192's four 5e10 runs (< min_steps 10): 71
-    assert len(main) == 71 and [s.run_id for s in skipped] == [
+    # 5 models x (full 5 budgets + LoRA r8 5 + r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 80 cells,
+    # less d192's four 5e10 runs (< min_steps 10): 76
+    assert len(main) == 76 and [s.run_id for s in skipped] == [
         "tiny-d192-l2__full__c5e10__s0", "tiny-d192-l2__freeze-1of2__c5e10__s0", "tiny-d192-l2__bias__c5e10__s0",
         "tiny-d192-l2__lora-r8__c5e10__s0"]
-    new = {r["run_id"]: r for r in runs[71:]}
+    new = {r["run_id"]: r for r in runs[76:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
     # rank 8 at 1e-2 (the demo's LoRA rate) is the main LoRA run; App. F: 2 models x 2 budgets, all new (batch 64)
     assert len(new) == (6 - 1) + (4 - 1) + 4
@@ -93,7 +93,7 @@ def test_mteb_only_for_main_and_mteb_studies(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, _, members = training_plan(params)
     mteb = mteb_run_ids(params, runs, members)
-    assert len(mteb) == 71 + 5                              # main + the temperature study's new runs
+    assert len(mteb) == 76 + 5                              # main + the temperature study's new runs
     assert not any("appF" in r or "lora-lr" in r for r in mteb)
 
 

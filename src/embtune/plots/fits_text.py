@@ -120,7 +120,7 @@ def recipe_markdown(recipe: dict[str, Any]) -> list[str]:
                                                           key=lambda kv: kv[1]))
     lo, hi = recipe.get("fitted_budget_range") or [None, None]
     trust = recipe.get("fit_trust") or {}
-    out += [f"At C = {sig(recipe['budget'])} FLOP: **{recipe['method']}** fine-tuning of **{recipe['model']}** "
+    out += [f"At C = {sig(recipe['budget'])} FLOP: **{recipe['method']}** fine-tuning of **{recipe.get('model')}** "
             f"(N = {sig(recipe.get('model_N'))}; the optimal-N line gives {sig(recipe.get('optimal_N'))})"
             + (f", {hyper}" if hyper else "") + f": {sig(recipe.get('tokens'))} tokens ≈ {sig(recipe.get('pairs'))} "
             f"pairs ≈ {sig(recipe.get('steps'))} steps of {recipe.get('batch_size')}.", "",
