@@ -209,9 +209,12 @@ def _check_lines(p: Path, obj: Any, at: str = "") -> None:
 
 
 def read_recipe(path: str | Path) -> dict[str, Any]:
-    """A recipe.json: an object with ``budget`` (finite, > 0) and ``method``; no NaN/inf."""
+    """A recipe.json: an object with ``budget`` (finite, > 0) and ``method`` (or ``skipped``,
+    saying why there is no plan); no NaN/inf."""
     p = Path(path)
-    recipe = _read_object(p, "a recipe.json the recipe stage writes", ("budget", "method"))
+    recipe = _read_object(p, "a recipe.json the recipe stage writes", ("budget",))
+    if "skipped" not in recipe and "method" not in recipe:
+        raise DataError(f"{p}: field(s) method missing; expected a recipe.json the recipe stage writes")
     check_budget(recipe["budget"], f"{p}: field budget")
     return recipe
 
