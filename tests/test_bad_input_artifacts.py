@@ -376,11 +376,11 @@ def train_inputs(tmp_path_factory):
 
 @pytest.mark.parametrize("case", ["no-sizes", "no-hidden", "huge-hidden"])
 def test_train_refuses_a_base_model_without_sizes_in_seconds(tmp_path, capsys, train_inputs, case):
-    from helpers_train import run_config
+    from helpers_train import run_json
 
     base = shutil.copytree(train_inputs[0], tmp_path / "base")
     _edit_config(base, case)
-    run = run_config(base, train_inputs[1])
+    run = run_json(base, train_inputs[1])
     before = snapshot(base)
     t0 = time.perf_counter()
     rc = cli_main(["train", "--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),

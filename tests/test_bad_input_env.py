@@ -107,7 +107,7 @@ def _train(run: dict, out: Path, ck: Path) -> int:
 @pytest.mark.parametrize("which", ["out-dir", "checkpoint-dir"])
 def test_train_notices_an_unwritable_location_before_training(tmp_path, capsys, monkeypatch, train_inputs, which):
     """Root may write anywhere, so "not writable" is simulated where the check asks."""
-    from helpers_train import run_config
+    from helpers_train import run_json
 
     from embtune import stage_paths
     from embtune.train import loop
@@ -117,14 +117,14 @@ def test_train_notices_an_unwritable_location_before_training(tmp_path, capsys, 
     real = os.access
     monkeypatch.setattr(stage_paths.os, "access", lambda p, mode: False if Path(p) == locked else real(p, mode))
     monkeypatch.setattr(loop, "train_run", lambda *a, **k: pytest.fail("trained before checking"))
-    run = run_config(*train_inputs)
+    run = run_json(*train_inputs)
     out, ck = (locked / "run", tmp_path / "ck") if which == "out-dir" else (tmp_path / "run", locked / "ck")
     msg = one_error(_train(run, out, ck), capsys.readouterr().err, "train")
     assert f"--{which} {out if which == 'out-dir' else ck}: {locked} is not writable" in msg
 
 
 def test_train_notices_too_little_free_space_before_training(tmp_path, capsys, monkeypatch, train_inputs):
-    from helpers_train import run_config
+    from helpers_train import run_json
 
     from embtune import stage_paths
     from embtune.train import loop
@@ -133,7 +133,7 @@ def test_train_notices_too_little_free_space_before_training(tmp_path, capsys, m
     monkeypatch.setattr(stage_paths.shutil, "disk_usage",
                         lambda p: shutil._ntuple_diskusage(10**12, 10**12 - 1000, 1000))
     monkeypatch.setattr(loop, "train_run", lambda *a, **k: pytest.fail("trained before checking"))
-    msg = one_error(_train(run_config(*train_inputs), tmp_path / "run", tmp_path / "ck"),
+    msg = one_error(_train(run_json(*train_inputs), tmp_path / "run", tmp_path / "ck"),
                     capsys.readouterr().err, "train")
     assert "0 MiB free on" in msg and f"expected at least {3 * base_bytes / 2**20:.0f} MiB" in msg
 
@@ -152,13 +152,13 @@ def test_unwritable_output_of_a_quick_stage(tmp_path, capsys, monkeypatch, analy
 def test_second_writer_on_a_run_directory_fails_at_once(tmp_path, capsys, monkeypatch, train_inputs):
     import socket
 
-    from helpers_train import run_config
+    from helpers_train import run_json
 
     from embtune.stage_paths import exclusive_lock
     from embtune.train import loop
 
     monkeypatch.setattr(loop, "train_run", lambda *a, **k: pytest.fail("second writer trained"))
-    run = run_config(*train_inputs)
+    run = run_json(*train_inputs)
     with exclusive_lock(tmp_path / "ck", "run directory"):          # the first writer holds it
         msg = one_error(_train(run, tmp_path / "run", tmp_path / "ck"), capsys.readouterr().err, "train")
     assert f"is locked by pid {os.getpid()} on {socket.gethostname()}" in msg

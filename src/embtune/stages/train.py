@@ -119,14 +119,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     run = read_run_config(args.run_config_json)
     check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
-    check_model_folder(run["base_model_dir"])         # sizes checked before any model is built
+    check_model_folder(run.base_model_dir)            # sizes checked before any model is built
     if int(os.environ.get("RANK", "0")) != 0:         # a distributed run: rank 0 holds the lock
         return _train(args, run)
-    with exclusive_lock(args.checkpoint_dir, f"run {run['run_id']}"):   # one writer per run
+    with exclusive_lock(args.checkpoint_dir, f"run {run.run_id}"):   # one writer per run
         return _train(args, run)
 
 
-def _train(args: argparse.Namespace, run: dict[str, Any]) -> int:
+def _train(args: argparse.Namespace, run: RunConfig) -> int:
     stop = StopFlag()
     stop.install()
     t0 = time.time()
