@@ -131,3 +131,17 @@ def test_batch_argument_errors(tmp_path: Path) -> None:
         evaluate_mteb.main(["--runs-json", "[{\"out\": \"x\"}]", "--tasks", "STS15", "--data-dir", str(DEMO)])
     with pytest.raises(DataError, match="--model-dir and --out"):
         evaluate_mteb.main(["--tasks", "STS15", "--data-dir", str(DEMO)])
+
+
+def test_batch_output_over_an_input_is_refused(checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The stage path checks (embtune.stage_paths) see every run of --runs-json: an out inside a
+    run's checkpoint is refused before any work, naming the run's entry."""
+    from embtune.cli import main as cli_main
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    runs = [{"model_dir": str(model), "out": str(model / "mteb.json")}]
+    rc = cli_main(["evaluate-mteb", "--runs-json", json.dumps(runs), "--tasks", "STS15", "--data-dir", str(DEMO)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--runs-json[0]" in err and "model_dir" in err and not (model / "mteb.json").exists()
