@@ -180,3 +180,26 @@ def test_logging_interval_is_log_every_steps_plus_the_last(tmp_path, dirs) -> No
     n = res.metrics["steps"]
     rows = _tsv(tmp_path / "ck" / tracking.DIR / tracking.LIVE / "plots/metrics/train/loss.tsv")
     assert [int(r["step"]) for r in rows] == sorted({*range(4, n + 1, 4), n})
+
+
+def test_train_stage_publishes_the_record_as_its_output(tmp_path, dirs, monkeypatch) -> None:
+    """`embtune train --tracking-dir`: the record moves from the checkpoint folder (deleted after
+    success) to the rule's declared output; a skipped run leaves an empty folder there."""
+    from embtune.stages import train as stage
+
+    monkeypatch.setenv("EMBTUNE_PROGRESS", "1")      # restored after --no-progress turns it off
+
+    base, data = dirs
+    for budget, steps in ((4e8, True), (1e3, False)):
+        run = run_config(base, data, budget=budget, min_steps=2)
+        as_json = json.dumps(run if isinstance(run, dict) else run.to_dict())
+        out, ck, tr = tmp_path / f"run{budget:g}", tmp_path / f"ck{budget:g}", tmp_path / f"tr{budget:g}"
+        assert stage.main(["--run-config-json", as_json, "--out-dir", str(out), "--checkpoint-dir", str(ck),
+                           "--tracking-dir", str(tr), "--log-with", "dvclive", "--no-progress"]) == 0
+        assert not ck.exists() and tr.is_dir()
+        if steps:
+            n = json.loads((out / "metrics.json").read_text())["steps"]
+            assert int(_tsv(tr / tracking.LIVE / "plots/metrics/train/loss.tsv")[-1]["step"]) == n
+            assert (tr / "dvc.yaml").is_file()
+        else:
+            assert json.loads((out / "metrics.json").read_text())["status"] == "skipped" and not any(tr.iterdir())
