@@ -4,8 +4,10 @@ once evaluated, the MTEB scores as ``model-index`` in the format the MTEB leader
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers_train import make_base_model, make_shards, one_thread, run_config
@@ -17,7 +19,7 @@ TASKS = ["STS15", "AskUbuntuDupQuestions"]
 
 
 @pytest.fixture(scope="module")
-def trained_run(tmp_path_factory) -> tuple[Path, dict]:
+def trained_run(tmp_path_factory) -> tuple[Path, Any]:
     """A tiny run trained and written by the train stage, then evaluated on two MTEB tasks."""
     from embtune.layout import METRICS_JSON, MODEL_DIR
     from embtune.stages import evaluate_mteb
@@ -27,9 +29,9 @@ def trained_run(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("card")
     base, data = make_base_model(root), make_shards(root / "bge", 48, 8, 190, 12)
     run = run_config(base, data, budget=4e8, min_steps=2)
-    run["model"] = {**run["model"], "source": "hub", "id": "EleutherAI/pythia-14m"}
+    run = dataclasses.replace(run, model={**run.model, "source": "hub", "id": "EleutherAI/pythia-14m"})
     result = train_run(run, root / "ck", log_with="none")
-    out = root / "runs" / run["run_id"]
+    out = root / "runs" / run.run_id
     write_outputs(out, result, run)
     assert evaluate_mteb.main(["--model-dir", str(out / MODEL_DIR), "--run-metrics", str(out / METRICS_JSON),
                                "--tasks", *TASKS, "--data-dir", str(DEMO_MTEB), "--device", "cpu",
@@ -47,7 +49,7 @@ def test_training_card_has_the_hub_metadata(trained_run) -> None:
     assert data.base_model == "EleutherAI/pythia-14m" and data.license == "apache-2.0"
     assert {"sentence-transformers", "embtune", "method-full"} <= set(data.tags)
     assert not data.eval_results                     # written before any evaluation
-    assert f"# {run['run_id']}" in card.text
+    assert f"# {run.run_id}" in card.text
 
 
 def test_published_card_round_trips_mteb_results_as_model_index(trained_run, tmp_path) -> None:
@@ -64,7 +66,7 @@ def test_published_card_round_trips_mteb_results_as_model_index(trained_run, tmp
     card = ModelCard.load(dest)
     record = json.loads((out / "mteb.json").read_text())
     assert card.data.base_model == "EleutherAI/pythia-14m"
-    assert card.data.model_name == run["run_id"]
+    assert card.data.model_name == run.run_id
     results = card.data.eval_results
     assert results and all(r.source_name == "MTEB" for r in results)
     by_task = {r.dataset_name.split(" (")[0]: r for r in results}

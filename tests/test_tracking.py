@@ -51,7 +51,7 @@ def test_dvclive_records_every_step_in_dvcs_format(tmp_path, dirs) -> None:
     assert (live / "plots/metrics/train/step_time_s.tsv").is_file()
     assert (live / "plots/metrics/train/lr.tsv").is_file()
     params = yaml.safe_load((live / "params.yaml").read_text())
-    assert params["budget"] == 4e8 and params["method"] == "full" and params["run_id"] == run["run_id"]
+    assert params["budget"] == 4e8 and params["method"] == "full" and params["run_id"] == run.run_id
     summary = json.loads((live / "metrics.json").read_text())
     assert summary["val"]["loss"] == pytest.approx(res.metrics["val_loss"])
     assert summary["train"]["final_loss"] == pytest.approx(res.metrics["final_train_loss"])
@@ -88,19 +88,19 @@ def test_dvc_reads_the_published_record(tmp_path, dirs) -> None:
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run([str(BIN / "dvc"), "init", "-q"], cwd=repo, check=True)
-    out = repo / "results/tracking/runs" / run["run_id"]
+    out = repo / "results/tracking/runs" / run.run_id
     tracking.publish(tmp_path / "ck" / tracking.DIR, out)
     plots = subprocess.run([str(BIN / "dvc"), "plots", "show", "--json"], cwd=repo, capture_output=True,
                            text=True, timeout=300)
     shown = json.loads(plots.stdout[plots.stdout.index("{"):])["data"]
-    key = f"results/tracking/runs/{run['run_id']}/dvclive/plots/metrics/train/loss.tsv"
+    key = f"results/tracking/runs/{run.run_id}/dvclive/plots/metrics/train/loss.tsv"
     values = shown[key][0]["content"]["data"]["values"]
     assert [float(v["loss"]) for v in values] == pytest.approx([r["loss"] for r in res.curve], rel=1e-6)
     metrics = subprocess.run([str(BIN / "dvc"), "metrics", "show", "--json"], cwd=repo, capture_output=True,
                              text=True, timeout=300)
     data_ = json.loads(metrics.stdout[metrics.stdout.index("{"):])
     found = {k: v for rev in data_.values() for k, v in rev["data"].items()}
-    rec = found[f"results/tracking/runs/{run['run_id']}/dvclive/metrics.json"]["data"]
+    rec = found[f"results/tracking/runs/{run.run_id}/dvclive/metrics.json"]["data"]
     assert rec["train"]["loss"] == pytest.approx(res.curve[-1]["loss"])
 
 

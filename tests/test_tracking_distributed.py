@@ -9,7 +9,7 @@ import json
 
 import pytest
 import yaml
-from helpers_train import make_base_model, make_shards, one_thread, run_config
+from helpers_train import make_base_model, make_shards, one_thread, run_json
 from test_train_distributed import _launch
 
 from embtune.train import tracking
@@ -19,8 +19,9 @@ _one_thread = pytest.fixture(autouse=True)(one_thread)
 WORKER = """
 import json, sys, torch
 torch.set_num_threads(1)
+from embtune.runconfig import RunConfig
 from embtune.train.loop import train_run
-res = train_run(json.loads(sys.argv[1]), __import__('pathlib').Path(sys.argv[2]), log_with="dvclive")
+res = train_run(RunConfig.from_dict(json.loads(sys.argv[1])), __import__('pathlib').Path(sys.argv[2]), log_with="dvclive")
 import torch.distributed as dist
 if dist.get_rank() == 0:
     open(sys.argv[3], "w").write(json.dumps({"steps": res.metrics["steps"], "world": res.metrics["world_size"]}))
@@ -31,7 +32,7 @@ if dist.get_rank() == 0:
 def test_two_gloo_processes_leave_one_tracker_record(tmp_path) -> None:
     base = make_base_model(tmp_path)
     data = make_shards(tmp_path / "bge", 48, 8, 190, 12)
-    run = run_config(base, data, "full", budget=4e8, min_steps=2)
+    run = run_json(base, data, "full", budget=4e8, min_steps=2)
     _launch(WORKER, [json.dumps(run), str(tmp_path / "ck"), str(tmp_path / "out.json")], tmp_path)
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["world"] == 2
