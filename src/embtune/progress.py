@@ -46,7 +46,7 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
         self.every = float(os.environ.get("EMBTUNE_PROGRESS_EVERY", every_s if every_s is not None else EVERY_S))
         self.start = self.last = time.monotonic()
-        self.initial = initial
+        self.initial = self.printed = initial
         self.postfix: dict[str, Any] = {}
         self.bar = None
         if self.on and self.tty:
@@ -82,14 +82,14 @@ class Progress:
         return ", ".join(parts)
 
     def _line(self) -> None:
-        self.last = time.monotonic()
+        self.last, self.printed = time.monotonic(), self.n
         print(self.line(), file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        elif self.on and self.n > self.initial:
+        elif self.on and self.n != self.printed:       # the final count, unless just printed
             self._line()
         self.on = False
 
