@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "embtune"
 RULE_FILES = sorted((REPO / "workflow" / "rules").glob("*.smk"))
 # Downloads only: a code edit must not re-download gigabytes (the file is named by its URI).
-NO_CODE_PARAM = {"fetch_hf"}
+NO_CODE_PARAM = {"fetch_hf", "stage_snapshot"}
 
 
 def _load_script():

@@ -119,6 +119,10 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
         # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
         return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                          quantization_config=GgufConfig(dequantize=True))
+    if spec["source"] == "hub" and spec.get("path"):  # staged on the login node (stage_in.smk)
+        from embtune.data.store import require_staged
+
+        return AutoModel.from_pretrained(str(require_staged(spec["path"], f"{spec['id']}@{spec.get('revision', 'main')}")))
     return AutoModel.from_pretrained(spec["id"])
 
 
