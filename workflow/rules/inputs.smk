@@ -36,7 +36,9 @@ def xnli_inputs(wildcards):
     src = config["data"]["xnli"]["source"]
     split = config["data"]["xnli"]["split"]
     if src.startswith("hf://"):  # fetched by fetch_hf on the login node, read from data/raw/hf
-        return [local_file(f"{src}/{lang}/{split}-00000-of-00001.parquet") for lang in config["data"]["xnli"]["languages"]]
+        return [
+            local_file(f"{src}/{lang}/{split}-00000-of-00001.parquet") for lang in config["data"]["xnli"]["languages"]
+        ]
     return [
         f
         for lang in config["data"]["xnli"]["languages"]
@@ -192,7 +194,9 @@ def hf_sources():
     if config["tokenizer"]["source"] == "train":
         uris += config["tokenizer"]["train_corpus"]
     files = [u.removeprefix("hf://datasets/") for u in uris if u.startswith("hf://datasets/")]
-    files += [str(Path(f).relative_to(L.raw_hf(""))) for f in xnli_inputs(None) if data["xnli"]["source"].startswith("hf://")]
+    files += [
+        str(Path(f).relative_to(L.raw_hf(""))) for f in xnli_inputs(None) if data["xnli"]["source"].startswith("hf://")
+    ]
     return sorted(set(files))
 
 
