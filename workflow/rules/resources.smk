@@ -44,6 +44,18 @@ def _mb(value, attempt):
     return min(mb, _MAX_MEM_MB) if _MAX_MEM_MB else mb
 
 
+def job_attempt(wildcards, attempt):
+    """The job's attempt (1 .. retries + 1), for `embtune train/tune-query --attempt`: out of
+    memory or a time limit is a failure record only on the last one (embtune.train.failures)."""
+    return int(attempt)
+
+
+# Snakemake's --retries as the controller sees it, for `--retries` of the same stages. The jobs
+# it spawns (SLURM, remote) are started with --retries 0, so the value travels in the environment
+# they inherit; an environment variable, not a param, so changing --retries re-runs nothing.
+_os.environ.setdefault("EMBTUNE_SNAKEMAKE_RETRIES", str(int(workflow.execution_settings.retries or 0)))
+
+
 def _run(wildcards):
     """The run config of a training run from common.smk's RUNS (keyed by run id)."""
     run_id = wildcards.get("run") or wildcards.get("run_id")
@@ -170,8 +182,8 @@ def bge_shards_mem_mb(wildcards, attempt):
 
 
 # What the rules splice in with `resources: **TRAIN_RESOURCES` etc.
-TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb}
-QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb}
+TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb, "attempt": job_attempt}
+QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 
 BGE_SPILL_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": lambda wildcards, attempt: _mb(4096, attempt)}
