@@ -50,10 +50,15 @@ def job_attempt(wildcards, attempt):
     return int(attempt)
 
 
-# Snakemake's --retries as the controller sees it, for `--retries` of the same stages. The jobs
-# it spawns (SLURM, remote) are started with --retries 0, so the value travels in the environment
-# they inherit; an environment variable, not a param, so changing --retries re-runs nothing.
-_os.environ.setdefault("EMBTUNE_SNAKEMAKE_RETRIES", str(int(workflow.execution_settings.retries or 0)))
+def job_retries(wildcards, attempt):
+    """Snakemake's --retries as the controller sees it, for `--retries` of the same stages. The
+    jobs it spawns (SLURM, remote) run with --retries 0, so the controller's value travels in the
+    environment they inherit (set at the controller's first call, when its settings exist). A
+    resource, not a param: changing --retries re-runs nothing."""
+    if "EMBTUNE_SNAKEMAKE_RETRIES" not in _os.environ:
+        settings = workflow.execution_settings
+        _os.environ["EMBTUNE_SNAKEMAKE_RETRIES"] = str(int(settings.retries or 0) if settings else 0)
+    return int(_os.environ["EMBTUNE_SNAKEMAKE_RETRIES"])
 
 
 def _run(wildcards):
@@ -182,8 +187,8 @@ def bge_shards_mem_mb(wildcards, attempt):
 
 
 # What the rules splice in with `resources: **TRAIN_RESOURCES` etc.
-TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb, "attempt": job_attempt}
-QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt}
+TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb, "attempt": job_attempt, "retries": job_retries}
+QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt, "retries": job_retries}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 
 BGE_SPILL_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": lambda wildcards, attempt: _mb(4096, attempt)}

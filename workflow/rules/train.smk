@@ -69,7 +69,7 @@ rule train_contrastive:
     shell:
         "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir:q} "
         "--checkpoint-dir {params.ckpt:q} --threads {threads:q} --attempt {resources.attempt:q} "
-        '--retries "$EMBTUNE_SNAKEMAKE_RETRIES" > {log:q} 2>&1'
+        "--retries {resources.retries:q} > {log:q} 2>&1"
 
 
 rule tune_query:
@@ -96,4 +96,4 @@ rule tune_query:
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
         "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
-        "--threads {threads:q} > {log:q} 2>&1"
+        "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
