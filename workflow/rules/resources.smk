@@ -55,10 +55,13 @@ def job_retries(wildcards, attempt):
     jobs it spawns (SLURM, remote) run with --retries 0, so the controller's value travels in the
     environment they inherit (set at the controller's first call, when its settings exist). A
     resource, not a param: changing --retries re-runs nothing."""
-    if "EMBTUNE_SNAKEMAKE_RETRIES" not in _os.environ:
+    if _RETRIES_ENV not in _os.environ:
         settings = workflow.execution_settings
-        _os.environ["EMBTUNE_SNAKEMAKE_RETRIES"] = str(int(settings.retries or 0) if settings else 0)
-    return int(_os.environ["EMBTUNE_SNAKEMAKE_RETRIES"])
+        _os.environ[_RETRIES_ENV] = str(int(settings.retries or 0) if settings else 0)
+    return int(_os.environ[_RETRIES_ENV])
+
+
+_RETRIES_ENV = "EMBTUNE_SNAKEMAKE_RETRIES"  # not an `envvars:` entry: the controller sets it
 
 
 def _run(wildcards):
