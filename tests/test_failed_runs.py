@@ -79,8 +79,9 @@ def test_diverged_run_writes_a_failure_record_and_exits_0(tmp_path, fixture_dirs
     assert (tmp_path / "out" / "manifest.json").exists() and not (tmp_path / "ck").exists()
 
 
-def test_time_limit_is_a_failure_on_the_last_attempt_only(tmp_path, fixture_dirs) -> None:
+def test_time_limit_is_a_failure_on_the_last_attempt_only(tmp_path, fixture_dirs, monkeypatch) -> None:
     base, data = fixture_dirs
+    monkeypatch.setenv("SLURM_JOB_ID", "42")          # a time limit is SLURM's
     run = run_config(base, data, "full", budget=1.0e9)
     args = _args(run, tmp_path, "--stop-after-steps", "2", "--retries", "1")
     assert train_stage.main(args + ["--attempt", "1"]) == train_stage.EXIT_PREEMPTED
@@ -89,8 +90,12 @@ def test_time_limit_is_a_failure_on_the_last_attempt_only(tmp_path, fixture_dirs
     rec = _metrics(tmp_path)["failure"]
     assert rec["reason"] == "time_limit" and rec["attempt"] == 2 and rec["partial"]["steps"] == 4
     assert (tmp_path / "ck").exists()                              # kept: a rerun resumes it
-    # without --retries (a direct call) a signal stays a pre-emption, as before
+    # without --retries (a direct call) a signal stays a pre-emption, as before; and outside SLURM
+    # a signal is someone stopping the run (Snakemake's Ctrl-C), never a time limit
     assert train_stage.main(_args(run, tmp_path / "x", "--stop-after-steps", "1")) == train_stage.EXIT_PREEMPTED
+    monkeypatch.delenv("SLURM_JOB_ID")
+    assert train_stage.main(_args(run, tmp_path / "y", "--stop-after-steps", "1", "--retries", "0")) == \
+        train_stage.EXIT_PREEMPTED
 
 
 def test_data_smaller_than_a_batch_is_a_failure(tmp_path, fixture_dirs) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -137,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (failures.is_oom(err) and _final("oom", args)):
             raise                           # not ours, or the next attempt gets more memory
         return _failed(args, run, stop, "oom", str(err), None)
-    if result.status == "preempted" and _final("time_limit", args):
+    if result.status == "preempted" and os.environ.get("SLURM_JOB_ID") and _final("time_limit", args):
+        # under SLURM only: a local signal is someone stopping the run (Snakemake's Ctrl-C), not a limit
         return _failed(args, run, stop, "time_limit",
                        f"signal {stop.signum or 'test-stop'} at step {result.metrics['steps']} on the last "
                        f"attempt ({args.attempt} of {(args.retries or 0) + 1}); checkpoint kept in {args.checkpoint_dir}",

@@ -12,8 +12,8 @@ Reasons (:data:`REASONS`):
 - ``data_too_small``: the training data cannot fill one batch. Deterministic: final at once.
 - ``oom``: CUDA or host out of memory. Transient (the next Snakemake attempt asks for more
   memory): final only on the last attempt.
-- ``time_limit``: SIGTERM/SIGUSR1 (SLURM time limit or pre-emption) on the last attempt; on an
-  earlier one the run checkpoints and exits 75 for the retry to resume.
+- ``time_limit``: SIGTERM/SIGUSR1 under SLURM (time limit or pre-emption) on the last attempt; on
+  an earlier one, or outside SLURM, the run checkpoints and exits 75 for the retry to resume.
 
 Explosion bound: symmetric InfoNCE over B in-batch candidates is ln B when every logit is equal
 (a collapsed model); a loss above ln B + :data:`EXPLODE_SLACK_NATS` means the model ranks the
