@@ -14,7 +14,7 @@ from pathlib import Path
 
 from embtune.io import provenance, read_parquet, write_json
 from embtune.scaling.fit_laws import finite_json, fit_all
-from embtune.scaling.runs_table import nonfinite_runs
+from embtune.scaling.runs_table import failed_runs, lost_rows, nonfinite_runs
 
 STAGE = "fit-scaling"
 
@@ -42,12 +42,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                    workers=args.workers, chinchilla_coefficients=args.chinchilla_coefficients)
     fits["provenance"] = provenance(stable=True, runs=str(args.runs))
     fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)  # finished, NaN/inf loss
+    fits["failed_runs"] = failed_runs(runs)             # failed for good: every study, with reasons
+    fits["lost_rows"] = lost_rows(runs, fits["methods"])  # per method: main-grid rows lost to them
     write_json(args.out, finite_json(fits))
     for bad in fits["untrustworthy"]:
         print(f"WARNING: untrustworthy fit {bad['method']}/{bad['law']}: {'; '.join(bad['issues'])}")
     for c in fits["frontier"]["crossovers"]:
         print(f"crossover {c['methods']}: {c.get('budget')}")
     print(f"{STAGE}: methods {fits['methods']} -> {args.out}")
+    for method, lost in fits["lost_rows"].items():
+        if lost["count"]:
+            print(f"{STAGE}: {method}: lost {lost['count']} row(s) to failed runs: "
+                  + ", ".join(f"{r['run_id']} ({r['reason']})" for r in lost["runs"]))
     if fits["dropped_nonfinite"]["count"]:
         print(f"{STAGE}: left out {fits['dropped_nonfinite']['count']} finished run(s) whose "
               f"{args.loss_column} is NaN/inf: {[r['run_id'] for r in fits['dropped_nonfinite']['runs']]}")
