@@ -10,7 +10,9 @@ real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED
 3. The hub is stopped; HF_ENDPOINT keeps pointing at its closed port with HF_HUB_OFFLINE=0, so a
    compute job that tried the network would fail. ``snakemake --profile slurm`` then runs every
    job (training, MTEB, query tuning, PND through sbatch) to every analysis output.
-4. The store is tracked with ``dvc add`` and, with the results, pushed to a local remote, removed
+4. The run presets/rehearsal.yaml makes diverge is reported (failure record, report, fits) and
+   ``embtune status --json`` counts what the runs table holds.
+5. The store is tracked with ``dvc add`` and, with the results, pushed to a local remote, removed
    and pulled back byte-identical.
 
 Stack: params.yaml + presets/demo.yaml + presets/ci.yaml + presets/rehearsal.yaml (source: hub
@@ -27,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,8 +42,12 @@ pytestmark = pytest.mark.slow
 
 MODEL, REVISION = "EleutherAI/pythia-14m", "step143000"
 ENCODER = "intfloat/multilingual-e5-small"
+BIAS = "pythia-14m__bias__c1.5e11__s0"   # the run presets/rehearsal.yaml makes diverge
 MSMARCO = ("sentence-transformers/embedding-training-data", "msmarco-triplets.jsonl.gz")
 PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
+# dvc.yaml's stages of the results under results/ci (data@ci also versions arxiv, which this
+# stack's PND sets do not build)
+DVC_STAGES = ["models@ci", "analyze@ci"]
 
 
 def _tiny_pythia(out: Path) -> None:
@@ -123,7 +130,7 @@ def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: Loo
     hub.stop()
     offline = {**env, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
     t0 = time.monotonic()
-    run = _run([*sm, "--configfile", *PRESETS], work, offline, 600)
+    run = _run([*sm, "--configfile", *PRESETS], work, offline, 1500)
     elapsed = time.monotonic() - t0
     if run.returncode != 0:
         _fail(f"offline run failed after {elapsed:.0f} s", run, work, slurm_cluster)
@@ -132,29 +139,50 @@ def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: Loo
     assert not local["stage_snapshot"] and not local["fetch_hf"], local
     for rule in ("train_contrastive", "evaluate_mteb", "tune_query", "evaluate_pnd_base", "evaluate_pnd_query"):
         assert remote[rule] >= 1, (rule, dict(remote))
-    for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/recipes/recipe_c3e17.json",
-                "analysis/query_tuning", "analysis/appendix", "analysis/figures", "metrics.json"):
+    for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/report.md", "analysis/query_tuning", "analysis/appendix", "analysis/figures", "metrics.json"):
         assert (work / "results/ci" / out).exists(), out
     assert (work / "results/ci/query_runs/multilingual-e5-small/base/pnd.json").is_file()
     build_log = (work / "results/ci/base_models/pythia-14m/manifest.json").read_text()
     assert "data/store/models/EleutherAI/pythia-14m/step143000" in build_log
-    # TODO(lead, after merging i22a): a run made to fail for good (train.method_lr.bias: 1.0e+8 in
-    # OVERLAY) is reported in results/ci/analysis/report.md, and `embtune status --json` on this
-    # stack gives done/failed counts equal to results/ci/analysis/runs.parquet.
+    # ---- the run made to fail for good (presets/rehearsal.yaml: bias at lr 1e8) is a result
+    metrics = json.loads((work / f"results/ci/runs/{BIAS}/metrics.json").read_text())
+    assert metrics["status"] == "failed" and metrics["failure"]["reason"] == "diverged", metrics
+    assert remote["train_contrastive"] == 2 and remote["evaluate_mteb"] == 2, dict(remote)
+    analysis = work / "results/ci/analysis"
+    report = (analysis / "report.md").read_text()
+    assert "## Failed runs" in report and f"| {BIAS} | diverged |" in report
+    fits = json.loads((analysis / "fits.json").read_text())
+    assert fits["failed_runs"]["by_reason"] == {"diverged": 1} and fits["lost_rows"]["bias"]["count"] == 1
+    assert list((analysis / "recipes").glob("recipe_c*.json"))
+    # ---- `embtune status` (squeue present: it asks SLURM too) matches the runs table
+    status = _run([sys.executable, "-m", "embtune.cli", "status", "params.yaml", *PRESETS, "--json"], work, env, 300)
+    assert status.returncode == 0, status.stderr[-2000:]
+    out = json.loads(status.stdout)
+    table = pl.read_parquet(analysis / "runs.parquet")
+    ok = {(s, m, me): n for s, m, me, n in table.filter(pl.col("status") == "ok")
+          .group_by("study", "model", "method").len().rows()}
+    done = {(g["study"], g["model"], g["method"]): g["done"] for g in out["groups"]
+            if g["study"] != "paper2" and g["done"]}
+    assert done == ok and sum(ok.values()) == 1, (done, ok)                 # the full run
+    assert out["failed"] == [{"kind": "train", "id": BIAS, "reason": "diverged"}], out["failed"]
 
-    # ---- 3. the store and the results through DVC: push, remove, pull back identical
+    # ---- 3. the store (`dvc add`) and the results (dvc.yaml's ci stages, `dvc commit` after the
+    # direct Snakemake run) through DVC: push, remove, pull back byte-identical
     dvc_env = {**env, "DVC_NO_ANALYTICS": "1", "HOME": str(work / ".home")}
-    remote_dir = work.parent / "dvc-remote"
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "remote", "add", "-d", "local", str(remote_dir)],
-                ["dvc", "add", "-q", "data/store", "results/ci/analysis"], ["dvc", "push", "-q"]):
+    targets = ["data/store.dvc", *DVC_STAGES]
+    assert (work / ".dvc/config").is_file()        # the repo's own DVC setup, copied
+    for cmd in (["git", "init", "-q"],
+                ["dvc", "remote", "add", "-d", "-f", "rehearsal", str(work.parent / "dvc-remote")],
+                ["dvc", "add", "data/store"], ["dvc", "commit", "-f", *DVC_STAGES], ["dvc", "push", *targets]):
         proc = _run(cmd, work, dvc_env, 300)
-        assert proc.returncode == 0, (cmd, proc.stderr[-2000:])
+        assert proc.returncode == 0, (cmd, proc.stdout[-2000:], proc.stderr[-2000:])
+    pulled = ("data/store", "results/ci/analysis", "results/ci/runs", "results/ci/query_runs")
     digests = {p: hashlib.sha256(p.read_bytes()).hexdigest()
-               for d in ("data/store", "results/ci/analysis") for p in sorted((work / d).rglob("*")) if p.is_file()}
-    shutil.rmtree(work / "data/store")
-    shutil.rmtree(work / "results/ci/analysis")
-    shutil.rmtree(work / ".dvc/cache")
-    proc = _run(["dvc", "pull", "-q"], work, dvc_env, 300)
+               for d in pulled for p in sorted((work / d).rglob("*")) if p.is_file()}
+    assert len(digests) > 20
+    for d in (*pulled, ".dvc/cache"):
+        shutil.rmtree(work / d)
+    proc = _run(["dvc", "pull", *targets], work, dvc_env, 300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in digests} == digests
     total = time.monotonic() - t_start
