@@ -45,9 +45,7 @@ ENCODER = "intfloat/multilingual-e5-small"
 BIAS = "pythia-14m__bias__c1.5e11__s0"   # the run presets/rehearsal.yaml makes diverge
 MSMARCO = ("sentence-transformers/embedding-training-data", "msmarco-triplets.jsonl.gz")
 PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
-# dvc.yaml's stages of the results under results/ci (data@ci also versions arxiv, which this
-# stack's PND sets do not build)
-DVC_STAGES = ["models@ci", "analyze@ci"]
+DVC_STAGES = ["data@ci", "models@ci", "analyze@ci"]   # dvc.yaml's stages of data/processed/ci, results/ci
 
 
 def _tiny_pythia(out: Path) -> None:
@@ -130,7 +128,8 @@ def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: Loo
     hub.stop()
     offline = {**env, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
     t0 = time.monotonic()
-    run = _run([*sm, "--configfile", *PRESETS], work, offline, 1500)
+    # `all`, and the arxiv negatives dvc.yaml's data@ci stage versions (this stack's PND sets skip them)
+    run = _run([*sm, "all", "build_arxiv_negatives", "--configfile", *PRESETS], work, offline, 1500)
     elapsed = time.monotonic() - t0
     if run.returncode != 0:
         _fail(f"offline run failed after {elapsed:.0f} s", run, work, slurm_cluster)
@@ -176,7 +175,7 @@ def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: Loo
                 ["dvc", "add", "data/store"], ["dvc", "commit", "-f", *DVC_STAGES], ["dvc", "push", *targets]):
         proc = _run(cmd, work, dvc_env, 300)
         assert proc.returncode == 0, (cmd, proc.stdout[-2000:], proc.stderr[-2000:])
-    pulled = ("data/store", "results/ci/analysis", "results/ci/runs", "results/ci/query_runs")
+    pulled = ("data/store", "data/processed/ci/bge", "results/ci/analysis", "results/ci/runs", "results/ci/query_runs")
     digests = {p: hashlib.sha256(p.read_bytes()).hexdigest()
                for d in pulled for p in sorted((work / d).rglob("*")) if p.is_file()}
     assert len(digests) > 20
