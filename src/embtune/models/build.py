@@ -119,10 +119,15 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
         # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
         return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                          quantization_config=GgufConfig(dequantize=True))
+    from embtune.model_files import check_model_folder
+
     if spec["source"] == "hub" and spec.get("path"):  # staged on the login node (stage_in.smk)
         from embtune.data.store import require_staged
 
-        return AutoModel.from_pretrained(str(require_staged(spec["path"], f"{spec['id']}@{spec.get('revision', 'main')}")))
+        folder = str(require_staged(spec["path"], f"{spec['id']}@{spec.get('revision', 'main')}"))
+        check_model_folder(folder)  # sizes checked before transformers builds a default-size model
+        return AutoModel.from_pretrained(folder)
+    check_model_folder(spec["id"])  # sizes checked before transformers builds a default-size model
     return AutoModel.from_pretrained(spec["id"])
 
 
