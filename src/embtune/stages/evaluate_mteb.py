@@ -2,7 +2,7 @@
 
 Why a driver apart from :mod:`embtune.evaluate.mteb_eval`: the library runs mteb on local tasks
 and writes mteb's own result folder (its docstring gives the outputs); the arguments, the run's
-status (a skipped run gets a skipped record), loading the checkpoint and the order the three
+status (a skipped or failed run gets a record with the same status and reason), loading the checkpoint and the order the three
 outputs are replaced in (``mteb.json``, the commit marker collect-runs reads, last) live here.
 
 Batches (``--runs-json``, rule ``evaluate_mteb_batch``): one process evaluates many checkpoints,
@@ -63,11 +63,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _skipped(out: Path, excluded: list[str], metrics: dict[str, Any], tidy_path: Path, results_dir: Path) -> None:
-    """A run training skipped: empty outputs and a skipped record, not an error."""
+    """A run training skipped, or that failed for good (embtune.train.failures): empty outputs
+    and a record with the run's status and reason, not an error."""
+    status = "failed" if metrics.get("status") == "failed" else "skipped"
     write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))
-    write_mteb_results(results_dir, [], None, note=f"run skipped: {metrics.get('skip_reason')}")
-    write_json(out, skipped_record(metrics, excluded))
-    print(f"{STAGE}: run skipped ({metrics.get('skip_reason')}); wrote {out}")
+    write_mteb_results(results_dir, [], None, note=f"run {status}: {metrics.get('skip_reason')}")
+    write_json(out, {**skipped_record(metrics, excluded), "status": status})
+    print(f"{STAGE}: run {status} ({metrics.get('skip_reason')}); wrote {out}")
 
 
 def _batch(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -131,7 +133,7 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
     # mteb_results/ are replaced, back last, so a present mteb.json always has its own beside it.
     out.unlink(missing_ok=True)
     metrics = read_json(run["run_metrics"]) if run["run_metrics"] else {"status": "ok"}
-    if metrics.get("status") == "skipped":
+    if metrics.get("status") in ("skipped", "failed"):
         _skipped(out, args.exclude_from_average, metrics, tidy_path, results_dir)
         return "skipped"
     if not model_dir.is_dir():
