@@ -188,6 +188,8 @@ SPECS: dict[str, Spec] = {
     "summary": Spec(inputs=("runs", "fits", "recipes", "query_table_dir"), outputs=("out",)),
     "query-table": Spec(inputs=("query_runs_dir",), outputs=("out",)),
     "appendix-tables": Spec(inputs=("runs",), outputs=("out",)),
+    "stage-in": Spec(inputs=("snapshots", "records", "extra_files"), outputs=("out",)),
+    "status": Spec(inputs=("files", "results")),      # reads only: prints, writes nothing
 }
 
 
