@@ -1,14 +1,15 @@
 # Config loading and validation, the run tables, the path layout and the target lists. The plan is
-# computed here once, from the validated config, through embtune.sweep (the one place grids
-# expand); every path comes from the one Layout below (embtune.layout). The input functions and
+# expanded once per invocation, by the validation (embtune.config.validate_plan, through
+# embtune.sweep, the one place grids expand), and read from what it returns; every path comes
+# from the one Layout below (embtune.layout). The input functions and
 # argument builders of the rules are in inputs.smk.
 import re
 from pathlib import Path
 
 from embtune import codeversion as _codeversion
-from embtune.config import ParamsError, read_layers, validate
+from embtune.config import ParamsError, read_layers, validate_plan
 from embtune.layout import Layout
-from embtune.sweep import format_budget, max_context_length, mteb_run_ids, query_runs, training_plan
+from embtune.sweep import format_budget, max_context_length, mteb_run_ids
 
 
 def _display(path):
@@ -31,7 +32,7 @@ def config_layers():
 
 try:
     _LAYERS = config_layers()
-    validate(config, source=" + ".join(name for name, _ in _LAYERS) or "config", layers=_LAYERS)
+    _, PLAN = validate_plan(config, source=" + ".join(name for name, _ in _LAYERS) or "config", layers=_LAYERS)
 except ParamsError as err:
     raise WorkflowError(str(err)) from None
 
@@ -39,8 +40,9 @@ except ParamsError as err:
 # of the job that writes them (rules.<name>.output.<key>).
 L = Layout.from_paths(config["paths"])
 
-RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
-RUNS = {run["run_id"]: run for run in RUNS_LIST}
+RUN_CONFIGS = {run.run_id: run for run in PLAN.runs}  # typed (embtune.runconfig.RunConfig)
+RUNS_LIST, SKIPPED, MEMBERS = [run.to_dict() for run in PLAN.runs], PLAN.skipped, PLAN.members
+RUNS = {run["run_id"]: run for run in RUNS_LIST}  # the JSON form the rules pass on
 # Main-grid runs and those of studies that report MTEB (paper 1 App. D Tables 1-2)
 MTEB_RUNS = mteb_run_ids(config, RUNS_LIST, MEMBERS)
 # The training pairs are prepared at the longest context of any run (App. F: 512)
@@ -58,7 +60,7 @@ def with_encoder_path(spec):
     return {**spec, "path": str(L.results.query_runs.encoder(spec["name"]))}
 
 
-QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])} for r in query_runs(config)}
+QRUNS = {(r.model["name"], r.qrun_id): {**r.to_dict(), "model": with_encoder_path(r.model)} for r in PLAN.qruns}
 QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
 MODELS = {m["name"]: m for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]

@@ -6,7 +6,7 @@ block freezing, excluded from N: "non-token-embedding parameters", section 3.5),
 blocks* (what block freezing counts), *bias parameters* (bias-only tuning: "only bias parameters
 are fine-tuned") and *dense layers* (LoRA on "all the dense layers of the network", section 4.2).
 This registry says, per family, which modules play each role and what shapes they have, so that
-training (``methods.apply_method``/``count_params``) and planning (``flops.analytic_counts``)
+training (``methods.apply_method``/``count_params``) and planning (``methods.analytic_counts``)
 read one description.
 
 =========  =========================  ============  =================================  ===========
