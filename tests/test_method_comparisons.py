@@ -20,7 +20,6 @@ REGISTRY_FILE = SRC / "models" / "methods.py"
 KNOWN: dict[tuple[str, str], int] = {
     ("plots/report.py", "full"): 1,          # the reference method of a figure: a Method flag
     ("plots/findings.py", "bias"): 1,        # paper 1's claim about bias-only tuning, by name
-    ("models/st_export.py", "lora"): 3,      # LoRA's card text and merged folder: Method.card
     ("config_checks.py", "freeze"): 1,       # freeze fractions' check: a Method.check hook
     ("scaling/synthetic.py", "freeze"): 1,   # the synthetic tables' settings: Method.variants
     ("scaling/synthetic.py", "lora"): 1,

@@ -73,6 +73,10 @@ class Method:
     recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.cost)
     isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
     synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
+    #: model card (models/st_export.py): ``model/`` is an adapter and the sentence-transformers
+    #: model is the merged copy beside it, and the paragraph that says so
+    merged_export: bool = False
+    card_note: str = ""
 
 
 #: name -> Method, in plot/table order. Tests may add a method with ``monkeypatch.setitem``.
@@ -316,7 +320,9 @@ register(Method(
           lambda r: f"r{r}", "fig19"),
     settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
     recompute_fraction=1.0,
-    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}))
+    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True,
+    card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
+               "base model), `model_merged/` the merged sentence-transformers model.\n")))
 
 
 # ------------------------------------------------------------- counts from the instantiated model
