@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "embtune"
 RULE_FILES = sorted((REPO / "workflow" / "rules").glob("*.smk"))
 # Downloads only: a code edit must not re-download gigabytes (the file is named by its URI).
-NO_CODE_PARAM = {"fetch_hf"}
+NO_CODE_PARAM = {"fetch_hf", "stage_snapshot"}
 
 
 def _load_script():
@@ -182,14 +182,15 @@ def _flip_one_byte(path: Path) -> None:
 
 @pytest.mark.parametrize(("module", "importers"), [
     # hand-read from the sources: who imports the module (directly, transitively or lazily)
-    ("data/mteb_data.py", {"materialise-mteb", "evaluate-mteb"}),
+    ("data/mteb_data.py", {"materialise-mteb", "evaluate-mteb", "model-card"}),  # model-card: evaluate/mteb_card.py
     # optim.py: lazily by models/build.py and train/loop.py, by train/query_tower.py, and by
     # sweep.py, which the stages reach through config.py -> config_checks.py (lazily) or directly
     # (the figures driver reads only plots/ and scaling/: no sweep since it moved to stages/;
-    # collect-runs and fit-scaling read cost.py, which reads params_yaml.py, not config.py, since
-    # the config -> sweep -> config cycle went)
+    # collect-runs, fit-scaling and figures' failed-runs section read cost.py, which reads
+    # params_yaml.py, not config.py, since the config -> sweep -> config cycle went; status reads
+    # config.py, which reaches sweep.py through config_checks.py)
     ("optim.py", {"train", "build-model", "tune-query", "validate-params", "plan",
-                  "query-table", "appendix-tables"}),
+                  "query-table", "appendix-tables", "status"}),
     ("summary.py", {"summary"}),
 ])
 def test_one_byte_changes_exactly_the_importers_hashes(tmp_path: Path, module: str,

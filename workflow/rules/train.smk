@@ -49,6 +49,7 @@ rule train_contrastive:
         curve=L.results.runs.file("{run}", CURVE_CSV),
         manifest=L.results.runs.file("{run}", MANIFEST_JSON),
         model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+        tracking=directory(L.results.tracking("{run}")),
     log:
         L.results.log("train/{run}"),
     benchmark:
@@ -63,10 +64,13 @@ rule train_contrastive:
         ckpt=str(L.results.checkpoint("{run}")),
     # `exec`: embtune replaces the job's bash, so on SLURM's SIGTERM (pre-emption, time limit)
     # no shell dies first; Snakemake waits while it checkpoints and reports its exit status 75
-    # (EX_TEMPFAIL), then a retry / SLURM requeue resumes it (tests/test_slurm.py).
+    # (EX_TEMPFAIL), then a retry / SLURM requeue resumes it (tests/test_slurm.py). A run that
+    # fails for good (diverged, data too small; out of memory or time limit on the last attempt)
+    # writes a failure record into these outputs and exits 0 (docs/architecture.md, Failed runs).
     shell:
         "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir:q} "
-        "--checkpoint-dir {params.ckpt:q} --threads {threads:q} > {log:q} 2>&1"
+        "--checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} --threads {threads:q} "
+        "--attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
 
 
 rule tune_query:
@@ -76,6 +80,7 @@ rule tune_query:
     output:
         metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
         model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
+        tracking=directory(L.results.query_tracking("{qmodel}", "{qrun}")),
     log:
         L.results.log("tune_query/{qmodel}/{qrun}"),
     benchmark:
@@ -93,4 +98,5 @@ rule tune_query:
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
         "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
-        "--threads {threads:q} > {log:q} 2>&1"
+        "--tracking-dir {output.tracking:q} "
+        "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"

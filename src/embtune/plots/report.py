@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 
 from embtune.models import methods as registry
 from embtune.plots import figures as F
+from embtune.plots.failed import failed_markdown
 from embtune.plots.spec import Spec
 from embtune.scaling.fit_laws import law_rows, methods_of
 from embtune.scaling.frontier import fit_line
@@ -298,6 +299,7 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
         for reason, n in skipped.group_by("skip_reason").len().sort(["len", "skip_reason"], descending=[True, False]).rows():
             lines.append(f"- {n} × {reason}")
         lines.append("")
+    lines += failed_markdown(runs, fits)      # embtune.plots.failed
     lines += findings or []
     dropped = fits.get("dropped_nonfinite") or {}
     if dropped.get("count"):

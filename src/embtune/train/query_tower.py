@@ -51,6 +51,7 @@ from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
 from embtune.optim import epoch_lrs
 from embtune.runconfig import QueryRunConfig
+from embtune.train.failures import Diverged
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
 
@@ -292,10 +293,12 @@ def _trainable_state(model: Any) -> dict[str, torch.Tensor]:
 
 
 def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: DocSide,
-         log: Callable[[str], None] = print) -> TuneResult:
+         log: Callable[[str], None] = print,
+         track: Callable[[dict[str, Any], int], None] | None = None) -> TuneResult:
     """Train a copy of ``docs.encoder.model`` as the query tower; the frozen document tower
     (``docs.encoder``) is untouched. With ``run.tune_doc_tower`` a second copy is tuned as
-    the document tower alongside (App. L) and returned as ``TuneResult.doc_tower``."""
+    the document tower alongside (App. L) and returned as ``TuneResult.doc_tower``. ``track(row,
+    epoch)`` gets each epoch's losses, error count and stopping decision (embtune.train.tracking)."""
     t0 = time.perf_counter()
     torch.manual_seed(run.seed)
     forwards0 = docs.cache.stats.texts_encoded
@@ -323,12 +326,19 @@ def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: Do
         train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, lrs, train, side, run)
         train_time, tokens = train_time + time.perf_counter() - ts, tokens + n_tok
         val_loss, val_err = validate(query_tower, val, side, run)
+        if not (math.isfinite(train_loss) and math.isfinite(val_loss)):   # a failure record, not a result
+            raise Diverged(f"query run {run.qrun_id}: loss is {train_loss} (train) / {val_loss} "
+                           f"(validation) at epoch {epoch} (lr {lrs[0]:.3g})",
+                           {"epochs": epoch - 1, "last_finite_loss": curve[-1]["val_loss"],
+                            "wall_seconds": time.perf_counter() - t0})
         state, improved = stop_step(state, epoch, val_loss, val_err)
         if improved:
             best = [_trainable_state(t) for t in towers]
         curve.append(_curve_row(epoch, lrs, train_loss, val_loss, val_err, improved, state.idle, t0))
         log(f"epoch {epoch}: lr={lrs[0]:.3g}..{lrs[-1]:.3g} train={train_loss:.5f} "
             f"val={val_loss:.5f} errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
+        if track:
+            track({**curve[-1], "stop": state.idle >= run.patience}, epoch)
         if state.idle >= run.patience:
             reason = "patience"
             break
