@@ -18,7 +18,7 @@ from helpers_train import make_base_model, make_shards, one_thread, run_config
 from embtune.runconfig import RunConfig
 from embtune.stages import train as train_stage
 from embtune.train import checkpoint as ck
-from embtune.train import loop
+from embtune.train import loop, tracking
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 
@@ -113,7 +113,8 @@ def test_optimizer_and_scheduler_round_trip_continue_identically() -> None:
 
 def test_checkpoint_files_are_json_and_safetensors(partial) -> None:
     _, ckpt = partial
-    names = sorted(p.name for p in ckpt.iterdir())
+    # the tracker's live folder (embtune.train.tracking.DIR) sits beside the checkpoint's two files
+    names = sorted(p.name for p in ckpt.iterdir() if p.name != tracking.DIR)
     assert len(names) == 2 and names[0] == ck.STATE_FILE and names[1].endswith(".safetensors")
     state = json.loads((ckpt / ck.STATE_FILE).read_text())
     assert state["progress"]["step"] == 2 and state["tensors"]["file"] == names[1]

@@ -17,6 +17,7 @@ from embtune.config import load_params
 from embtune.cost import CostError, flops_per_second, hardware_per_token, trim_to_cap
 from embtune.models.flops import ParamCounts
 from embtune.plots.report import cost_markdown
+from embtune.runconfig import RunConfig
 from embtune.scaling.runs_table import build_table, collect
 from embtune.stages import plan as plan_stage
 from embtune.sweep import training_runs
@@ -186,7 +187,8 @@ def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypa
     fps = 1e9                          # slow enough that the hours dominate the 20-minute overhead
     monkeypatch.setenv("EMBTUNE_FLOPS_PER_SECOND", str(fps))
     runs, _ = training_runs(tiny_params(tmp_path))
-    scope = {"RUNS": {r["run_id"]: r for r in runs}, "config": {}, "WorkflowError": RuntimeError}
+    scope = {"RUNS": {r["run_id"]: r for r in runs}, "config": {}, "WorkflowError": RuntimeError,
+             "RUN_CONFIGS": {r["run_id"]: RunConfig.from_dict(r) for r in runs}}     # common.smk's typed plan
     exec(compile((REPO / "workflow/rules/resources.smk").read_text(), "resources.smk", "exec"), scope)  # noqa: S102
     assert scope["FLOPS_PER_SECOND"] == fps
     big = next(r for r in runs if r["budget"] == 1.6e13 and r["method"] == "bias")

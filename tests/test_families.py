@@ -30,8 +30,7 @@ from transformers import AutoModel, AutoTokenizer, GPT2Config, GPTNeoXConfig, Ll
 
 from embtune.errors import DataError
 from embtune.models import families
-from embtune.models.flops import analytic_counts, model_counts
-from embtune.models.methods import apply_method, count_params
+from embtune.models.methods import analytic_counts, apply_method, count_params, model_counts
 from embtune.runconfig import RunConfig
 from embtune.stages import build_model as build
 

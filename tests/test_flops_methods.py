@@ -19,8 +19,8 @@ from helpers_train import one_thread
 from transformers import AutoModel
 
 from embtune.models.build import tiny_config
-from embtune.models.flops import ParamCounts, analytic_counts, training_flops
-from embtune.models.methods import apply_method, count_params
+from embtune.models.flops import ParamCounts, training_flops
+from embtune.models.methods import analytic_counts, apply_method, count_params
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 

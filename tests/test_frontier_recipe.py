@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from embtune.io import read_json, write_json, write_parquet
-from embtune.models.flops import analytic_counts
+from embtune.models.methods import analytic_counts
 from embtune.scaling.frontier import best_method, crossover, crossovers, fit_line, predict_interval
 from embtune.scaling.recipe import make_recipe
 from embtune.scaling.synthetic import PYTHIA, synthetic_runs

@@ -35,6 +35,7 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
 #: - plots: ``summary`` (headline numbers of finished results);
 #: - drivers: the CLI dispatcher.
 TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "stage_paths": "base", "model_files": "base", "optim": "base", "codeversion": "base", "layout": "base",
+             "params_yaml": "base", "pnd_sets": "base",
              "progress": "base",
              "config": "plan", "config_checks": "plan", "sweep": "plan", "cost": "plan", "plan": "plan",
              "params_coverage": "plan", "runconfig": "runconfig", "summary": "plots", "cli": "drivers"}
@@ -137,6 +138,44 @@ def test_the_checker_finds_lazy_relative_and_submodule_back_edges(package_tree) 
         ("embtune.models.embed_cache", "embtune.evaluate.pnd", 1),
         ("embtune.train.schedule", "embtune.sweep", 1),
     ]
+
+
+# --------------------------------------------------------------- no import cycles
+def import_cycles(root: Path) -> list[list[str]]:
+    """The import cycles of the tree under ``root``: each strongly connected component of two or
+    more modules (function-level imports count), sorted (networkx, a dependency of torch)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for path in root.rglob("*.py"):
+        me = module_name(path, root)
+        graph.add_node(me)
+        graph.add_edges_from((me, m) for m, _ in imported_modules(path, root) if m != me)
+    known = {module_name(p, root) for p in root.rglob("*.py")}
+    return sorted(sorted(c) for c in nx.strongly_connected_components(graph.subgraph(known)) if len(c) > 1)
+
+
+def test_the_library_has_no_import_cycle() -> None:
+    """Within a layer too: config -> config_checks -> sweep -> config was one (issue 28)."""
+    assert import_cycles(SRC) == []
+
+
+def test_the_cycle_check_finds_cycles(package_tree) -> None:
+    """A three-module cycle through a function-level import, a two-module one through a
+    package's ``__init__``, and a chain that is not a cycle."""
+    root = package_tree({
+        "config.py": "from embtune import checks\n",
+        "checks.py": "def f():\n    from embtune.sweep import x\n",
+        "sweep.py": "from embtune.config import deep_merge\n",
+        "models/__init__.py": "from embtune.models.flops import P\n",
+        "models/flops.py": "from embtune.models import families\n",
+        "models/families.py": "",
+        "plots/__init__.py": "",
+        "plots/a.py": "from embtune.plots import b\n",
+        "plots/b.py": "from embtune.models import flops\n",
+    })
+    assert import_cycles(root) == [["embtune.checks", "embtune.config", "embtune.sweep"],
+                                   ["embtune.models", "embtune.models.flops"]]
 
 
 # --------------------------------------------------------------- the library does not read workflow/

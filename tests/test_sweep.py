@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from embtune.models.flops import analytic_counts
+from embtune.models.methods import analytic_counts
 from embtune.sweep import format_budget, freeze_fractions, query_runs, training_runs
 
 REPO = Path(__file__).resolve().parents[1]

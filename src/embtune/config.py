@@ -28,95 +28,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from embtune.config_checks import cross_checks, describe_error, grid_checks, key_path, plan_checks
+from embtune.params_yaml import YTE_KEY, ParamsError, StrictLoader, StrictYAMLError, deep_merge, read_layers, read_yaml  # noqa: F401  (re-exported: their home before the import cycle went)
 
 #: The params schema ships inside the package (package data), so the library never reads the
 #: workflow/ folder and an installed embtune validates without a checkout;
 #: workflow/schemas/params.schema.yaml is a symlink to it for readers of the workflow.
 SCHEMA_RESOURCE = "schemas/params.schema.yaml"
 
-#: YTE's switch (``yte.process_yaml(require_use_yte=True)``, used by Snakemake's config loader):
-#: with it, ``?expr`` values are evaluated as Python.
-YTE_KEY = "__use_yte__"
-
-
-
-
-class ParamsError(ValueError):
-    """Invalid experiment parameters; the message names the file and the key."""
-
-
-class StrictYAMLError(yaml.YAMLError):
-    """A construct the strict loader refuses; ``line`` is 1-based."""
-
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.message, self.line = message, line
-
-
-class StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys and YTE's ``__use_yte__`` switch.
-
-    The check runs on the key nodes before PyYAML builds the dict (where the first of two equal
-    keys would be lost); merge keys (``<<``) may still be overridden, as YAML intends."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            if key == YTE_KEY:
-                raise StrictYAMLError(f"{YTE_KEY}: executable YAML templates (YTE) are refused in "
-                                      f"params files; write plain values", line)
-            try:
-                first = seen.get(key)
-            except TypeError:  # unhashable key: let PyYAML report it
-                continue
-            if first is not None:
-                raise StrictYAMLError(f"duplicate key {key!r} (first defined at line {first}); "
-                                      f"YAML would silently keep only the last one", line)
-            seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read one params file with :class:`StrictLoader`; errors name the file (and line)."""
-    p = Path(path)
-    try:
-        with p.open(encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=StrictLoader)  # noqa: S506 (StrictLoader is a SafeLoader)
-    except FileNotFoundError:
-        raise ParamsError(f"{p}: file not found") from None
-    except StrictYAMLError as err:
-        raise ParamsError(f"{p}:{err.line}: {err.message}") from None
-    except yaml.YAMLError as err:
-        raise ParamsError(f"{p}: not valid YAML: {err}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ParamsError(f"{p}: expected a mapping at the top level, got {type(data).__name__}")
-    return data
-
-
-def read_layers(paths: Iterable[str | Path]) -> list[tuple[str, dict[str, Any]]]:
-    """``(file name, contents)`` per file, strictly read, in layering order."""
-    return [(str(p), read_yaml(p)) for p in paths]
-
-
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Layer ``override`` on ``base`` the way Snakemake layers ``--configfile``: mappings merge
-    key by key, everything else (lists included) is replaced."""
-    out = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def load_schema(path: str | Path | None = None) -> dict[str, Any]:
@@ -178,7 +97,16 @@ def key_owner(parts: Sequence[Any], layers: Sequence[tuple[str, Mapping[str, Any
 def validate(params: dict[str, Any], schema: Mapping[str, Any] | None = None,
              source: str = "params",
              layers: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> dict[str, Any]:
-    """Validate against the JSON schema, fill defaults, run cross-key checks; return params.
+    """:func:`validate_plan`, returning the params only."""
+    return validate_plan(params, schema, source, layers)[0]
+
+
+def validate_plan(params: dict[str, Any], schema: Mapping[str, Any] | None = None,
+                  source: str = "params",
+                  layers: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> tuple[dict[str, Any], Any]:
+    """Validate against the JSON schema, fill defaults, run cross-key checks; return params and
+    their plan (an :class:`embtune.sweep.StudyPlan`: the checks expand it, once, and the workflow
+    reads it instead of expanding it again).
 
     Raises :class:`ParamsError` listing every problem as ``<file>: <key>: <what>``, where
     ``<file>`` is the layer of ``layers`` that set the key (``source`` when none did)."""
@@ -194,13 +122,14 @@ def validate(params: dict[str, Any], schema: Mapping[str, Any] | None = None,
     if not problems:
         fill_defaults(params, schema, schema)
         problems = cross_checks(params) + plan_checks(params, schema)
+    plan = None
     if not problems:
-        problems = grid_checks(params)
+        plan, problems = grid_checks(params)
     if problems:
         lines = [f"{key_owner(parts, layers) or source}: {key_path(parts)}: {what}"
                  for parts, what in problems]
         raise ParamsError("invalid parameters:\n  " + "\n  ".join(lines))
-    return params
+    return params, plan
 
 
 def _non_finite(node: Any, parts: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
@@ -219,6 +148,12 @@ def _non_finite(node: Any, parts: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[
 def load_params(paths: Iterable[str | Path] = ("params.yaml",), overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Read (strictly) and layer YAML files (later wins), apply ``overrides``, validate, fill
     defaults. Errors name the file that set the offending key."""
+    return load_plan(paths, overrides)[0]
+
+
+def load_plan(paths: Iterable[str | Path] = ("params.yaml",), overrides: Mapping[str, Any] | None = None,
+              ) -> tuple[dict[str, Any], Any]:
+    """:func:`load_params` and the plan its validation expanded (:func:`validate_plan`)."""
     layers: list[tuple[str, dict[str, Any]]] = read_layers(paths)
     merged: dict[str, Any] = {}
     for _, data in layers:
@@ -226,4 +161,4 @@ def load_params(paths: Iterable[str | Path] = ("params.yaml",), overrides: Mappi
     if overrides:
         layers.append(("overrides", dict(overrides)))
         merged = deep_merge(merged, overrides)
-    return validate(merged, source=" + ".join(name for name, _ in layers) or "params", layers=layers)
+    return validate_plan(merged, source=" + ".join(name for name, _ in layers) or "params", layers=layers)

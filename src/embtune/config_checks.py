@@ -170,9 +170,11 @@ def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tupl
     return []
 
 
-def grid_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """Grid-level checks: explicit freeze fractions must be whole blocks, the grid non-empty."""
-    from embtune.sweep import training_runs
+def grid_checks(params: Mapping[str, Any]) -> tuple[Any, list[tuple[tuple[Any, ...], str]]]:
+    """Grid-level checks: explicit freeze fractions must be whole blocks, the grid non-empty, the
+    query grids' ids valid, every study with a feasible run. Returns the plan (a
+    :class:`embtune.sweep.StudyPlan`, expanded here once; None if it could not be) and the problems."""
+    from embtune.sweep import StudyPlan, expand_query, expand_training
 
     train = params["train"]
     problems: list[tuple[tuple[Any, ...], str]] = []
@@ -189,15 +191,20 @@ def grid_checks(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                 warnings.warn(ParamsWarning(
                     f"{key_path(parts)}: {frac!r} is k/L only for L in {fits}; the models with "
                     f"{sorted(set(layers) - set(fits))} blocks skip it (see skipped.csv)"), stacklevel=3)
+    if problems:
+        return None, problems
+    try:
+        qruns, qmembers = expand_query(params)  # type: ignore[arg-type]
+    except ValueError as err:
+        return None, [(("query_tuning", "grids"), str(err))]
+    plan = StudyPlan(*expand_training(params), qruns, qmembers)  # type: ignore[arg-type]
+    if not plan.runs:
+        why = "; ".join(sorted({s.reason for s in plan.skipped})[:3])
+        problems.append((("train",), f"the grid has no feasible run: all {len(plan.skipped)} "
+                                     f"configurations are skipped ({why})"))
     if not problems:
-        runs, skipped = training_runs(params)  # type: ignore[arg-type]
-        if not runs:
-            why = "; ".join(sorted({s.reason for s in skipped})[:3])
-            problems.append((("train",), f"the grid has no feasible run: all {len(skipped)} "
-                                         f"configurations are skipped ({why})"))
-    if not problems:
-        problems = _study_feasibility(params)
-    return problems
+        problems = _study_feasibility(params, plan)
+    return plan, problems
 
 
 # ---------------------------------------------------------------- studies and grids
@@ -232,8 +239,6 @@ def plan_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tu
 
 
 def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> Problems:
-    from embtune.sweep import query_plan
-
     qt = params["query_tuning"]
     allowed = schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]
     models = {m["name"] for m in qt["models"]}
@@ -244,12 +249,7 @@ def _query_grid_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> 
                  for dup in sorted({n for n in names if names.count(n) > 1})]
     for i, grid in enumerate(qt.get("grids", [])):
         problems += _one_grid_checks(grid, ("query_tuning", "grids", i), models, allowed, schema)
-    if not problems:
-        try:
-            query_plan(params)  # type: ignore[arg-type]
-        except ValueError as err:
-            problems.append((("query_tuning", "grids"), str(err)))
-    return problems
+    return problems       # the ids the grids make are checked when the plan is expanded (grid_checks)
 
 
 def _one_grid_checks(grid: Mapping[str, Any], parts: tuple[Any, ...], models: set[str],
@@ -317,13 +317,11 @@ def _study_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[
     return problems
 
 
-def _study_feasibility(params: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+def _study_feasibility(params: Mapping[str, Any], plan: Any) -> list[tuple[tuple[Any, ...], str]]:
     """A study whose every configuration is skipped would leave an empty table: say so now."""
-    from embtune.sweep import training_plan
-
-    runs, skipped, members = training_plan(params)  # type: ignore[arg-type]
-    feasible = {r["run_id"] for r in runs}
-    reasons = {s.run_id: s.reason for s in skipped}
+    members = plan.members
+    feasible = {r.run_id for r in plan.runs}
+    reasons = {s.run_id: s.reason for s in plan.skipped}
     problems: list[tuple[tuple[Any, ...], str]] = []
     for i, study in enumerate(params["train"].get("studies", [])):
         ids = [m["run_id"] for m in members if m["study"] == study["name"]]

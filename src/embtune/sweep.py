@@ -3,16 +3,19 @@
 Why one place: the Snakefile builds its targets from these lists, the training stage trains
 exactly the dict it is given, the analysis joins on the same ids, and tests check the same
 expansion. Each run is built as a typed config (:class:`embtune.runconfig.RunConfig`,
-:class:`~embtune.runconfig.QueryRunConfig`: they own the fields and the id format) and handed on
-as its ``to_dict()``, the plain JSON-able dict the rules pass to the stages.
+:class:`~embtune.runconfig.QueryRunConfig`: they own the fields and the id format). :func:`expand`
+returns the whole plan typed, once (:class:`StudyPlan`; the cost module reads its ``ParamCounts``);
+``training_plan``/``query_plan`` and their narrower forms hand on ``to_dict()``, the plain JSON
+dict the rules pass to the stages, and expand again on each call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,14 +85,47 @@ def check_variant_budgets(models: list[dict[str, Any]], train: dict[str, Any]) -
                          f"{sorted(methods.REGISTRY)}; tags look like lora-r32, freeze-1of2)")
 
 
+#: How often this process expanded each part of the plan (tests/test_one_plan.py: ``snakemake -n``
+#: expands each once: validation does, and the workflow reads what it returns).
+EXPANSIONS = {"training": 0, "query": 0}
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Everything a params set plans, expanded once (:func:`expand`): the training runs before
+    and after the GPU-hour cap, what is skipped or dropped and why, the studies' memberships, and
+    the query-tuning runs and their sweep/grid memberships. :func:`embtune.config.validate_plan`
+    returns it; the workflow (common.smk) and the ``plan`` stage read it."""
+
+    candidates: list[RunConfig]         # feasible runs, before train.gpu_hours_cap
+    runs: list[RunConfig]               # the runs that train (after the cap)
+    skipped: list[Skipped]              # skipped at planning time, then those the cap dropped
+    members: list[dict[str, Any]]       # {run_id, study, factors} per (run, study)
+    qruns: list[QueryRunConfig] = field(default_factory=list)
+    qmembers: list[dict[str, Any]] = field(default_factory=list)   # {model, qrun_id, kind, group, factors}
+
+    def training_json(self) -> dict[str, Any]:
+        """What the ``plan`` stage writes for the stages after it (``--plan``): memberships and
+        the skipped/dropped runs, in JSON."""
+        return {"runs": [r.run_id for r in self.runs], "members": self.members,
+                "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+
+
+def expand(params: dict[str, Any], *, flops_per_second: float | None = None) -> StudyPlan:
+    """The whole plan of ``params``: :func:`expand_training` then :func:`expand_query`."""
+    candidates, runs, skipped, members = expand_training(params, flops_per_second=flops_per_second)
+    qruns, qmembers = expand_query(params) if "query_tuning" in params else ([], [])
+    return StudyPlan(candidates, runs, skipped, members, qruns, qmembers)
+
+
 def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict[str, Any],
                study: str | None = None, factors: dict[str, Any] | None = None,
-               ) -> tuple[list[dict[str, Any]], list[Skipped]]:
+               ) -> tuple[list[RunConfig], list[Skipped]]:
     """Run configs of ``models`` x ``train``'s methods, budgets and seeds; a study's name and
     factor values end the ids (:meth:`RunConfig.make_id`; none for the main grid)."""
     processed = Processed(Path(params["paths"]["processed"]))
     results = Results(Path(params["paths"]["results"]))
-    runs: list[dict[str, Any]] = []
+    runs: list[RunConfig] = []
     skipped: list[Skipped] = []
     check_variant_budgets(models, train)
     for model in models:
@@ -120,7 +156,7 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                         data=RunData(train_dir=str(processed.bge_packed()),
                                      tokenizer_dir=str(processed.tokenizer())),
                         base_model_dir=str(results.base_model(model["name"])),
-                    ).to_dict())
+                    ))
     return runs, skipped
 
 
@@ -142,7 +178,7 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
     """The training settings of one study point: ``train``, then the study's ``base``, then its
     factor values. ``inv_temperature`` is 1/tau as App. D's Table 1 lists it; ``peak_lr`` is one
     rate for every method of the study (Tables 3-4 search the rate of one method each)."""
-    from embtune.config import deep_merge
+    from embtune.params_yaml import deep_merge
 
     # a study names its own budgets (its base): the main grid's per-variant budgets stay out of it
     out = deep_merge({k: v for k, v in train.items() if k not in ("studies", "variant_budgets")},
@@ -157,16 +193,23 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
     return out
 
 
-def _run_identity(run: dict[str, Any]) -> str:
+def _run_identity(run: RunConfig) -> str:
     """Everything a training run depends on (its config without the id), as a comparable key."""
-    return json.dumps({k: v for k, v in run.items() if k != "run_id"}, sort_keys=True, default=str)
+    return json.dumps({k: v for k, v in run.to_dict().items() if k != "run_id"}, sort_keys=True, default=str)
 
 
 def training_plan(params: dict[str, Any], *, flops_per_second: float | None = None,
                   apply_cap: bool = True) -> tuple[list[dict[str, Any]], list[Skipped], list[dict[str, Any]]]:
+    """:func:`expand_training` as the JSON dicts the rules pass on: ``(runs, skipped, members)``."""
+    _, runs, skipped, members = expand_training(params, flops_per_second=flops_per_second, apply_cap=apply_cap)
+    return [r.to_dict() for r in runs], skipped, members
+
+
+def expand_training(params: dict[str, Any], *, flops_per_second: float | None = None, apply_cap: bool = True,
+                    ) -> tuple[list[RunConfig], list[RunConfig], list[Skipped], list[dict[str, Any]]]:
     """The main grid and the studies of ``train.studies`` (paper 1, App. D and F), expanded.
 
-    Returns ``(runs, skipped, members)``. A study run whose config equals a run already planned
+    Returns ``(candidates, runs, skipped, members)`` (``candidates``: before the cap). A study run whose config equals a run already planned
     (main grid first, then the studies in order) is not planned again: ``members`` has one row
     ``{run_id, study, factors}`` per (run, study) membership, so a study table can name a main-grid
     run (e.g. App. D's temperature 1/40 at the main settings). Membership stays out of the run
@@ -175,11 +218,12 @@ def training_plan(params: dict[str, Any], *, flops_per_second: float | None = No
     With ``train.gpu_hours_cap`` set (and ``apply_cap``), runs beyond the cap are dropped in the
     documented order (``embtune.cost.trim_to_cap``, at ``flops_per_second``, default: the
     calibrated throughput) and listed as skipped with status ``dropped``."""
+    EXPANSIONS["training"] += 1
     train = params["train"]
     runs, skipped = _grid_runs(params, params["models"], train)
-    members = [{"run_id": r["run_id"], "study": "main", "factors": {}} for r in runs]
+    members = [{"run_id": r.run_id, "study": "main", "factors": {}} for r in runs]
     members += [{"run_id": s.run_id, "study": "main", "factors": {}} for s in skipped]
-    planned = {_run_identity(r): r["run_id"] for r in runs}
+    planned = {_run_identity(r): r.run_id for r in runs}
     models = {m["name"]: m for m in params["models"]}
     for study in train.get("studies") or []:
         missing = sorted(set(study.get("models") or []) - set(models))
@@ -190,21 +234,21 @@ def training_plan(params: dict[str, Any], *, flops_per_second: float | None = No
             s_runs, s_skipped = _grid_runs(params, chosen, study_train(train, study, factors),
                                            study["name"], factors)
             for run in s_runs:
-                run_id = planned.setdefault(_run_identity(run), run["run_id"])
-                if run_id == run["run_id"]:
+                run_id = planned.setdefault(_run_identity(run), run.run_id)
+                if run_id == run.run_id:
                     runs.append(run)
                 members.append({"run_id": run_id, "study": study["name"], "factors": dict(factors)})
             skipped += s_skipped
             members += [{"run_id": s.run_id, "study": study["name"], "factors": dict(factors)}
                         for s in s_skipped]
-    cap = train.get("gpu_hours_cap")
+    candidates, cap = runs, train.get("gpu_hours_cap")
     if apply_cap and cap is not None:
         from embtune.cost import flops_per_second as calibrated
         from embtune.cost import trim_to_cap
 
         runs, dropped = trim_to_cap(runs, float(cap), flops_per_second or calibrated())
-        skipped += [Skipped(r["run_id"], reason, "dropped") for r, reason in dropped]
-    return runs, skipped, members
+        skipped = skipped + [Skipped(r.run_id, reason, "dropped") for r, reason in dropped]
+    return candidates, runs, skipped, members
 
 
 def mteb_run_ids(params: dict[str, Any], runs: list[dict[str, Any]],
@@ -344,6 +388,12 @@ def _query_variants(qt: dict[str, Any], model: str) -> list[tuple[str, str, dict
 
 
 def query_plan(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """:func:`expand_query` as the JSON dicts the rules pass on: ``(runs, members)``."""
+    runs, members = expand_query(params)
+    return [r.to_dict() for r in runs], members
+
+
+def expand_query(params: dict[str, Any]) -> tuple[list[QueryRunConfig], list[dict[str, Any]]]:
     """Expand ``query_tuning`` into run configs and memberships, per model (paper 2, App. M).
 
     The id names what differs from the defaults (``default`` for the default regime). Identical
@@ -353,9 +403,10 @@ def query_plan(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
     which the query-table stage uses to lay out each table. Memberships stay out of the run
     configs, so adding a grid never re-trains a run. The batches per epoch follow the batch size
     (:func:`epoch_batches_for`)."""
+    EXPANSIONS["query"] += 1
     qt = params["query_tuning"]
     defaults = dict(qt["defaults"])
-    runs: list[dict[str, Any]] = []
+    runs: list[QueryRunConfig] = []
     members: list[dict[str, Any]] = []
     for model in qt["models"]:
         planned: dict[str, str] = {}
@@ -372,7 +423,7 @@ def query_plan(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
                     qrun = planned[key] = QueryRunConfig.make_id(diff)
                 except ValueError as err:
                     raise ValueError(f"query_tuning {kind} {group!r}: {err}") from None
-                runs.append(QueryRunConfig(qrun_id=qrun, model=dict(model), **cfg).to_dict())
+                runs.append(QueryRunConfig(qrun_id=qrun, model=dict(model), **cfg))
             members.append({"model": model["name"], "qrun_id": qrun, "kind": kind, "group": group,
                             "factors": dict(factors)})
     return runs, members

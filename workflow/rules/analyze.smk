@@ -30,6 +30,7 @@ rule plan:
         runs=L.results.analysis("planned_runs.csv"),
         skipped=report(L.results.analysis("skipped.csv"), caption="../report/skipped.rst", category=STUDY),
         cost=report(L.results.analysis("planned_cost.csv"), caption="../report/planned_cost.rst", category=STUDY),
+        plan=L.results.analysis("plan.json"),
     log:
         L.results.log("plan"),
     params:
@@ -38,7 +39,8 @@ rule plan:
         fps=FLOPS_PER_SECOND,
     shell:
         "embtune plan --params-json {params.grid:q} --flops-per-second {params.fps:q} "
-        "--out-runs {output.runs:q} --out-skipped {output.skipped:q} --out-cost {output.cost:q} > {log:q} 2>&1"
+        "--out-runs {output.runs:q} --out-skipped {output.skipped:q} --out-cost {output.cost:q} "
+        "--out-plan {output.plan:q} > {log:q} 2>&1"
 
 
 rule collect_runs:
@@ -121,7 +123,8 @@ rule appendix_tables:
     """Paper 1's smaller studies (train.studies): App. D's Tables 1-4 and App. F's predicted vs
     actual losses (Fig. 20), from the runs table."""
     input:
-        rules.collect_runs.output.runs,
+        runs=rules.collect_runs.output.runs,
+        plan=rules.plan.output.plan,
     output:
         tables=directory(L.results.analysis("appendix")),
     log:
@@ -131,7 +134,7 @@ rule appendix_tables:
         grid=grid_json(),
         delta=config["analyze"]["huber_delta"],
     shell:
-        "embtune appendix-tables --runs {input:q} --params-json {params.grid:q} "
+        "embtune appendix-tables --runs {input.runs:q} --plan {input.plan:q} --params-json {params.grid:q} "
         "--huber-delta {params.delta:q} --out {output:q} > {log:q} 2>&1"
 
 

@@ -1,15 +1,16 @@
 # Config loading and validation, the run tables, the path layout and the target lists. The plan is
-# computed here once, from the validated config, through embtune.sweep (the one place grids
-# expand); every path comes from the one Layout below (embtune.layout). The input functions and
+# expanded once per invocation, by the validation (embtune.config.validate_plan, through
+# embtune.sweep, the one place grids expand), and read from what it returns; every path comes
+# from the one Layout below (embtune.layout). The input functions and
 # argument builders of the rules are in inputs.smk.
 import os
 import re
 from pathlib import Path
 
 from embtune import codeversion as _codeversion
-from embtune.config import ParamsError, read_layers, validate
+from embtune.config import ParamsError, read_layers, validate_plan
 from embtune.layout import Layout
-from embtune.sweep import format_budget, max_context_length, mteb_batches, mteb_run_ids, query_runs, training_plan
+from embtune.sweep import format_budget, max_context_length, mteb_batches, mteb_run_ids
 from embtune.train.tracking import ENV as TRACKING_ENV
 
 
@@ -33,7 +34,7 @@ def config_layers():
 
 try:
     _LAYERS = config_layers()
-    validate(config, source=" + ".join(name for name, _ in _LAYERS) or "config", layers=_LAYERS)
+    _, PLAN = validate_plan(config, source=" + ".join(name for name, _ in _LAYERS) or "config", layers=_LAYERS)
 except ParamsError as err:
     raise WorkflowError(str(err)) from None
 
@@ -44,8 +45,9 @@ L = Layout.from_paths(config["paths"])
 # param: changing it must re-run nothing (local jobs inherit it; SLURM jobs re-read this file).
 os.environ[TRACKING_ENV] = config["tracking"]["log_with"]
 
-RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
-RUNS = {run["run_id"]: run for run in RUNS_LIST}
+RUN_CONFIGS = {run.run_id: run for run in PLAN.runs}  # typed (embtune.runconfig.RunConfig)
+RUNS_LIST, SKIPPED, MEMBERS = [run.to_dict() for run in PLAN.runs], PLAN.skipped, PLAN.members
+RUNS = {run["run_id"]: run for run in RUNS_LIST}  # the JSON form the rules pass on
 # Main-grid runs and those of studies that report MTEB (paper 1 App. D Tables 1-2)
 MTEB_RUNS = mteb_run_ids(config, RUNS_LIST, MEMBERS)
 # ... evaluated in batches, one process per batch (evaluate.mteb.runs_per_job; embtune.sweep.mteb_batches)
@@ -76,7 +78,7 @@ def with_staged_path(spec):
     return {**spec, "path": str(L.store.snapshot(spec["id"], spec["revision"]))}
 
 
-QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])} for r in query_runs(config)}
+QRUNS = {(r.model["name"], r.qrun_id): {**r.to_dict(), "model": with_encoder_path(r.model)} for r in PLAN.qruns}
 QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
 MODELS = {m["name"]: with_staged_path(m) for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]

@@ -11,6 +11,7 @@ import glob
 import json
 from pathlib import Path
 
+from embtune import pnd_sets as _pnd_sets
 from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.io import link_tree
 from embtune.layout import MANIFEST_JSON
@@ -280,7 +281,7 @@ PND_EXCLUDE_DOMAINS = sorted({d for r in QRUNS.values() if (d := narrow_domain(r
 def arxiv_level_args():
     """--arxiv-levels (App. H, Fig. 6) and the random level, when an arxiv flavour is evaluated;
     a level that data.arxiv.levels does not build fails here, not in the middle of an evaluation."""
-    if not any(d.startswith("arxiv-") for d in PND_DATASETS):
+    if not any(_pnd_sets.get(d).arxiv_flavour for d in PND_DATASETS):
         return []
     built = set(config["data"]["arxiv"]["levels"])
     wanted = config["evaluate"]["pnd"].get("arxiv_levels")

@@ -85,7 +85,7 @@ def train_runtime(wildcards, attempt):
     GradCache's second forward and the checkpointing recompute) at the calibrated throughput,
     x2 head-room, + 20 min overhead, times `attempt`."""
     run = _run(wildcards)
-    hours = _cost.run_cost(run, FLOPS_PER_SECOND)["gpu_hours"] if run is not None else 0.0
+    hours = _cost.run_cost(RUN_CONFIGS[run["run_id"]], FLOPS_PER_SECOND)["gpu_hours"] if run is not None else 0.0
     return _minutes(_OVERHEAD_MIN + _RUNTIME_SAFETY * hours * 60.0, attempt)
 
 

@@ -23,22 +23,20 @@ file with its integer counts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from embtune import pnd_sets
 from embtune.errors import DataError
 from embtune.evaluate.layer_changes import aggregate_top_layers
 from embtune.evaluate.query_table import RELATIONS, _read_xnli, _run_config, dataset_rows, plus_minus, xnli_rows
 from embtune.io import read_json, write_parquet, write_text
 from embtune.layout import BASE_RUN, LAYER_CHANGES, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 
-LEVEL_ID = re.compile(r"^arxiv-(first|title)-L(\d+)$")
-TABLE3_NAMES = {"msmarco": "MM", "msmarco-hard": "MM-65", "arxiv-first": "ARX-F",
-                "arxiv-title": "ARX-T", "xnli": "XNLI"}
+TABLE3_NAMES = {n: pnd_sets.get(n).short for n in pnd_sets.names()}     # embtune.pnd_sets
 REL_TAG = {"neutral": "e-n", "contradiction": "e-c"}
 T3_SCHEMA = {"model": pl.String, "dataset": pl.String, "relation": pl.String, "measure": pl.String,
              "n_total": pl.Int64, "errors": pl.Float64, "pnd": pl.Float64,
@@ -72,7 +70,8 @@ def table3_rows(model: str, base_pnd: dict[str, Any], base_xnli: pl.DataFrame,
     arxiv levels go to the level table instead) and XNLI from its per-pair counts."""
     rows = []
     for ds, entry in base_pnd.items():
-        if ds == "xnli" or LEVEL_ID.match(ds) or not _is_triplet_entry(entry):
+        is_level = pnd_sets.base_set(ds) != ds.split("!", 1)[0]       # arxiv-first-L7 (App. H)
+        if is_level or ds in pnd_sets.names() and pnd_sets.get(ds).kind == "xnli" or not _is_triplet_entry(entry):
             continue
         for measure, c in entry.items():
             if isinstance(c, dict) and "errors" in c:

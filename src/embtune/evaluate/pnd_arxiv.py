@@ -21,20 +21,21 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from embtune import pnd_sets
 from embtune.errors import DataError
 from embtune.evaluate.pnd import Measure, Ties, indexed_closeness, one_vs_one_errors, prepare, summarise
 from embtune.io import read_parquet
 
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
 # the harder levels (Fig. 6) are scored with --arxiv-levels.
-ARXIV_FLAVOURS = ("first", "title")
+ARXIV_FLAVOURS = tuple(pnd_sets.get(n).arxiv_flavour for n in pnd_sets.arxiv_sets())   # first, title
 ARXIV_RANDOM_LEVEL = 21   # n_negatives + 1 with the paper's 20 (docs/fidelity.md#P2-ARXIV-LEVELS)
 
 
 def arxiv_dataset_id(flavour: str, level: int, random_level: int = ARXIV_RANDOM_LEVEL) -> str:
     """``arxiv-first`` for the random level (the paper's default set), else ``arxiv-first-L7``
     (docs/fidelity.md#P2-ARXIV-FLAVOURS)."""
-    return f"arxiv-{flavour}" if level == random_level else f"arxiv-{flavour}-L{level}"
+    return pnd_sets.arxiv_set(flavour, None if level == random_level else level)
 
 
 class TextCodes:
@@ -145,7 +146,7 @@ def arxiv_plan(datasets: Sequence[str], levels: Sequence[int],
                         f"(the random negative)")
     plan: dict[str, dict[int, str]] = {}
     for flavour in ARXIV_FLAVOURS:
-        if f"arxiv-{flavour}" in datasets:
+        if pnd_sets.arxiv_set(flavour) in datasets:
             plan[flavour] = {lv: arxiv_dataset_id(flavour, lv, random_level)
                              for lv in [random_level, *sorted(set(levels) - {random_level})]}
     return plan

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from embtune import pnd_sets
 from embtune.errors import DataError
 from embtune.evaluate.pnd import Measure, Ties, grouped_errors, pair_closeness, summarise, xnli_pnd
 from embtune.evaluate.pnd_arxiv import (
@@ -59,13 +60,13 @@ from embtune.models.encoders import Encoder, LazyEncoder, resolve_encoder_path
 TRIPLET_FILES = PND_FILES
 # One (anchor, positive, negative) triplet per row with the paper's arxiv categories: the only
 # datasets with App. K domain exclusions. The others hold one query per row with candidate lists.
-ARXIV_DATASETS = ("arxiv-first", "arxiv-title")
+ARXIV_DATASETS = pnd_sets.arxiv_sets()     # the registry's (embtune.pnd_sets)
 ARXIV_COLUMNS = ("anchor", "positive", "negative", "categories")
 GROUPED_COLUMNS = ("query", "positives", "negatives")
 XNLI_FILE = XNLI_TEST
 XNLI_COUNT_SCHEMA = {"query_lang": pl.String, "text_lang": pl.String, "relation": pl.String,
                      "measure": pl.String, "errors": pl.Int64, "total": pl.Int64}
-DATASETS = (*TRIPLET_FILES, "xnli")
+DATASETS = pnd_sets.names()
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class Towers:
 
 def narrow_domain(train_data: str | None) -> str | None:
     """The arxiv domain a run was tuned on (``arxiv-math`` -> ``math``); None for other data."""
-    return train_data.removeprefix("arxiv-") if train_data and train_data.startswith("arxiv-") else None
+    return pnd_sets.arxiv_domain(train_data)
 
 
 def excluded_key(dataset: str, domain: str) -> str:
@@ -260,7 +261,7 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
     levels = levels or {}
     data = Processed(Path(data_dir))
     for name in names:
-        if name == "xnli":
+        if pnd_sets.get(name).kind == "xnli":
             table = xnli_table(read_parquet(data.xnli_test(), "the prepare-xnli table"),
                                xnli_languages)
             xnli_rows = evaluate_xnli(table, cache, towers, batch_size, measures, ties,
@@ -268,8 +269,8 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
             result["xnli"] = xnli_summary(xnli_rows, table)
             log(f"evaluate-pnd: xnli: {_brief(result['xnli'], measures)}")
             continue
-        flavour = name.removeprefix("arxiv-")
-        if name in ARXIV_DATASETS and flavour in levels:
+        flavour = pnd_sets.get(name).arxiv_flavour
+        if flavour in levels:
             paths = {ds: data.arxiv_triplets(flavour, lv) for lv, ds in levels[flavour].items()}
             result |= evaluate_arxiv_levels(paths, cache, towers, batch_size, measures, ties)
             for ds in paths:

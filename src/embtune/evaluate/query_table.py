@@ -44,6 +44,7 @@ from typing import Any
 
 import polars as pl
 
+from embtune import pnd_sets
 from embtune.errors import DataError
 from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domain
 from embtune.evaluate.query_groups import membership_fields
@@ -52,9 +53,8 @@ from embtune.io import read_json, write_parquet, write_text
 from embtune.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 from embtune.runconfig import QueryRunConfig
 
-DATASETS = ("msmarco", "arxiv-first", "arxiv-title")           # Table 1's columns
-TABLE2_DATASETS = ("msmarco-hard", "squad", "squad-min5",     # Table 2's rows (App. A, C, D)
-                   "hotpotqa-easy", "hotpotqa-medium", "hotpotqa-hard")
+DATASETS = pnd_sets.in_table("table1")           # Table 1's columns (the registry: embtune.pnd_sets)
+TABLE2_DATASETS = pnd_sets.in_table("table2")    # Table 2's rows (App. A, C, D)
 RANKING = ("mrr", "map", "p_at_1")
 TABLE2_METRICS = {"pnd": "PND", "mrr": "MRR", "map": "MAP", "p_at_1": "P@1"}
 MEASURES = ("cos", "dist")
@@ -94,7 +94,7 @@ def _entries(model: str, qrun_id: str, ds: str, key: str, base: dict[str, Any],
         return None
     where = " and ".join(n for n, d in (("base", base), (qrun_id, tuned)) if key not in d)
     raise DataError(f"{model}/{where}/pnd.json: no '{key}' entry, but run {qrun_id} was tuned on "
-                    f"arxiv-{key.split('!', 1)[1]}, so {ds} must be compared without that domain "
+                    f"{pnd_sets.arxiv_set(key.split('!', 1)[1])}, so {ds} must be compared without that domain "
                     f"for both encoders (App. K): evaluate both with evaluate-pnd --exclude-domains "
                     f"{key.split('!', 1)[1]} (the workflow does)")
 
@@ -103,7 +103,15 @@ def dataset_rows(model: str, qrun_id: str, base: dict[str, Any], tuned: dict[str
                  z_critical: float, config: dict[str, Any] | None = None,
                  datasets: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Long rows for the triplet ``datasets`` (default: Table 1's and Table 2's) present in both
-    pnd.json files (``config``: the run config, whose ``train_data`` picks the App. K entry)."""
+    pnd.json files (``config``: the run config, whose ``train_data`` picks the App. K entry). An
+    evaluated set that no table reports (not in :mod:`embtune.pnd_sets`) is a data error, not
+    dropped."""
+    for where, pnd in (("base", base), (qrun_id, tuned)):
+        unknown = sorted({pnd_sets.base_set(k) for k in pnd if k not in pnd_sets.PND_META_KEYS} - set(pnd_sets.names()))
+        if unknown:
+            raise DataError(f"{model}/{where}/pnd.json: evaluation set {unknown[0]!r} is in no query table "
+                            f"(expected one of {', '.join(pnd_sets.names())}; a new set is registered in "
+                            f"embtune.pnd_sets)")
     rows = []
     for ds in (*DATASETS, *TABLE2_DATASETS) if datasets is None else datasets:
         key = eval_key(ds, config or {})

@@ -25,28 +25,16 @@ from embtune.models import families
 
 def tiny_config(spec: dict[str, Any], vocab_size: int, pad_token_id: int, eos_token_id: int):
     """A transformers config of the entry's family from its dims (``families.dims_of`` defaults:
-    heads d/32, MLP 4d where the family has a standard ratio). GPT-NeoX is Pythia-like: rotary on
-    25% of each head, parallel residual. Untied embeddings: the LM head is dropped after
+    heads d/32, MLP 4d where the family has a standard ratio), built by the family's own
+    ``tiny_config`` (GPT-NeoX is Pythia-like). Untied embeddings: the LM head is dropped after
     pre-training anyway."""
-    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
-
-    family = families.family_of_spec(spec).name
-    x = families.dims_of(spec)
-    positions = int(spec.get("max_position_embeddings", 512))
+    family = families.family_of_spec(spec)
+    if family.tiny_config is None:
+        raise DataError(f"models[{spec.get('name', '?')}]: family {family.name} declares no tiny_config, "
+                        f"so source: tiny cannot build it (embtune.models.families)")
     tokens = {"vocab_size": vocab_size, "pad_token_id": pad_token_id, "eos_token_id": eos_token_id,
               "bos_token_id": eos_token_id, "tie_word_embeddings": False}
-    if family == "gpt_neox":
-        return GPTNeoXConfig(hidden_size=x.hidden, num_hidden_layers=x.layers, num_attention_heads=x.heads,
-                             intermediate_size=x.intermediate, rotary_pct=0.25, use_parallel_residual=True,
-                             attention_bias=x.attention_bias, max_position_embeddings=positions, **tokens)
-    if family == "gpt2":
-        return GPT2Config(n_embd=x.hidden, n_layer=x.layers, n_head=x.heads, n_inner=x.intermediate,
-                          n_positions=positions, **tokens)
-    gated = {"llama": LlamaConfig, "qwen2": Qwen2Config}[family]
-    extra = {"attention_bias": x.attention_bias, "mlp_bias": x.mlp_bias} if family == "llama" else {}
-    return gated(hidden_size=x.hidden, num_hidden_layers=x.layers, num_attention_heads=x.heads,
-                 num_key_value_heads=x.kv_heads, head_dim=x.head_dim, intermediate_size=x.intermediate,
-                 max_position_embeddings=positions, **extra, **tokens)
+    return family.tiny_config(families.dims_of(spec), int(spec.get("max_position_embeddings", 512)), tokens)
 
 
 def token_stream(texts: Sequence[str], tokenizer, eos_id: int) -> torch.Tensor:

@@ -155,16 +155,19 @@ def _resolve_base(model_dir: Path, base: str) -> str:
 
 
 def _adapter_wraps_causal_lm(model_dir: Path) -> bool:
-    """True when the adapter was trained on a ``*ForCausalLM`` (weights under ``gpt_neox.``,
-    ``model.`` for Llama/Qwen2, ``transformer.`` for GPT-2); training saves adapters on the base."""
+    """True when the adapter was trained on a ``*ForCausalLM`` (weights under each family's
+    ``causal_lm_prefix``: ``gpt_neox.``, ``model.`` for Llama/Qwen2, ``transformer.`` for GPT-2);
+    training saves adapters on the base."""
     from safetensors import safe_open
+
+    from embtune.models.families import FAMILIES
 
     path = model_dir / "adapter_model.safetensors"
     if not path.is_file():
         return False
     with safe_open(str(path), framework="pt") as fh:
-        return any(".gpt_neox." in key or ".model.model." in key or ".model.transformer." in key
-                   for key in fh.keys())
+        marks = {f".model.{fam.causal_lm_prefix}." for fam in FAMILIES.values()}
+        return any(mark in key for key in fh.keys() for mark in marks)
 
 
 def _load_merged_adapter(model_dir: Path) -> tuple[Any, str]:

@@ -6,7 +6,7 @@ block freezing, excluded from N: "non-token-embedding parameters", section 3.5),
 blocks* (what block freezing counts), *bias parameters* (bias-only tuning: "only bias parameters
 are fine-tuned") and *dense layers* (LoRA on "all the dense layers of the network", section 4.2).
 This registry says, per family, which modules play each role and what shapes they have, so that
-training (``methods.apply_method``/``count_params``) and planning (``flops.analytic_counts``)
+training (``methods.apply_method``/``count_params``) and planning (``methods.analytic_counts``)
 read one description.
 
 =========  =========================  ============  =================================  ===========
@@ -81,6 +81,12 @@ class Family:
     mlp_ratio: int | None                   # default intermediate_size / hidden_size; None: required
     grouped_query: bool                     # num_key_value_heads and head_dim apply
     bias_options: Mapping[str, bool]        # configurable bias flags and their defaults
+    #: ``source: tiny``'s transformers config from the dims, max positions and token ids
+    #: (models/build.py); None: the family cannot be built from scratch here
+    tiny_config: Callable[[Dims, int, dict[str, Any]], Any] | None = None
+    #: attribute of the ``*ForCausalLM`` that holds the base model: a LoRA adapter saved on the
+    #: causal LM has its weights under it (models/embedder.py)
+    causal_lm_prefix: str = "model"
 
     def lora_targets(self) -> list[str]:
         """peft ``target_modules``: every dense layer's path inside a block (suffix match)."""
@@ -127,22 +133,67 @@ def _qwen2(x: Dims) -> tuple[Dense, ...]:
     return _gated(x, True, False, False)          # Qwen2: q/k/v biases, none elsewhere
 
 
+def _gpt_neox_config(x: Dims, positions: int, tokens: dict[str, Any]) -> Any:
+    """Pythia-like: rotary on 25% of each head, parallel residual."""
+    from transformers import GPTNeoXConfig
+
+    return GPTNeoXConfig(hidden_size=x.hidden, num_hidden_layers=x.layers, num_attention_heads=x.heads,
+                         intermediate_size=x.intermediate, rotary_pct=0.25, use_parallel_residual=True,
+                         attention_bias=x.attention_bias, max_position_embeddings=positions, **tokens)
+
+
+def _gpt2_config(x: Dims, positions: int, tokens: dict[str, Any]) -> Any:
+    from transformers import GPT2Config
+
+    return GPT2Config(n_embd=x.hidden, n_layer=x.layers, n_head=x.heads, n_inner=x.intermediate,
+                      n_positions=positions, **tokens)
+
+
+def _gated_config(config_class: str, **extra: Any) -> Callable[[Dims, int, dict[str, Any]], Any]:
+    """A Llama-style config (``LlamaConfig``, ``Qwen2Config``) from the dims; ``extra`` names the
+    dims the class takes beyond the shared ones (Llama's bias flags)."""
+    def build(x: Dims, positions: int, tokens: dict[str, Any]) -> Any:
+        import transformers
+
+        cls = getattr(transformers, config_class)
+        return cls(hidden_size=x.hidden, num_hidden_layers=x.layers, num_attention_heads=x.heads,
+                   num_key_value_heads=x.kv_heads, head_dim=x.head_dim, intermediate_size=x.intermediate,
+                   max_position_embeddings=positions, **{k: getattr(x, v) for k, v in extra.items()}, **tokens)
+
+    return build
+
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family(name="gpt_neox", model_type="gpt_neox", blocks="layers", lookups=("embed_in",),
            token_embedding="embed_in", final_norm="final_layer_norm", norm_bias=True, dense=_gpt_neox,
-           fan_in_fan_out=False, mlp_ratio=4, grouped_query=False, bias_options={"attention_bias": True}),
+           fan_in_fan_out=False, mlp_ratio=4, grouped_query=False, bias_options={"attention_bias": True},
+           tiny_config=_gpt_neox_config, causal_lm_prefix="gpt_neox"),
     Family(name="llama", model_type="llama", blocks="layers", lookups=("embed_tokens",),
            token_embedding="embed_tokens", final_norm="norm", norm_bias=False, dense=_llama,
            fan_in_fan_out=False, mlp_ratio=None, grouped_query=True,
-           bias_options={"attention_bias": False, "mlp_bias": False}),
+           bias_options={"attention_bias": False, "mlp_bias": False},
+           tiny_config=_gated_config("LlamaConfig", attention_bias="attention_bias", mlp_bias="mlp_bias")),
     Family(name="qwen2", model_type="qwen2", blocks="layers", lookups=("embed_tokens",),
            token_embedding="embed_tokens", final_norm="norm", norm_bias=False, dense=_qwen2,
-           fan_in_fan_out=False, mlp_ratio=None, grouped_query=True, bias_options={}),
+           fan_in_fan_out=False, mlp_ratio=None, grouped_query=True, bias_options={},
+           tiny_config=_gated_config("Qwen2Config")),
     Family(name="gpt2", model_type="gpt2", blocks="h", lookups=("wte", "wpe"), token_embedding="wte",
            final_norm="ln_f", norm_bias=True, dense=_gpt2, fan_in_fan_out=True, mlp_ratio=4,
-           grouped_query=False, bias_options={}),
+           grouped_query=False, bias_options={}, tiny_config=_gpt2_config, causal_lm_prefix="transformer"),
 )}
 _PROBE = Dims(8, 1, 8, 1, 1, 8, True, True)       # any shape: only the paths are read
+
+
+def register(family: Family) -> Family:
+    """Add a family (a new decoder architecture; a test may add a toy one and :func:`unregister` it)."""
+    if family.name in FAMILIES:
+        raise ValueError(f"model family {family.name!r} is registered twice")
+    FAMILIES[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    FAMILIES.pop(name, None)
 
 
 def get_family(name: str) -> Family:

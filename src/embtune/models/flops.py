@@ -112,30 +112,6 @@ def arch_of(spec: Mapping[str, Any]) -> Arch:
     return Arch(spec, fam, dims, dense, norm, block, dims.layers * block + norm)
 
 
-def model_counts(spec: Mapping[str, Any], method: str, *, frozen_blocks: int = 0,
-                 lora_rank: int | None = None, lora_embed_in: bool = False) -> ParamCounts:
-    """Counts for a params ``models`` entry (family and dims; see ``families.dims_of``), offline,
-    from the method's declaration in the registry (``embtune.models.methods``: freeze's frozen
-    blocks, bias-only's biases, LoRA's r·(in + out) per dense layer and r·d for an adapter on the
-    token embeddings). ``methods.planned_counts`` takes a whole run config instead."""
-    # imported here: the registry imports this module (ParamCounts, Arch)
-    from embtune.models.methods import planned_counts
-
-    return planned_counts(spec, {"method": method, "frozen_blocks": frozen_blocks, "lora_rank": lora_rank,
-                                 "lora_embed_in": lora_embed_in})
-
-
-def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,
-                    family: str = families.DEFAULT_FAMILY, frozen_blocks: int = 0,
-                    lora_rank: int | None = None, lora_embed_in: bool = False,
-                    **dims: Any) -> ParamCounts:
-    """:func:`model_counts` from dims given as arguments (``dims``: num_attention_heads,
-    num_key_value_heads, head_dim, attention_bias, mlp_bias, where the family has them)."""
-    spec = {"family": family, "hidden_size": hidden, "num_layers": num_layers,
-            "intermediate_size": intermediate, **dims}
-    return model_counts(spec, method, frozen_blocks=frozen_blocks, lora_rank=lora_rank,
-                        lora_embed_in=lora_embed_in)
-
 # Dense (no sparsity) bf16 tensor-core peaks from NVIDIA's data sheets, matched against
 # ``torch.cuda.get_device_name()``; the more specific names come first (H100 PCIe before H100).
 PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (

@@ -73,6 +73,10 @@ class Method:
     recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.cost)
     isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
     synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
+    #: model card (models/st_export.py): ``model/`` is an adapter and the sentence-transformers
+    #: model is the merged copy beside it, and the paragraph that says so
+    merged_export: bool = False
+    card_note: str = ""
 
 
 #: name -> Method, in plot/table order. Tests may add a method with ``monkeypatch.setitem``.
@@ -316,7 +320,9 @@ register(Method(
           lambda r: f"r{r}", "fig19"),
     settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
     recompute_fraction=1.0,
-    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}))
+    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True,
+    card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
+               "base model), `model_merged/` the merged sentence-transformers model.\n")))
 
 
 # ------------------------------------------------------------- counts from the instantiated model
@@ -352,3 +358,25 @@ def count_params(model: torch.nn.Module, method: str) -> ParamCounts:
     return ParamCounts(n_total=numel([base], adapters=False), n_forward=n_forward,
                        n_backward=n_forward - sum(numel(group) for group in stack[:first]),
                        n_update=numel([base], trainable=True))
+
+
+def model_counts(spec: Mapping[str, Any], method: str, *, frozen_blocks: int = 0,
+                 lora_rank: int | None = None, lora_embed_in: bool = False) -> ParamCounts:
+    """Counts for a params ``models`` entry (family and dims; see ``families.dims_of``), offline,
+    from the method's declaration in the registry (``embtune.models.methods``: freeze's frozen
+    blocks, bias-only's biases, LoRA's r·(in + out) per dense layer and r·d for an adapter on the
+    token embeddings). ``methods.planned_counts`` takes a whole run config instead."""
+    return planned_counts(spec, {"method": method, "frozen_blocks": frozen_blocks, "lora_rank": lora_rank,
+                                 "lora_embed_in": lora_embed_in})
+
+
+def analytic_counts(hidden: int, num_layers: int, method: str, *, intermediate: int | None = None,
+                    family: str = families.DEFAULT_FAMILY, frozen_blocks: int = 0,
+                    lora_rank: int | None = None, lora_embed_in: bool = False,
+                    **dims: Any) -> ParamCounts:
+    """:func:`model_counts` from dims given as arguments (``dims``: num_attention_heads,
+    num_key_value_heads, head_dim, attention_bias, mlp_bias, where the family has them)."""
+    spec = {"family": family, "hidden_size": hidden, "num_layers": num_layers,
+            "intermediate_size": intermediate, **dims}
+    return model_counts(spec, method, frozen_blocks=frozen_blocks, lora_rank=lora_rank,
+                        lora_embed_in=lora_embed_in)

@@ -219,8 +219,16 @@ def _method_text(metrics: Mapping[str, Any]) -> str:
     method = methods.get(name)
     words = {"frozen_blocks": "first {} transformer blocks frozen", "lora_rank": "rank {}"}
     detail = ", ".join(w.format(metrics[k]) for k, w in words.items() if metrics.get(k) is not None)
-    merged = ", merged into the weights in `model_merged/`" if name == "lora" else ""
+    merged = ", merged into the weights in `model_merged/`" if method.merged_export else ""
     return f"{method.label} ({detail}{merged})" if detail or merged else method.label
+
+
+def _registered(metrics: Mapping[str, Any]) -> Any:
+    """The run's method in the registry, or None for a name it does not hold (an old run)."""
+    from embtune.models import methods
+
+    name = str(metrics.get("method"))
+    return methods.get(name) if name in methods.REGISTRY else None
 
 
 def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Mapping[str, Any],
@@ -251,9 +259,8 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
     rows_loss = [(f"final training loss (mean of the last {t.get('final_loss_window', '?')} steps)",
                   metrics.get("final_train_loss")),
                  ("held-out loss (validation pairs)", metrics.get("val_loss"))]
-    prompts_note = "" if metrics.get("method") != "lora" else \
-        ("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
-         "base model), `model_merged/` the merged sentence-transformers model.\n")
+    method = _registered(metrics)
+    prompts_note = method.card_note if method else ""
     return "\n".join([
         _front_matter(["sentence-transformers", "feature-extraction", "sentence-similarity", "embtune",
                        f"method-{metrics.get('method')}"], _hub_id(run.get("model") or {}, metrics.get("model")),
@@ -266,7 +273,7 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
         f"to {metrics.get('context_length')} tokens, the training context length.", prompts_note,
         _usage(['embeddings = model.encode(["first text", "second text"])',
                 "print(model.similarity(embeddings, embeddings))"],
-               "path/to/run/model_merged" if metrics.get("method") == "lora" else "path/to/this/folder"),
+               "path/to/run/model_merged" if method and method.merged_export else "path/to/this/folder"),
         "## Training budget", "", _table(rows_budget), "",
         "## Hyper-parameters", "", _table(rows_hp), "",
         "## Loss", "", _table(rows_loss), "",

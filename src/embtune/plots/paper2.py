@@ -37,6 +37,8 @@ import polars as pl  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from embtune.plots.spec import Spec  # noqa: E402
+
 RELATION_TITLE = {"neutral": "entailment vs neutral", "contradiction": "entailment vs contradiction"}
 
 
@@ -248,8 +250,6 @@ def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
 
 def _spec(name: str, caption: str, data: pl.DataFrame | None, draw: Any,
           skipped: str | None = None) -> Any:
-    from embtune.plots.report import Spec
-
     if skipped or data is None or data.is_empty():
         return Spec(name, caption, skipped=skipped or "no data points")
     return Spec(name, caption, data, draw)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from embtune.models import methods as registry
 from embtune.plots import figures as F
 from embtune.plots.failed import failed_markdown
 from embtune.plots.fits_text import fits_markdown, recipe_markdown
+from embtune.plots.spec import Spec
 from embtune.scaling.fit_laws import law_rows, methods_of
 from embtune.scaling.frontier import fit_line
 from embtune.scaling.isoflop import isoflop, ok_rows, optimal_points
@@ -31,13 +31,6 @@ from embtune.scaling.laws import LAWS
 MTEB = "mteb_average"
 
 
-@dataclass(frozen=True)
-class Spec:
-    name: str
-    caption: str
-    data: pl.DataFrame | None = None
-    draw: Callable[[pl.DataFrame], Figure] | None = None
-    skipped: str | None = None
 
 
 def _skip(name: str, caption: str, reason: str) -> Spec:

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from embtune.models import methods as registry
-from embtune.models.flops import model_counts
+from embtune.models.methods import model_counts
 from embtune.scaling.frontier import best_method, predict_interval, predict_log
 from embtune.scaling.isoflop import isoflop, ok_rows
 from embtune.scaling.laws import LAWS

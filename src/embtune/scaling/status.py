@@ -2,7 +2,7 @@
 study × model × method how many jobs are done, failed (with reasons), running, pending, skipped
 or dropped, the GPU-hours measured so far against the plan's estimate, and an ETA.
 
-It reads only files: the plan (:func:`embtune.sweep.training_plan`, :func:`embtune.sweep.query_runs`)
+It reads only files: the plan (:func:`embtune.sweep.expand_training`, :func:`embtune.sweep.query_runs`)
 of the params stack, the results tree (:mod:`embtune.layout`) and, when given, the job states
 SLURM reports (:func:`parse_squeue` / :func:`parse_sacct`; the driver runs the commands, never
 required). States of one job:
@@ -35,7 +35,7 @@ from embtune.cost import run_cost
 from embtune.io import read_json
 from embtune.layout import BASE_RUN, METRICS_JSON, PND_JSON, Results
 from embtune.runconfig import RunConfig
-from embtune.sweep import query_runs, training_plan
+from embtune.sweep import expand_training, query_runs
 from embtune.train.checkpoint import STATE_FILE
 from embtune.train.failures import failure_of
 
@@ -128,10 +128,10 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
     """One record per planned job: training runs (main grid and studies, plan-time skips and
     cap drops), query-tuning runs and PND evaluations (base and tuned) of paper 2."""
     slurm, now = slurm or {}, time.time() if now is None else now
-    runs, skipped, _ = training_plan(dict(params), flops_per_second=fps)
+    _, runs, skipped, _ = expand_training(dict(params), flops_per_second=fps)
     jobs: list[dict[str, Any]] = []
     for run in runs:
-        rid = run["run_id"]
+        rid = run.run_id
         metrics_path = results.runs.file(rid, METRICS_JSON)
         metrics = _read(metrics_path)
         state_file = results.checkpoint(rid) / STATE_FILE
@@ -139,8 +139,8 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
         state, reason = job_state(metrics, slurm.get(slurm_comment("train_contrastive", rid)), age,
                                   running_window_s)
         cols = RunConfig.parse_id(rid).columns()
-        jobs.append({"kind": "train", "id": rid, "study": cols["study"], "model": run["model"]["name"],
-                     "method": run["method"], "state": state, "reason": reason,
+        jobs.append({"kind": "train", "id": rid, "study": cols["study"], "model": run.model["name"],
+                     "method": run.method, "state": state, "reason": reason,
                      "resumable": state == "pending" and age is not None,
                      "gpu_hours": _wall_hours(metrics), "est_gpu_hours": run_cost(run, fps)["gpu_hours"] if fps else None,
                      "finished_at": metrics_path.stat().st_mtime if metrics is not None else None})

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from embtune.models import methods as registry
-from embtune.models.flops import analytic_counts
+from embtune.models.methods import analytic_counts
 from embtune.runconfig import RunConfig
 from embtune.scaling.laws import modified_loss
 from embtune.scaling.runs_table import build_table

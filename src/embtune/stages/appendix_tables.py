@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.io import atomic_dir, provenance, write_json
+from embtune.io import atomic_dir, provenance, read_json, write_json
 from embtune.scaling.appendix import finite_json, write_study
 from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
 from embtune.sweep import training_plan
@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--runs", type=Path, required=True, help="{results}/analysis/runs.parquet")
     ap.add_argument("--params-json", required=True,
                     help="validated params (models, train, paths) as JSON, as the rule passes them")
+    ap.add_argument("--plan", type=Path, default=None,
+                    help="the plan stage's --out-plan JSON (the studies' memberships); default: "
+                         "expanded from --params-json")
     ap.add_argument("--huber-delta", type=float, default=1e-3)
     ap.add_argument("--loss-column", default="final_train_loss", choices=["final_train_loss", "val_loss"])
     ap.add_argument("--out", type=Path, required=True, help="{results}/analysis/appendix")
@@ -51,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     runs = read_runs_table(args.runs, (*RUNS_REQUIRED, args.loss_column))
     params = json.loads(args.params_json)
-    _, _, members = training_plan(params)
+    if args.plan is not None:
+        members = read_json(args.plan)["members"]
+    else:
+        _, _, members = training_plan(params)
     studies = params["train"].get("studies") or []
     with atomic_dir(args.out) as tmp:
         done = {s["name"]: write_study(tmp, runs, members, s, args.loss_column, args.huber_delta,

@@ -22,11 +22,11 @@ from typing import Any
 import polars as pl
 
 from embtune import io
-from embtune.config import ParamsError, load_params
+from embtune.config import ParamsError, load_plan
 from embtune.cost import CostError, flops_per_second, thin_methods
 from embtune.errors import EXIT_DATA_ERROR
 from embtune.plan import cost_summary, format_summary, plan_tables
-from embtune.sweep import query_runs
+from embtune.sweep import expand
 
 STAGE = "plan"
 
@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--out-runs", help="CSV of planned training runs")
     ap.add_argument("--out-skipped", help="CSV of configurations skipped at planning time or dropped by the cap")
     ap.add_argument("--out-cost", help="CSV of each planned or dropped run's FLOPs and GPU-hours")
+    ap.add_argument("--out-plan", help="JSON of the training plan the stages after this one read "
+                                       "(runs, study memberships, skipped): appendix-tables --plan")
     return ap
 
 
@@ -65,7 +67,7 @@ def _print_cap(params: dict[str, Any], cost: pl.DataFrame, n_dropped: int) -> No
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        params = json.loads(args.params_json) if args.params_json else load_params(args.files)
+        params, plan = (json.loads(args.params_json), None) if args.params_json else load_plan(args.files)
         fps = args.flops_per_second or flops_per_second()
         if fps <= 0:
             raise CostError(f"--flops-per-second: expected a positive number, got {fps}")
@@ -73,8 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(err, file=sys.stderr)
         return EXIT_DATA_ERROR
     source = "--flops-per-second" if args.flops_per_second else "calibrated: embtune.cost.flops_per_second"
-    planned, skipped, cost = plan_tables(params, fps)
-    n_query = f"; {len(query_runs(params))} query-tuning runs" if "query_tuning" in params else ""
+    plan = plan if plan is not None else expand(params, flops_per_second=fps)     # once per invocation
+    planned, skipped, cost = plan_tables(params, fps, plan)
+    n_query = f"; {len(plan.qruns)} query-tuning runs" if "query_tuning" in params else ""
     n_dropped = int((skipped["status"] == "dropped").sum())
     print(f"{planned.height} training runs planned, {skipped.height - n_dropped} skipped, "
           f"{n_dropped} dropped by train.gpu_hours_cap{n_query}")
@@ -89,4 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path, table in ((args.out_runs, planned), (args.out_skipped, skipped), (args.out_cost, cost)):
         if path:
             io.write_text(path, table.write_csv())
+    if args.out_plan:
+        io.write_json(args.out_plan, plan.training_json())
     return 0

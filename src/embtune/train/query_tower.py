@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from embtune import pnd_sets
 from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
@@ -64,7 +65,7 @@ def triplet_files(data_dir: str | os.PathLike[str], train_data: str) -> tuple[Pa
     """(train file, val file, (query, positive, negative) column names) for ``train_data``
     (the files' paths: :meth:`embtune.layout.Processed.query_train_files`)."""
     train, val = Processed(Path(data_dir)).query_train_files(train_data)
-    return train, val, _COLUMNS["arxiv" if train_data.startswith("arxiv-") else "msmarco"]
+    return train, val, _COLUMNS["arxiv" if pnd_sets.arxiv_domain(train_data) else "msmarco"]
 
 
 def read_triplets(path: Path, columns: tuple[str, str, str]) -> list[Triplet]:
