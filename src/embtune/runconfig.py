@@ -204,6 +204,7 @@ class QueryRunConfig:
     batch_size: int
     margin: float
     distance: str
+    dist_embeddings: str
     batches_per_epoch: int
     epoch_size: str
     patience: int
