@@ -28,6 +28,7 @@ import torch
 from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
 from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
+from embtune.train.final_loss import final_loss
 from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 
@@ -353,11 +354,13 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         acc.wait_for_everyone()
         if preempt and prog.step < plan.steps:
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
-    window = int(t["final_loss_window"])
+    # the fitted loss never averages warm-up steps (docs/fidelity.md#P1-FINAL-LOSS)
+    final, window = final_loss([r["loss"] for r in prog.curve], int(t["final_loss_window"]),
+                               float(t.get("final_loss_fraction", 1.0)), float(t["warmup_fraction"]))
     val = open_pairs(run["data"]["train_dir"], "val", context)
     val_loss = held_out_loss(model, val, bs, chunk, pad_id, t["pooling"], float(t["temperature"]), acc.device,
                              form)
-    metrics.update(status="ok", final_train_loss=float(np.mean([r["loss"] for r in prog.curve[-window:]])),
+    metrics.update(status="ok", final_train_loss=final, final_loss_steps=window,
                    val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
                    planned_steps=plan.steps, epochs=plan.epochs, n_pairs=len(train_pairs),
                    budget_fraction=prog.flops / float(run["budget"]), wall_seconds=prog.wall,
