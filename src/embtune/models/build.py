@@ -119,7 +119,17 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
         # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
         return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                          quantization_config=GgufConfig(dequantize=True))
-    return AutoModel.from_pretrained(spec["id"])
+    return AutoModel.from_pretrained(hub_id(spec))
+
+
+def hub_id(spec: dict[str, Any]) -> str:
+    """The checkpoint to load: ``id``, or its ``-deduped`` twin for a Pythia model with
+    ``variant: deduped`` (docs/fidelity.md#P1-PYTHIA-VARIANT; paper 1 uses the standard models)."""
+    ident = str(spec["id"])
+    if (spec.get("variant", "standard") == "deduped" and spec.get("source") == "hub"
+            and ident.startswith("EleutherAI/pythia-") and not ident.endswith("-deduped")):
+        return ident + "-deduped"
+    return ident
 
 
 def check_model(spec: dict[str, Any], model: torch.nn.Module, vocab: int) -> None:
