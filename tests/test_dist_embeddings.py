@@ -166,3 +166,26 @@ def test_dist_loss_sees_the_norm_only_when_raw() -> None:
     want = max(0.0, np.linalg.norm([1 - pu[0], -pu[1]]) - np.linalg.norm([0.4, -0.8]) + 0.1)
     assert float(triplet_margin_loss(q, p, n, 0.1, "dist", unit=True)) == pytest.approx(want, abs=1e-6)
     assert float(triplet_margin_loss(q, 5 * p, n, 0.1, "dist", unit=True)) == pytest.approx(want, abs=1e-6)
+
+
+def test_max_seq_length_is_applied_counted_and_keyed(tmp_path, model_path: str) -> None:
+    """With max_seq_length 4, "Paris" ([CLS] paris [SEP], 3 tokens) and "Rain." ([CLS] rain . [SEP],
+    4) fit and the 8 other sentences are longer: 8 texts are counted, their vectors are cut (they
+    differ from the full-length ones), and the two lengths are two cache stores."""
+    from embtune.evaluate.pnd_eval import build_towers
+    from embtune.models.embed_cache import EmbedCache
+
+    spec = {"name": "m", "source": "local", "id": model_path, "query_prefix": "", "doc_prefix": ""}
+    cache = EmbedCache(tmp_path, progress=False)
+    short = build_towers({**spec, "max_seq_length": 4}, None)
+    short.label = "set"
+    cut = short.embed(cache, "doc", TEXTS, 4)
+    full_towers = build_towers(spec, None)
+    full = full_towers.embed(cache, "doc", TEXTS, 4)
+    assert short.over_length == {"set": {"query": 0, "doc": 8, "max_seq_length": 4}}
+    assert full_towers.lengths is not None and full_towers.lengths.max_seq_length == 256  # the folder's
+    assert cache.stats.texts_encoded == 2 * len(TEXTS)          # two stores, one per length
+    fits = [TEXTS.index("Paris"), TEXTS.index("Rain.")]
+    np.testing.assert_allclose(cut[fits], full[fits], rtol=1e-5, atol=1e-6)
+    longer = [i for i in range(len(TEXTS)) if i not in fits]
+    assert not np.allclose(cut[longer], full[longer], atol=1e-3)
