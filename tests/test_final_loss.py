@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers_train import make_base_model, make_shards, one_thread, run_config
+from helpers_train import make_base_model, make_shards, one_thread, run_config, with_train
 
 from embtune.train.final_loss import final_loss, final_window
 
@@ -45,16 +45,15 @@ def test_a_12_step_run_fits_no_warmup_step(tmp_path) -> None:
 
     base, data = make_base_model(tmp_path), make_shards(tmp_path / "bge", 64, 10, 190, 12)
     # 8.2e8 FLOP: the 13th update of this fixture would spend 8.56e8 (measured), so 12 run
-    run = run_config(base, data, "full", budget=8.2e8, final_loss_window=20)
-    run["train"]["final_loss_fraction"] = 0.05
+    run = with_train(run_config(base, data, "full", budget=8.2e8), final_loss_window=20,
+                     final_loss_fraction=0.05)
     res = loop.train_run(run, tmp_path / "a")
     losses = [r["loss"] for r in res.curve]
     assert res.metrics["steps"] == len(losses) == 12
     assert res.metrics["final_loss_steps"] == 1
     assert res.metrics["final_train_loss"] == pytest.approx(losses[11], rel=1e-12)
     assert res.metrics["val_loss"] is not None and math.isfinite(res.metrics["val_loss"])
-    run["train"]["final_loss_fraction"] = 1.0
-    res = loop.train_run(run, tmp_path / "b")
+    res = loop.train_run(with_train(run, final_loss_fraction=1.0), tmp_path / "b")
     losses = [r["loss"] for r in res.curve]
     assert res.metrics["final_loss_steps"] == 11
     assert res.metrics["final_train_loss"] == pytest.approx(sum(losses[1:]) / 11, rel=1e-12)
