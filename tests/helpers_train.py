@@ -72,6 +72,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "warmup_fraction": 0.1, "final_lr_fraction": 0.1, "pooling": "mean", "gradcache_chunk": 3,
     "gradient_checkpointing": False, "min_steps": 3, "max_epochs": 3.0,
     "checkpoint_every_steps": 4, "log_every_steps": 0, "final_loss_window": 3,
+    "final_loss_fraction": 1.0,
 }
 
 

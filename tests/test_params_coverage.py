@@ -161,7 +161,8 @@ def test_checker_reports_a_removed_key(tmp_path: Path, reference: dict, ci_param
     # one grid form and one per-run option
     preset = yaml.safe_load((REPO / "presets/test.yaml").read_text())
     preset["query_tuning"]["grids"] = [g for g in preset["query_tuning"]["grids"]
-                                       if g["name"] not in ("points-micro", "variants-micro")]
+                                       if g["name"] not in ("points-micro", "variants-micro")
+                                       and not g["name"].startswith("fig")]   # fig03 freezes emb_odw too
     (tmp_path / "grids.yaml").write_text(yaml.safe_dump(preset))
     reduced = load_params([REPO / "params.yaml", REPO / "presets/demo.yaml", tmp_path / "grids.yaml"])
     assert {("query_tuning.grids[].points", "[..]"), ("query_tuning.grids[].points[].scheduler", "set"),

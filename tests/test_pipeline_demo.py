@@ -193,6 +193,19 @@ def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
     assert sorted((analysis / "figures").glob("p2_*.png"))
 
 
+def test_issue24_figures_and_distances(demo_run: Path) -> None:
+    """Issue 24: paper 2's Figs 3, 11a, 12, 13, 14 (grids fig<N>) and 7-8 are drawn; E5's dist
+    counts are computed on the raw vectors, so they differ from its cos counts."""
+    figures = {p.stem for p in (demo_run / "results/demo/analysis/figures").glob("p2_*.png")}
+    for fig in ("fig03", "fig11a", "fig12", "fig13", "fig14", "fig07", "fig08"):
+        assert any(name.startswith(f"p2_{fig}_") for name in figures), fig
+    pnd = json.loads((demo_run / "results/demo/query_runs/multilingual-e5-small-q4/base/pnd.json").read_text())
+    assert pnd["model"]["dist_embeddings"] == "raw" and pnd["model"]["max_seq_length"] == 512
+    assert "over_length" in pnd
+    xnli = pnd["xnli"]
+    assert any(xnli["cos"][rel]["errors"] != xnli["dist"][rel]["errors"] for rel in xnli["cos"])
+
+
 def test_rerun_has_nothing_to_do(demo_run: Path) -> None:
     proc = _snakemake(demo_run, "-n", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -90,10 +90,16 @@ def test_paper_grids_plan_the_tables_rows(paper: dict) -> None:
     adamw = {m["factors"]["lr"]: m["qrun_id"] for m in rows("table20") if m["factors"]["optimizer"] == "adamw"}
     assert adamw == {2e-8: "lr-2e-08", 1e-7: "lr-1e-07"}
     # per model: 1 default + the one-factor values + the grids' new runs, counted by hand:
-    # Tables 6-7 4 + 4, Table 9 4, Table 12 8, Tables 17-18 40, Table 20 4, Fig. 14 15
+    # Tables 6-7 4 + 4, Table 9 4, Table 12 8, Tables 17-18 40, Table 20 4, Fig. 14 15,
+    # Figs 3 and 11a 19 each (their 5e-8 point is the freeze / both-towers sweep run; issue 24),
+    # Figs 12-13 none (the margin sweep's runs)
     runs = query_runs(paper)
     one_factor = 1 + 19 + 9 + 4 + 3 + 8 + 4 + 3 + 2 + 3 + 1   # default, lr, freeze, batch, margin, ..., both towers
-    assert sum(r["model"]["name"] == e5 for r in runs) == one_factor + 8 + 4 + 8 + 40 + 4 + 15
+    assert sum(r["model"]["name"] == e5 for r in runs) == one_factor + 8 + 4 + 8 + 40 + 4 + 15 + 19 + 19
+    assert len(rows("fig03")) == len(rows("fig11a")) == 20 and len(rows("fig12")) == 4
+    assert len(rows("fig13", "paraphrase-multilingual-minilm-l12-v2")) == 4
+    margin = {m["qrun_id"] for m in rows("margin")}
+    assert {m["qrun_id"] for m in rows("fig12")} == margin
     assert sum(r["model"]["name"] == "e5-small-v2" for r in runs) == one_factor
 
 

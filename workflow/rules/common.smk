@@ -9,6 +9,7 @@ from pathlib import Path
 
 from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate_plan
+from embtune.data.store import hub_id
 from embtune.layout import Layout
 from embtune.sweep import format_budget, max_context_length, mteb_batches, mteb_run_ids
 from embtune.train.tracking import ENV as TRACKING_ENV
@@ -75,7 +76,7 @@ def with_staged_path(spec):
     """A hub model's spec with the store folder of its revision (compute jobs read only that)."""
     if spec["source"] != "hub":
         return spec
-    return {**spec, "path": str(L.store.snapshot(spec["id"], spec["revision"]))}
+    return {**spec, "path": str(L.store.snapshot(hub_id(spec), spec["revision"]))}  # the -deduped twin too
 
 
 QRUNS = {(r.model["name"], r.qrun_id): {**r.to_dict(), "model": with_encoder_path(r.model)} for r in PLAN.qruns}

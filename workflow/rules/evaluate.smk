@@ -12,6 +12,8 @@ PND_RULE_ARGS = [
     config["evaluate"]["pnd"].get("ties", "error"),
     "--xnli-text-prefix",
     config["evaluate"]["pnd"].get("xnli_text_prefix", "doc"),
+    "--dist-embeddings",
+    config["query_tuning"]["defaults"].get("dist_embeddings", "raw"),
     *arxiv_level_args(),
 ]  # App. H levels: integers from the validated config
 

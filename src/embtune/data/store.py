@@ -110,3 +110,14 @@ def manifest(snapshots: Iterable[Path], records: Iterable[Path], extra: Mapping[
         record = read_json(rec)
         artifacts[record["path"]] = record
     return {"artifacts": dict(sorted(artifacts.items())), **(dict(extra) if extra else {})}
+
+
+def hub_id(spec: Mapping[str, Any]) -> str:
+    """The checkpoint to load: ``id``, or its ``-deduped`` twin for a Pythia model with
+    ``variant: deduped`` (docs/fidelity.md#P1-PYTHIA-VARIANT; paper 1 uses the standard models).
+    Here, not in models/build.py, because the workflow stages that repo on the login node."""
+    ident = str(spec["id"])
+    if (spec.get("variant", "standard") == "deduped" and spec.get("source") == "hub"
+            and ident.startswith("EleutherAI/pythia-") and not ident.endswith("-deduped")):
+        return ident + "-deduped"
+    return ident

@@ -34,7 +34,7 @@ never reused for it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,14 @@ from embtune.evaluate.ranking import ranking_metrics
 from embtune.io import read_parquet
 from embtune.layout import PND_FILES, XNLI_TEST, Processed
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
-from embtune.models.encoders import Encoder, LazyEncoder, resolve_encoder_path
+from embtune.models.encoders import (
+    Encoder,
+    LazyEncoder,
+    LengthCounter,
+    check_dist_embeddings,
+    normalized,
+    resolve_encoder_path,
+)
 
 #: Triplet / grouped PND dataset -> its file under ``paths.processed`` (the layout owns the paths).
 TRIPLET_FILES = PND_FILES
@@ -92,7 +99,12 @@ class XnliTable:
 
 @dataclass
 class Towers:
-    """The two encoders with their cache identities."""
+    """The two encoders with their cache identities.
+
+    ``dist_embeddings`` (docs/fidelity.md#P2-DIST-EMBEDDINGS): the cache holds raw vectors;
+    ``normalized`` unit-normalises them on the way out (cosine is unchanged, ``dist`` becomes a
+    function of it). ``lengths`` counts texts over the encoder's maximum length per dataset
+    (``label``) into ``over_length`` (docs/fidelity.md#P2-MAX-SEQ-LENGTH)."""
 
     query: Encoder
     query_fp: str
@@ -100,6 +112,23 @@ class Towers:
     doc_fp: str
     query_prefix: str
     doc_prefix: str
+    dist_embeddings: str = "raw"
+    lengths: LengthCounter | None = None
+    label: str = ""
+    over_length: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def embed(self, cache: EmbedCache, side: str, texts: list[str], batch_size: int,
+              prefix: str | None = None) -> np.ndarray:
+        """Embeddings of ``texts`` by the ``query`` or ``doc`` tower (through the cache)."""
+        enc, fp = (self.query, self.query_fp) if side == "query" else (self.doc, self.doc_fp)
+        if prefix is None:
+            prefix = self.query_prefix if side == "query" else self.doc_prefix
+        if self.lengths is not None:
+            entry = self.over_length.setdefault(self.label, {"query": 0, "doc": 0,
+                                                             "max_seq_length": self.lengths.max_seq_length})
+            entry[side] += self.lengths.over([prefix + t for t in texts])
+        emb = cache.embed(enc, fp, side, prefix, texts, batch_size)
+        return normalized(emb) if self.dist_embeddings == "normalized" else emb
 
 
 def narrow_domain(train_data: str | None) -> str | None:
@@ -169,9 +198,8 @@ def evaluate_arxiv_levels(paths: dict[str, Path], cache: EmbedCache, towers: Tow
     coded = {}
     for name, path in paths.items():   # one file in memory at a time; only codes are kept
         coded |= code_arxiv_levels({name: read_arxiv_level(path, exclude_prefix)}, queries, docs)
-    q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, queries.texts(),
-                    batch_size)
-    d = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, docs.texts(), batch_size)
+    q = towers.embed(cache, "query", queries.texts(), batch_size)
+    d = towers.embed(cache, "doc", docs.texts(), batch_size)
     return score_levels(q, d, coded, measures, ties)
 
 
@@ -179,9 +207,9 @@ def evaluate_arxiv_levels(paths: dict[str, Path], cache: EmbedCache, towers: Tow
 def evaluate_triplets(ts: TripletSet, cache: EmbedCache, towers: Towers, batch_size: int,
                       measures: Sequence[Measure], ties: Ties = "error") -> dict[str, dict[str, Any]]:
     """PND counts and ranking metrics of one triplet set for each measure."""
-    q = cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, ts.queries, batch_size)
-    p = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.positives, batch_size)
-    n = cache.embed(towers.doc, towers.doc_fp, "doc", towers.doc_prefix, ts.negatives, batch_size)
+    q = towers.embed(cache, "query", ts.queries, batch_size)
+    p = towers.embed(cache, "doc", ts.positives, batch_size)
+    n = towers.embed(cache, "doc", ts.negatives, batch_size)
     return score_triplets(q, p, ts.pos_query, n, ts.neg_query, measures, ties)
 
 
@@ -237,10 +265,10 @@ def evaluate_xnli(table: XnliTable, cache: EmbedCache, towers: Towers, batch_siz
     if text_prefix not in ("doc", "query"):
         raise ValueError(f"unknown XNLI text prefix {text_prefix!r} (expected doc or query)")
     prefix = towers.doc_prefix if text_prefix == "doc" else towers.query_prefix
-    prem = {lang: cache.embed(towers.query, towers.query_fp, "query", towers.query_prefix, texts,
-                              batch_size) for lang, texts in table.premises.items()}
-    hyp = {lang: cache.embed(towers.doc, towers.doc_fp, "doc", prefix, texts,
-                             batch_size) for lang, texts in table.hypotheses.items()}
+    prem = {lang: towers.embed(cache, "query", texts, batch_size)
+            for lang, texts in table.premises.items()}
+    hyp = {lang: towers.embed(cache, "doc", texts, batch_size, prefix)
+           for lang, texts in table.hypotheses.items()}
     return xnli_pnd(prem, hyp, table.labels, tuple(measures), ties=ties)
 
 
@@ -261,6 +289,7 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
     levels = levels or {}
     data = Processed(Path(data_dir))
     for name in names:
+        towers.label = name
         if pnd_sets.get(name).kind == "xnli":
             table = xnli_table(read_parquet(data.xnli_test(), "the prepare-xnli table"),
                                xnli_languages)
@@ -308,23 +337,27 @@ def xnli_summary(rows: list[dict[str, Any]], table: XnliTable) -> dict[str, Any]
 
 # ---------------------------------------------------------------- towers
 def build_towers(spec: dict[str, Any], query_model_dir: str | None,
-                 precision: str = "fp32", doc_model_dir: str | None = None) -> Towers:
+                 precision: str = "fp32", doc_model_dir: str | None = None,
+                 dist_embeddings: str = "raw") -> Towers:
     """Query tower: the query route of ``query_model_dir`` (tune-query's dual encoder; a plain
     one-tower folder also works) or the base model; document tower: the document route of
     ``doc_model_dir`` (both towers tuned, App. L) or the base model. Each tower's cache identity is its folder's content
     fingerprint, so a tuned document tower never reads the frozen base's stored embeddings."""
     base_path = resolve_encoder_path(spec)
-    base, base_fp = LazyEncoder(base_path, precision), model_fingerprint(base_path)
-    query, query_fp = (LazyEncoder(query_model_dir, precision, "query"), model_fingerprint(query_model_dir)) \
+    max_len = spec.get("max_seq_length")   # docs/fidelity.md#P2-MAX-SEQ-LENGTH; None: the folder's
+    base, base_fp = LazyEncoder(base_path, precision, None, max_len), model_fingerprint(base_path)
+    query, query_fp = (LazyEncoder(query_model_dir, precision, "query", max_len),
+                       model_fingerprint(query_model_dir)) \
         if query_model_dir else (base, base_fp)
     if doc_model_dir and not Path(doc_model_dir).is_dir():
         raise DataError(f"{doc_model_dir}: --doc-model-dir is not a directory; expected the run's "
                         f"model/ that tune-query writes (its document route is the tuned document "
                         f"tower when tune_doc_tower: true)")
-    doc, doc_fp = (LazyEncoder(doc_model_dir, precision, "document"), model_fingerprint(doc_model_dir)) \
-        if doc_model_dir else (base, base_fp)
+    doc, doc_fp = (LazyEncoder(doc_model_dir, precision, "document", max_len),
+                   model_fingerprint(doc_model_dir)) if doc_model_dir else (base, base_fp)
     return Towers(query, query_fp, doc, doc_fp, spec.get("query_prefix", "") or "",
-                  spec.get("doc_prefix", "") or "")
+                  spec.get("doc_prefix", "") or "", check_dist_embeddings(dist_embeddings),
+                  LengthCounter(base_path, max_len))
 
 
 def _brief(res: dict[str, Any], measures: Sequence[str]) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from embtune.data.store import hub_id
 from embtune.errors import DataError
 from embtune.models import families
 
@@ -112,11 +113,11 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
     if spec["source"] == "hub" and spec.get("path"):  # staged on the login node (stage_in.smk)
         from embtune.data.store import require_staged
 
-        folder = str(require_staged(spec["path"], f"{spec['id']}@{spec.get('revision', 'main')}"))
+        folder = str(require_staged(spec["path"], f"{hub_id(spec)}@{spec.get('revision', 'main')}"))
         check_model_folder(folder)  # sizes checked before transformers builds a default-size model
         return AutoModel.from_pretrained(folder)
-    check_model_folder(spec["id"])  # sizes checked before transformers builds a default-size model
-    return AutoModel.from_pretrained(spec["id"])
+    check_model_folder(hub_id(spec))  # sizes checked before transformers builds a default-size model
+    return AutoModel.from_pretrained(hub_id(spec))
 
 
 def check_model(spec: dict[str, Any], model: torch.nn.Module, vocab: int) -> None:

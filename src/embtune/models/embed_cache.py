@@ -1,5 +1,6 @@
 """Persistent embedding cache: each unique text is embedded once per (model, tower, prefix,
-precision).
+precision, max length). The vectors are the encoder's raw (pre-``Normalize``) output; normalised
+ones are derived where asked for (docs/fidelity.md#P2-DIST-EMBEDDINGS).
 
 Why: PND evaluation re-embeds the same texts many times — XNLI sentences appear in 225 language
 pairs, MSMARCO passages repeat across samples, and every tuned query tower is evaluated against
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from embtune.io import atomic_path, sha256_file, write_json
-from embtune.models.encoders import PRECISIONS, Encoder, check_precision
+from embtune.models.encoders import OUTPUT_TAG, PRECISIONS, Encoder, check_precision
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model")
 SKIP_DIRS = frozenset({"onnx", "openvino", ".git", "checkpoints"})
@@ -104,8 +105,9 @@ class EmbedCache:
         if precision is None:
             raise TypeError(f"{type(encoder).__name__} has no .precision: the cache key needs the "
                             f"precision the embeddings are computed in ({', '.join(PRECISIONS)})")
-        key = store_key(fingerprint, tower, prefix, precision)
-        store = self._store(key, fingerprint, tower, prefix, precision)
+        max_len = getattr(encoder, "max_seq_length", None)
+        key = store_key(fingerprint, tower, prefix, precision, max_len)
+        store = self._store(key, fingerprint, tower, prefix, precision, max_len)
         full = [prefix + t for t in texts]
         hashes = [text_hash(t) for t in full]
         missing = _unique_missing(full, hashes, store)
@@ -118,10 +120,11 @@ class EmbedCache:
         return np.stack([store[h] for h in hashes]).astype(np.float32, copy=False)
 
     def _store(self, key: str, fingerprint: str, tower: str, prefix: str,
-               precision: str) -> dict[bytes, np.ndarray]:
+               precision: str, max_seq_length: int | None = None) -> dict[bytes, np.ndarray]:
         if key not in self._loaded:
             folder = self.root / key
-            meta = {"fingerprint": fingerprint, "tower": tower, "prefix": prefix, "precision": precision}
+            meta = {"fingerprint": fingerprint, "tower": tower, "prefix": prefix, "precision": precision,
+                    "output": OUTPUT_TAG, "max_seq_length": max_seq_length}
             if not (folder / "meta.json").exists():
                 write_json(folder / "meta.json", meta)
             else:
@@ -166,9 +169,13 @@ class EmbedCache:
         entry["forward_passes"] += passes
 
 
-def store_key(fingerprint: str, tower: str, prefix: str, precision: str) -> str:
-    """Directory name of one (model, tower, prefix, precision) store."""
-    payload = json.dumps([fingerprint, tower, prefix, check_precision(precision)]).encode()
+def store_key(fingerprint: str, tower: str, prefix: str, precision: str,
+              max_seq_length: int | None = None) -> str:
+    """Directory name of one (model, tower, prefix, precision, output, max length) store: every
+    input that changes the vectors. ``output`` is :data:`OUTPUT_TAG` (raw, pre-``Normalize``
+    vectors); ``max_seq_length`` None means the model folder's own, which the fingerprint covers."""
+    payload = json.dumps([fingerprint, tower, prefix, check_precision(precision), OUTPUT_TAG,
+                          max_seq_length]).encode()
     return hashlib.sha256(payload).hexdigest()[:24]
 
 

@@ -28,6 +28,13 @@ import numpy as np
 from embtune.errors import DataError
 
 PRECISIONS = ("fp32", "bf16")
+#: What PND's ``dist`` measure and the ``dist`` triplet loss see (docs/fidelity.md#P2-DIST-EMBEDDINGS):
+#: the encoder's vectors before its ``Normalize`` module (``raw``) or after it (``normalized``).
+#: Encoders here always return raw vectors; cosine is blind to the norm, so only ``dist`` differs.
+DIST_EMBEDDINGS = ("raw", "normalized")
+#: Part of the embedding cache key: what the vectors are (raw since issue 24; stores written before
+#: held normalised vectors under keys without it, so they are never read as raw).
+OUTPUT_TAG = "raw"
 
 
 class Encoder(Protocol):
@@ -37,6 +44,41 @@ class Encoder(Protocol):
     precision: str
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+
+
+def check_dist_embeddings(value: str) -> str:
+    if value not in DIST_EMBEDDINGS:
+        raise ValueError(f"unknown dist_embeddings {value!r} (expected one of {', '.join(DIST_EMBEDDINGS)})")
+    return value
+
+
+@contextlib.contextmanager
+def without_normalize(model: Any) -> Iterator[None]:
+    """Run ``model`` (a sentence-transformers model, a ``Router`` dual encoder included) with each
+    ``Normalize`` module swapped for an identity, restored afterwards: its output is the pooled
+    vector before L2 normalisation, the vector whose euclidean distances paper 2 reports
+    (docs/fidelity.md#P2-DIST-EMBEDDINGS). Why a swap and not a copy: the model keeps its saved
+    structure (the exported dual encoder still normalises for its users)."""
+    import torch
+
+    swapped = []
+    for parent in list(model.modules()):
+        for name, child in list(parent._modules.items()):
+            if type(child).__name__ == "Normalize":
+                parent._modules[name] = torch.nn.Identity()
+                swapped.append((parent, name, child))
+    try:
+        yield
+    finally:
+        for parent, name, child in swapped:
+            parent._modules[name] = child
+
+
+def normalized(x: np.ndarray) -> np.ndarray:
+    """Unit rows (float32), for ``dist_embeddings: normalized``; zero rows stay zero."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(norms == 0.0, 1.0, norms)
 
 
 def check_precision(precision: str) -> str:
@@ -55,7 +97,7 @@ class SentenceTransformerEncoder:
     callers add the model's prefixes themselves (the cache key records them)."""
 
     def __init__(self, path: str, device: str | None = None, precision: str = "fp32",
-                 route: str | None = None) -> None:
+                 route: str | None = None, max_seq_length: int | None = None) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -67,12 +109,18 @@ class SentenceTransformerEncoder:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model = SentenceTransformer(path, device=self.device)
         self.route = route if is_dual_encoder(path) else None   # one-tower folders have no routes
+        if max_seq_length:
+            self.model.max_seq_length = int(max_seq_length)
+        # the requested length (None: the folder's own, which its fingerprint covers) is part of
+        # the cache key, so a LazyEncoder and this class key the same vectors alike
+        self.max_seq_length = int(max_seq_length) if max_seq_length else None
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         import torch
 
         routing = {"task": self.route} if self.route else {}
-        with torch.inference_mode(), compute_precision(self.precision, self.device):
+        with torch.inference_mode(), compute_precision(self.precision, self.device), \
+                without_normalize(self.model):
             out = self.model.encode(texts, batch_size=batch_size, convert_to_numpy=False,
                                     convert_to_tensor=True, show_progress_bar=False, **routing)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
@@ -132,13 +180,60 @@ def resolve_encoder_path(spec: dict[str, Any]) -> str:
 class LazyEncoder:
     """Loads the sentence-transformers model only if some text is not cached yet."""
 
-    def __init__(self, path: str, precision: str = "fp32", route: str | None = None) -> None:
+    def __init__(self, path: str, precision: str = "fp32", route: str | None = None,
+                 max_seq_length: int | None = None) -> None:
         self.path = path
         self.precision = check_precision(precision)
         self.route = route
+        self.max_seq_length = max_seq_length   # None: the folder's sentence_bert_config.json value
         self._enc: Encoder | None = None
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._enc is None:
-            self._enc = SentenceTransformerEncoder(self.path, precision=self.precision, route=self.route)
+            self._enc = SentenceTransformerEncoder(self.path, precision=self.precision, route=self.route,
+                                                   max_seq_length=self.max_seq_length)
         return self._enc.encode(texts, batch_size)
+
+
+def folder_max_seq_length(path: str) -> int | None:
+    """The ``max_seq_length`` a sentence-transformers folder sets (``sentence_bert_config.json``),
+    or None when the folder (or its hub cache copy) has none."""
+    import json
+
+    from embtune.models.embed_cache import _local_folder
+
+    folder = _local_folder(path)
+    config = folder / "sentence_bert_config.json" if folder else None
+    if config is None or not config.is_file():
+        return None
+    value = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
+    return int(value) if value else None
+
+
+class LengthCounter:
+    """Counts texts longer than the encoder's maximum length (in tokens, special tokens included),
+    which sentence-transformers would cut silently (docs/fidelity.md#P2-MAX-SEQ-LENGTH).
+
+    The tokenizer is the base model's: a tuned query tower is a copy of it, so it tokenizes
+    alike. Loaded on first use (tokenizer only, not the model)."""
+
+    def __init__(self, path: str, max_seq_length: int | None = None) -> None:
+        self.path = path
+        self.max_seq_length = int(max_seq_length) if max_seq_length else folder_max_seq_length(path)
+        self._tok: Any = None
+
+    def over(self, texts: list[str]) -> int:
+        """How many of ``texts`` (distinct ones once) exceed the maximum length."""
+        if not self.max_seq_length or not texts:
+            return 0
+        if self._tok is None:
+            from transformers import AutoTokenizer
+
+            self._tok = AutoTokenizer.from_pretrained(self.path)
+        unique = list(dict.fromkeys(texts))
+        n_over = 0
+        for start in range(0, len(unique), 4096):
+            ids = self._tok(unique[start:start + 4096], add_special_tokens=True, truncation=False,
+                            verbose=False)["input_ids"]
+            n_over += sum(len(x) > self.max_seq_length for x in ids)
+        return n_over

@@ -256,7 +256,8 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
     if metrics.get("lora_rank") is not None:
         rows_hp.append(("LoRA rank / alpha / dropout",
                         f"{run.get('lora_rank')} / {run.get('lora_alpha')} / {run.get('lora_dropout')}"))
-    rows_loss = [(f"final training loss (mean of the last {t.get('final_loss_window', '?')} steps)",
+    rows_loss = [(f"final training loss (mean of the last "
+                  f"{metrics.get('final_loss_steps', t.get('final_loss_window', '?'))} steps)",
                   metrics.get("final_train_loss")),
                  ("held-out loss (validation pairs)", metrics.get("val_loss"))]
     method = _registered(metrics)

@@ -17,6 +17,8 @@ and run the tables hold — nothing is capped; a figure the data cannot support 
   level, (b) the run's improvement per level, open markers not significant
   (``arxiv_levels_base.csv``, ``arxiv_levels.csv``).
 
+* Figs 3, 7-8, 11a, 12-14: :mod:`embtune.plots.paper2_sweeps`.
+
 Tables in sub-folders of the query-table folder (e.g. per-grid tables) get the folder in the
 figure name, so two grids never overwrite each other's figures.
 """
@@ -237,6 +239,8 @@ def _has(frame: pl.DataFrame | None, cols: set[str]) -> bool:
 
 def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
     """Every paper-2 figure the query tables support (see the module docstring)."""
+    from embtune.plots import paper2_sweeps  # it draws with this module's helpers
+
     out: list[Any] = []
     for folder, files in sorted(_by_folder(tables).items()):
         pre = f"p2_{_safe(folder)}_" if folder else "p2_"
@@ -245,6 +249,10 @@ def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
         out += _fig02(files.get("lr_curves.parquet"), files.get("lr_xnli_counts.parquet"), pre, where)
         out += _fig04_05(files.get("xnli_base.parquet"), pre, where)
         out += _fig06(files.get("arxiv_levels_base.csv"), files.get("arxiv_levels.csv"), pre, where)
+        if not folder:   # Figs 7-8; Figs 3, 11a, 12-14 from groups/grid-fig<N>.csv (issue 24)
+            out += paper2_sweeps.models_specs(files.get("xnli_heatmap.parquet"))
+        if folder == "groups":
+            out += paper2_sweeps.group_specs(files)
     return out
 
 

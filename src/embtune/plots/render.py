@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from embtune.io import atomic_path, write_text  # noqa: E402
+from embtune.plots.paper2_sweeps import FIG_GROUP  # noqa: E402
 from embtune.plots.report import Spec, paper1_specs, paper2_specs, read_table  # noqa: E402
 
 
@@ -29,8 +30,10 @@ def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
         return {}
     out = {}
     for path in sorted([*directory.rglob("*.csv"), *directory.rglob("*.parquet")]):
-        if "groups" in path.relative_to(directory).parts:
-            continue  # per-sweep/grid tables (query_groups) repeat table1's rows, not new figures
+        rel = path.relative_to(directory)
+        if "groups" in rel.parts and not FIG_GROUP.match(rel.name):
+            continue  # per-sweep/grid tables (query_groups) repeat table1's rows, not new figures,
+            # except the grids named fig<N> (paper 2 Figs 3, 11a, 12-14: plots.paper2_sweeps)
         try:
             out[str(path.relative_to(directory))] = read_table(path)
         except Exception as err:  # noqa: BLE001 - an unreadable side table must not stop the report

@@ -30,7 +30,7 @@ from embtune.evaluate.pnd_eval import DATASETS, XNLI_COUNT_SCHEMA, build_towers,
 from embtune.io import provenance, read_json, write_json, write_parquet
 from embtune.layout import METRICS_JSON, PND_JSON, XNLI_COUNTS
 from embtune.models.embed_cache import EmbedCache
-from embtune.models.encoders import PRECISIONS
+from embtune.models.encoders import DIST_EMBEDDINGS, PRECISIONS
 
 STAGE = "evaluate-pnd"
 
@@ -68,6 +68,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--xnli-text-prefix", choices=("doc", "query"), default="doc",
                     help="prefix of XNLI hypotheses: doc_prefix or query_prefix "
                          "(docs/fidelity.md#P2-XNLI-PREFIX)")
+    ap.add_argument("--dist-embeddings", choices=DIST_EMBEDDINGS, default="raw",
+                    help="the vectors the dist measure compares: the encoder's raw output or the "
+                         "L2-normalised one (docs/fidelity.md#P2-DIST-EMBEDDINGS)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--out", required=True, help="output directory")
     return ap.parse_args(argv)
@@ -79,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = json.loads(args.model_json)
     if args.query_model_dir and _failed_run(args):
         return 0
-    towers = build_towers(spec, args.query_model_dir, args.precision, args.doc_model_dir)
+    towers = build_towers(spec, args.query_model_dir, args.precision, args.doc_model_dir,
+                          args.dist_embeddings)
     data_dir, out_dir = Path(args.data_dir), Path(args.out)
     levels = arxiv_plan(args.datasets, args.arxiv_levels, args.arxiv_random_level)
     with tempfile.TemporaryDirectory() as tmp_cache:
@@ -90,9 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             exclude_domains=args.exclude_domains, xnli_languages=args.xnli_languages,
             ties=args.ties, xnli_text_prefix=args.xnli_text_prefix, levels=levels)
         result["encoder_calls"] = cache.stats.as_dict()
+    # texts over the encoder's maximum length, per dataset: counted, never cut silently
+    # (docs/fidelity.md#P2-MAX-SEQ-LENGTH)
+    result["over_length"] = towers.over_length
     result["arxiv_levels"] = {f: {str(lv): ds for lv, ds in m.items()} for f, m in levels.items()}
     result["model"] = {"spec": spec, "query_model_dir": args.query_model_dir,
                        "doc_model_dir": args.doc_model_dir, "precision": args.precision,
+                       "dist_embeddings": args.dist_embeddings,
+                       "max_seq_length": towers.lengths.max_seq_length if towers.lengths else None,
                        "doc_fingerprint": towers.doc_fp, "query_fingerprint": towers.query_fp}
     (out_dir / PND_JSON).unlink(missing_ok=True)   # the commit marker goes first, comes back last
     write_parquet(out_dir / XNLI_COUNTS, pl.DataFrame(xnli_rows, schema=XNLI_COUNT_SCHEMA))

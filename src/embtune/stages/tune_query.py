@@ -37,7 +37,7 @@ from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
 from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
-from embtune.models.encoders import PRECISIONS, SentenceTransformerEncoder
+from embtune.models.encoders import PRECISIONS, LengthCounter, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.runconfig import QueryRunConfig
 from embtune.train import failures
@@ -85,7 +85,8 @@ def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
     train_path, val_path, cols = triplet_files(data_dir, run.train_data)
     train, val = read_triplets(train_path, cols), read_triplets(val_path, cols)
     path = resolve_encoder_path(run.model)
-    encoder = SentenceTransformerEncoder(path, precision=precision)
+    max_len = run.model.get("max_seq_length")   # docs/fidelity.md#P2-MAX-SEQ-LENGTH
+    encoder = SentenceTransformerEncoder(path, precision=precision, max_seq_length=max_len)
     encoder.model.eval()
     for p in encoder.model.parameters():
         p.requires_grad_(False)
@@ -97,7 +98,8 @@ def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
     tracker.end(result.metrics, changes)
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
                           top_layers_relative=top_layers(changes, "rank_relative"),
-                          n_train_triplets=len(train), embed_precision=precision)
+                          n_train_triplets=len(train), embed_precision=precision,
+                          over_length=over_length(LengthCounter(path, max_len), run.model, train + val))
     doc_changes = None if result.doc_tower is None else \
         layer_changes(encoder.model.state_dict(), result.doc_tower.state_dict())
     as_json = run.to_dict()              # the config's JSON form, as the manifest records it
@@ -119,6 +121,15 @@ def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
         write_json(tmp / METRICS_JSON, result.metrics)
         write_json(tmp / MANIFEST_JSON, manifest)
     return result.metrics
+
+
+def over_length(counter: LengthCounter, spec: dict[str, Any], triplets: list[Any]) -> dict[str, Any]:
+    """Training and validation texts longer than the encoder's maximum length (they are cut when
+    embedded: counted here, never silently; docs/fidelity.md#P2-MAX-SEQ-LENGTH)."""
+    q, d = spec.get("query_prefix", "") or "", spec.get("doc_prefix", "") or ""
+    return {"max_seq_length": counter.max_seq_length,
+            "query": counter.over([q + t[0] for t in triplets]),
+            "doc": counter.over([d + t[i] for t in triplets for i in (1, 2)])}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

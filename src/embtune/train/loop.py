@@ -30,6 +30,7 @@ from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
 from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
 from embtune.train.failures import Diverged, DivergenceWatch, partial_metrics
+from embtune.train.final_loss import final_loss
 from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 
@@ -362,10 +363,12 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
         if preempt and prog.step < plan.steps:
             tracker.end()
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
-    window = t.final_loss_window
+    # the fitted loss never averages warm-up steps (docs/fidelity.md#P1-FINAL-LOSS)
+    final, window = final_loss([r["loss"] for r in prog.curve], t.final_loss_window,
+                               t.final_loss_fraction, t.warmup_fraction)
     val = open_pairs(run.data.train_dir, "val", context)
     val_loss = held_out_loss(model, val, bs, chunk, pad_id, t.pooling, t.temperature, acc.device, form)
-    metrics.update(status="ok", final_train_loss=float(np.mean([r["loss"] for r in prog.curve[-window:]])),
+    metrics.update(status="ok", final_train_loss=final, final_loss_steps=window,
                    val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
                    planned_steps=plan.steps, epochs=plan.epochs, n_pairs=len(train_pairs),
                    budget_fraction=prog.flops / run.budget, wall_seconds=prog.wall,

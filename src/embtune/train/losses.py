@@ -51,16 +51,22 @@ def symmetric_infonce(q: torch.Tensor, p: torch.Tensor, temperature: float,
     return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2
 
 
-def pair_distance(a: torch.Tensor, b: torch.Tensor, kind: Literal["cos", "dist"]) -> torch.Tensor:
-    """Row-wise distance: ``cos`` = 1 − cosine similarity, ``dist`` = Euclidean distance."""
+def pair_distance(a: torch.Tensor, b: torch.Tensor, kind: Literal["cos", "dist"],
+                  unit: bool = False) -> torch.Tensor:
+    """Row-wise distance: ``cos`` = 1 − cosine similarity, ``dist`` = Euclidean distance, of the
+    rows as given (the encoder's raw vectors) or, with ``unit``, of the L2-normalised rows
+    (``dist_embeddings: normalized``, docs/fidelity.md#P2-DIST-EMBEDDINGS)."""
     if kind == "cos":
         return 1.0 - F.cosine_similarity(a.float(), b.float(), dim=-1)
     if kind == "dist":
+        if unit:
+            a, b = F.normalize(a.float(), dim=-1), F.normalize(b.float(), dim=-1)
         return (a.float() - b.float()).norm(dim=-1)
     raise ValueError(f"unknown distance {kind!r} (expected 'cos' or 'dist')")
 
 
 def triplet_margin_loss(q: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, margin: float,
-                        distance: Literal["cos", "dist"] = "cos") -> torch.Tensor:
+                        distance: Literal["cos", "dist"] = "cos", unit: bool = False) -> torch.Tensor:
     """mean(max(0, d(q, pos) − d(q, neg) + margin)) — paper 2's objective for the query tower."""
-    return F.relu(pair_distance(q, pos, distance) - pair_distance(q, neg, distance) + margin).mean()
+    return F.relu(pair_distance(q, pos, distance, unit) - pair_distance(q, neg, distance, unit)
+                  + margin).mean()

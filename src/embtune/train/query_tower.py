@@ -48,7 +48,7 @@ import torch
 from embtune import pnd_sets
 from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
-from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
+from embtune.models.encoders import SentenceTransformerEncoder, compute_precision, without_normalize
 from embtune.optim import epoch_lrs
 from embtune.runconfig import QueryRunConfig
 from embtune.train.failures import Diverged
@@ -163,12 +163,19 @@ def make_optimizer(params: list[torch.nn.Parameter], name: str, lr: float,
 
 
 def embed_queries(model: Any, texts: list[str]) -> tuple[torch.Tensor, int]:
-    """Differentiable query embeddings and the number of real (non-padding) tokens."""
+    """Differentiable query embeddings (raw: before the model's ``Normalize``, as the cached
+    document vectors; docs/fidelity.md#P2-DIST-EMBEDDINGS) and the number of real tokens."""
     device = next(model.parameters()).device
     feats = model.preprocess(texts)
     feats = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in feats.items()}
     n_tokens = int(feats["attention_mask"].sum())
-    return model(feats)["sentence_embedding"], n_tokens
+    with without_normalize(model):
+        return model(feats)["sentence_embedding"], n_tokens
+
+
+def _unit(run: QueryRunConfig) -> bool:
+    """``dist`` on L2-normalised vectors (``dist_embeddings: normalized``) rather than raw ones."""
+    return run.dist_embeddings == "normalized"
 
 
 @dataclass
@@ -237,8 +244,10 @@ def validate(query_tower: Any, val: list[Triplet], docs: DocSide | TunedDocs, ru
         for i in range(0, len(val), batch_size):
             q, _ = embed_queries(query_tower, [prefix + t[0] for t in val[i:i + batch_size]])
             q, p, n = q.float().cpu(), pos[i:i + batch_size], neg[i:i + batch_size]
-            losses.append(float(triplet_margin_loss(q, p, n, run.margin, run.distance)) * len(q))
-            errors += int((pair_distance(q, p, run.distance) >= pair_distance(q, n, run.distance)).sum())
+            losses.append(float(triplet_margin_loss(q, p, n, run.margin, run.distance, _unit(run)))
+                          * len(q))
+            errors += int((pair_distance(q, p, run.distance, _unit(run))
+                           >= pair_distance(q, n, run.distance, _unit(run))).sum())
     return sum(losses) / len(val), errors
 
 
@@ -270,7 +279,7 @@ def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: li
         pos = side([train[i][1] for i in batch]).to(device)
         neg = side([train[i][2] for i in batch]).to(device)
         q, n_tok = embed_queries(query_tower, [prefix + train[i][0] for i in batch])
-        loss = triplet_margin_loss(q, pos, neg, run.margin, run.distance)
+        loss = triplet_margin_loss(q, pos, neg, run.margin, run.distance, _unit(run))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
