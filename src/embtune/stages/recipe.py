@@ -39,6 +39,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = read_parquet(args.runs, "the runs table collect-runs writes")
     recipe = make_recipe(args.budget, read_json(args.fits), runs, suite=suite,
                          batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair)
+    fits = read_json(args.fits)
+    lost = {m: v for m, v in (fits.get("lost_rows") or {}).items() if v.get("count")}
+    if lost:        # failed runs (embtune.train.failures): the recipe stands on fewer rows; say which
+        recipe["lost_rows"] = {m: v["count"] for m, v in lost.items()}
+        recipe["warnings"] = [*recipe["warnings"], "the fits lost rows to failed runs: " + "; ".join(
+            f"{m} {v['count']} ({', '.join(r['run_id'] + ': ' + r['reason'] for r in v['runs'])})"
+            for m, v in lost.items())]
     write_json(args.out, recipe)
     print(json.dumps(recipe, indent=2, sort_keys=True))
     for w in recipe["warnings"]:
