@@ -10,7 +10,7 @@ import math
 import polars as pl
 import pytest
 import torch
-from helpers_train import make_base_model, make_shards, one_thread, run_config
+from helpers_train import make_base_model, make_shards, one_thread, run_json
 
 from embtune.stages import train as train_stage
 from embtune.train import failures
@@ -63,7 +63,7 @@ def test_oom_is_recognised() -> None:
 # --------------------------------------------------------------------------- the train stage
 def test_diverged_run_writes_a_failure_record_and_exits_0(tmp_path, fixture_dirs) -> None:
     base, data = fixture_dirs
-    run = run_config(base, data, "bias", budget=3e8, peak_lr=1e8)     # the forced divergence
+    run = run_json(base, data, "bias", budget=3e8, peak_lr=1e8)     # the forced divergence
     assert train_stage.main(_args(run, tmp_path, "--attempt", "1", "--retries", "2")) == 0
     m = _metrics(tmp_path)
     assert m["status"] == "failed" and m["run_id"] == run["run_id"] and m["method"] == "bias"
@@ -82,7 +82,7 @@ def test_diverged_run_writes_a_failure_record_and_exits_0(tmp_path, fixture_dirs
 def test_time_limit_is_a_failure_on_the_last_attempt_only(tmp_path, fixture_dirs, monkeypatch) -> None:
     base, data = fixture_dirs
     monkeypatch.setenv("SLURM_JOB_ID", "42")          # a time limit is SLURM's
-    run = run_config(base, data, "full", budget=1.0e9)
+    run = run_json(base, data, "full", budget=1.0e9)
     args = _args(run, tmp_path, "--stop-after-steps", "2", "--retries", "1")
     assert train_stage.main(args + ["--attempt", "1"]) == train_stage.EXIT_PREEMPTED
     assert not (tmp_path / "out").exists()
@@ -101,7 +101,7 @@ def test_time_limit_is_a_failure_on_the_last_attempt_only(tmp_path, fixture_dirs
 def test_data_smaller_than_a_batch_is_a_failure(tmp_path, fixture_dirs) -> None:
     base, _ = fixture_dirs
     small = make_shards(tmp_path / "small", 5, 4, 190, 12)          # 5 pairs < batch_size 8
-    run = run_config(base, small, "full", budget=1.0e9)
+    run = run_json(base, small, "full", budget=1.0e9)
     assert train_stage.main(_args(run, tmp_path, "--attempt", "1", "--retries", "2")) == 0
     rec = _metrics(tmp_path)["failure"]
     assert rec["reason"] == "data_too_small" and "5 pairs is less than one batch of 8" in rec["detail"]
@@ -115,7 +115,7 @@ def test_out_of_memory_is_final_on_the_last_attempt(tmp_path, fixture_dirs, monk
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
     monkeypatch.setattr(train_stage, "train_run", oom)
-    args = _args(run_config(base, data, "full"), tmp_path, "--attempt", str(attempt), "--retries", "2")
+    args = _args(run_json(base, data, "full"), tmp_path, "--attempt", str(attempt), "--retries", "2")
     if attempt < 3:
         with pytest.raises(torch.cuda.OutOfMemoryError):    # Snakemake retries it with more memory
             train_stage.main(args)
