@@ -185,9 +185,10 @@ def _flip_one_byte(path: Path) -> None:
     ("data/mteb_data.py", {"materialise-mteb", "evaluate-mteb"}),
     # optim.py: lazily by models/build.py and train/loop.py, by train/query_tower.py, and by
     # sweep.py, which the stages reach through config.py -> config_checks.py (lazily) or directly
-    # (the figures driver reads only plots/ and scaling/: no sweep since it moved to stages/)
+    # (the figures driver reads only plots/ and scaling/: no sweep since it moved to stages/);
+    # `status` reads the plan through sweep.py
     ("optim.py", {"train", "build-model", "tune-query", "validate-params", "plan", "collect-runs",
-                  "fit-scaling", "query-table", "appendix-tables"}),
+                  "fit-scaling", "query-table", "appendix-tables", "status"}),
     ("summary.py", {"summary"}),
 ])
 def test_one_byte_changes_exactly_the_importers_hashes(tmp_path: Path, module: str,
