@@ -12,7 +12,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.io import provenance, read_parquet, write_json
+from embtune.io import provenance, write_json
+from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
 from embtune.scaling.failed import failed_runs, lost_rows
 from embtune.scaling.fit_laws import finite_json, fit_all
 from embtune.scaling.runs_table import nonfinite_runs
@@ -37,12 +38,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = read_parquet(args.runs, "the runs table collect-runs writes")
+    runs = read_runs_table(args.runs, (*RUNS_REQUIRED, args.loss_column))
     fits = fit_all(runs, metric=args.loss_column, delta=args.huber_delta,
                    n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
                    workers=args.workers, chinchilla_coefficients=args.chinchilla_coefficients)
     fits["provenance"] = provenance(stable=True, runs=str(args.runs))
-    fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)  # finished, NaN/inf loss
+    # finished runs left out for a NaN/inf or impossible loss (``excluded``); the old key stays
+    fits["excluded"] = fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)
     fits["failed_runs"] = failed_runs(runs)             # failed for good: every study, with reasons
     fits["lost_rows"] = lost_rows(runs, fits["methods"])  # per method: main-grid rows lost to them
     write_json(args.out, finite_json(fits))
@@ -57,5 +59,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + ", ".join(f"{r['run_id']} ({r['reason']})" for r in lost["runs"]))
     if fits["dropped_nonfinite"]["count"]:
         print(f"{STAGE}: left out {fits['dropped_nonfinite']['count']} finished run(s) whose "
-              f"{args.loss_column} is NaN/inf: {[r['run_id'] for r in fits['dropped_nonfinite']['runs']]}")
+              f"{args.loss_column} is NaN/inf or impossible: "
+              + "; ".join(f"{r['run_id']} ({r['reason']})" for r in fits['excluded']['runs']))
     return 0
