@@ -35,7 +35,11 @@ TARGETS = (f"{RESULTS}/analysis/fits.json", f"{RESULTS}/analysis/report.md",
 def diverged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("diverge") / "repo"
     shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
-    (work / "diverge.yaml").write_text("train:\n  method_lr:\n    bias: 1.0e+8\n")
+    # eval_size 40: the shipped demo MSMARCO file repeats one query (samples 234 and 956), which
+    # split-msmarco's disjointness check refuses with ci.yaml's eval_size 60 (a data issue apart
+    # from this test: drop this line once the demo file or the preset is fixed)
+    (work / "diverge.yaml").write_text("train:\n  method_lr:\n    bias: 1.0e+8\n"
+                                       "data:\n  msmarco:\n    eval_size: 40\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("EMBTUNE_SNAKEMAKE_RETRIES", None)
