@@ -70,7 +70,9 @@ def test_fits_report_and_recipe_are_written_and_name_the_loss(diverged: Path) ->
     assert fits["lost_rows"]["full"]["count"] == 0 and fits["lost_rows"]["freeze"]["count"] == 0
     assert fits["failed_runs"]["count"] == 1 and fits["failed_runs"]["by_reason"] == {"diverged": 1}
     assert "bias" not in fits["methods"]
-    assert json.loads((analysis / "recipes" / "recipe_c2e11.json").read_text())["budget"] == 2e11
+    recipe = json.loads((analysis / "recipes" / "recipe_c2e11.json").read_text())
+    assert recipe["budget"] == 2e11 and recipe["lost_rows"] == {"bias": 1}
+    assert any(BIAS in w and "diverged" in w for w in recipe["warnings"])
     report = (analysis / "report.md").read_text()
     assert "## Failed runs" in report and f"| {BIAS} | diverged |" in report
     assert "Rows the fits lost: bias 1." in report

@@ -139,7 +139,7 @@ def _table() -> pl.DataFrame:
 
 
 def test_runs_table_lists_failed_runs_and_the_lost_rows() -> None:
-    from embtune.scaling.runs_table import failed_runs, lost_rows
+    from embtune.scaling.failed import failed_runs, lost_rows
 
     table = _table()
     assert table.filter(pl.col("status") == "failed").height == 2
@@ -153,7 +153,7 @@ def test_runs_table_lists_failed_runs_and_the_lost_rows() -> None:
 
 def test_report_names_the_failed_runs_and_reasons() -> None:
     from embtune.plots.failed import failed_markdown
-    from embtune.scaling.runs_table import lost_rows
+    from embtune.scaling.failed import lost_rows
 
     table = _table()
     text = "\n".join(failed_markdown(table, {"lost_rows": lost_rows(table)}))

@@ -121,3 +121,19 @@ def test_cli_json_and_a_sacct_without_slurmdbd(params, tree, tmp_path, monkeypat
     assert status_stage.main([*STACK, "--results", str(tree.root), "--no-squeue"]) == 0
     text = capsys.readouterr().out
     assert "failed: diverged 1, oom 2" in text and len(text.splitlines()) < 40
+
+
+def test_one_screen_folds_settled_groups_beyond_the_limit() -> None:
+    jobs = [{"kind": "train", "id": f"m{i}-{k}", "study": "main", "model": f"m{i}", "method": "full",
+             "state": state, "reason": "oom" if state == "failed" else None, "resumable": False,
+             "gpu_hours": 0.0, "est_gpu_hours": 1.0, "finished_at": None}
+            for i in range(st.MAX_ROWS + 4)
+            for k, state in enumerate(["done"] if i % 2 else ["pending"] if i % 3 else ["failed", "pending"])]
+    s = st.summarize(jobs)
+    text = st.render(s)
+    # by hand: 40 groups; odd i: all done (20); even i with i % 3: untouched (i = 2, 4, 8, ... : 13);
+    # i % 6 == 0: a failure, shown (7 rows)
+    assert sum(1 for line in text.splitlines() if line.startswith("main ")) == 7
+    assert "(20 groups all done: 20 done" in text and "(13 groups not started: 0 done, 13 pending" in text
+    assert len(text.splitlines()) < 20
+    assert sum(1 for line in st.render(s, every_group=True).splitlines() if line.startswith("main ")) == 40

@@ -1,5 +1,5 @@
 """The report's "Failed runs" section (issue 22): runs that failed for good, read from the runs
-table (:func:`embtune.scaling.runs_table.failed_runs`), and the rows each method's fits lost."""
+table (:func:`embtune.scaling.failed.failed_runs`), and the rows each method's fits lost."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.scaling.runs_table import failed_runs
+from embtune.scaling.failed import failed_runs
 
 
 def failed_markdown(runs: pl.DataFrame, fits: dict[str, Any]) -> list[str]:

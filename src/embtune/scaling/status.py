@@ -218,15 +218,40 @@ def _num(x: float | None, fmt: str = ".3g") -> str:
     return "—" if x is None else format(x, fmt)
 
 
-def render(summary: dict[str, Any], width: int = 100) -> str:
-    """One screen of text: the table of groups, the totals, failures by reason, GPU-hours, ETA."""
+MAX_ROWS = 36
+
+
+def _settled(g: dict[str, Any]) -> str | None:
+    """``done`` for a group with nothing left (no failure), ``untouched`` for one not started."""
+    if g["failed"] or g["running"]:
+        return None
+    if not g["pending"]:
+        return "done"
+    return "untouched" if not g["done"] else None
+
+
+def render(summary: dict[str, Any], width: int = 100, every_group: bool = False) -> str:
+    """One screen of text: the table of groups, the totals, failures by reason, GPU-hours, ETA.
+    Beyond :data:`MAX_ROWS` groups (and unless ``every_group``), groups that are all done or not
+    started yet are folded into one line each (``--json`` always has every group)."""
     head = f"{'study':<18} {'model':<22} {'method':<13} {'done':>5} {'fail':>5} {'run':>4} {'pend':>5} {'skip':>5} {'drop':>5}"
     lines = [head, "-" * len(head)]
-    for g in summary["groups"]:
+    shown, folded = summary["groups"], {"done": [], "untouched": []}
+    if len(shown) > MAX_ROWS and not every_group:
+        shown = []
+        for g in summary["groups"]:
+            kind = _settled(g)
+            (folded[kind] if kind else shown).append(g)
+    for g in shown:
         why = ", ".join(f"{r} {n}" for r, n in sorted(g["failed_reasons"].items()))
         lines.append(f"{g['study'][:18]:<18} {g['model'][:22]:<22} {g['method'][:13]:<13} {g['done']:>5} "
                      f"{g['failed']:>5} {g['running']:>4} {g['pending']:>5} {g['skipped']:>5} {g['dropped']:>5}"
                      + (f"  ({why})" if why else ""))
+    for kind, groups in folded.items():
+        if groups:
+            lines.append(f"({len(groups)} groups {'all done' if kind == 'done' else 'not started'}: "
+                         f"{sum(g['done'] for g in groups)} done, {sum(g['pending'] for g in groups)} pending, "
+                         f"{sum(g['skipped'] + g['dropped'] for g in groups)} skipped/dropped; --all lists them)")
     t = summary["totals"]
     lines += ["-" * len(head), "total: " + ", ".join(f"{s} {t[s]}" for s in STATES)]
     reasons: dict[str, int] = {}

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from embtune.errors import DataError
 from embtune.io import provenance, write_json, write_parquet
-from embtune.scaling.runs_table import build_table, collect, failed_runs, nonfinite_runs, read_skipped_csv
+from embtune.scaling.failed import failed_runs
+from embtune.scaling.runs_table import build_table, collect, nonfinite_runs, read_skipped_csv
 
 STAGE = "collect-runs"
 

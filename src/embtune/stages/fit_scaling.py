@@ -14,8 +14,9 @@ from pathlib import Path
 
 from embtune.io import provenance, write_json
 from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
+from embtune.scaling.failed import failed_runs, lost_rows
 from embtune.scaling.fit_laws import finite_json, fit_all
-from embtune.scaling.runs_table import failed_runs, lost_rows, nonfinite_runs
+from embtune.scaling.runs_table import nonfinite_runs
 
 STAGE = "fit-scaling"
 

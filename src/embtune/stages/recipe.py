@@ -44,6 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad:   # never write a NaN recipe: its inputs hold something the readers above let through
         raise DataError(f"{args.fits}: the recipe at budget {budget:g} came out NaN/inf in {', '.join(bad[:3])}; "
                         "expected fits and runs that give a finite recipe")
+    lost = {m: v for m, v in (fits.get("lost_rows") or {}).items() if v.get("count")}
+    if lost:        # failed runs (embtune.train.failures): the recipe stands on fewer rows; say which
+        recipe["lost_rows"] = {m: v["count"] for m, v in lost.items()}
+        recipe["warnings"] = [*recipe["warnings"], "the fits lost rows to failed runs: " + "; ".join(
+            f"{m} {v['count']} ({', '.join(r['run_id'] + ': ' + r['reason'] for r in v['runs'])})"
+            for m, v in lost.items())]
     write_json(args.out, recipe)
     print(json.dumps(recipe, indent=2, sort_keys=True))
     for w in recipe["warnings"]:

@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="also ask sacct for finished jobs' states (needs slurmdbd; a failure is a note)")
     ap.add_argument("--squeue", action=argparse.BooleanOptionalAction, default=True,
                     help="ask squeue for running/pending jobs when the command exists")
+    ap.add_argument("--all", action="store_true", help="one line per group even beyond one screen")
     ap.add_argument("--running-window", type=float, default=RUNNING_WINDOW_S,
                     help="seconds: a checkpoint written this recently counts as running")
     return ap
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({**summary, "jobs": jobs}, indent=1, sort_keys=True))
     else:
         print(f"{results.root}:")
-        print(render(summary), end="")
+        print(render(summary, every_group=args.all), end="")
         for note in notes:
             print(f"note: {note}")
     return 0

@@ -313,7 +313,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     prog = Progress(**saved) if saved else Progress()
     if stop is not None:
         stop.progress = prog
-    watch = DivergenceWatch(int(t.batch_size))
+    watch = DivergenceWatch(t.batch_size)
     world, rank = acc.num_processes, acc.process_index
     bs, chunk = t.batch_size, t.gradcache_chunk
     if bs % world:
