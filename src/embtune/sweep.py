@@ -144,8 +144,11 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
 
 
 def _run_identity(run: dict[str, Any]) -> str:
-    """Everything a training run depends on (its config without the id), as a comparable key."""
-    return json.dumps({k: v for k, v in run.items() if k != "run_id"}, sort_keys=True, default=str)
+    """Everything a training run's result depends on (its identity, ``embtune.run_identity``,
+    without the id), as a comparable key."""
+    from embtune.run_identity import identity
+
+    return json.dumps({k: v for k, v in identity(run).items() if k != "run_id"}, sort_keys=True, default=str)
 
 
 def training_plan(params: dict[str, Any], *, flops_per_second: float | None = None,
