@@ -177,3 +177,30 @@ def largest_chunk(run: Mapping[str, Any], limit_bytes: float, *, upper: int, voc
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return lo
+
+
+def measured_peak(device: Any) -> tuple[int, str]:
+    """(bytes, what was measured): ``torch.cuda.max_memory_allocated`` on a GPU, else the
+    process's peak resident set (``resource.getrusage``: KiB on Linux), which also counts the
+    interpreter, libraries and data, so it bounds the tensors' peak from above."""
+    import torch
+
+    if getattr(device, "type", str(device)) == "cuda":
+        return int(torch.cuda.max_memory_allocated(device)), "cuda_max_memory_allocated"
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024), "cpu_peak_rss"
+
+
+def run_memory_metrics(run: Mapping[str, Any], counts: Any, *, vocab: int, chunk: int,
+                       mixed_precision: bool, processes: int, device: Any) -> dict[str, Any]:
+    """The metrics.json keys of a finished run: its estimate (from the model's counted
+    parameters, ``counts``: a ``ParamCounts``) and its measured peak."""
+    planned = {"n_total": counts.n_total, "n_forward": counts.n_forward, "n_backward": counts.n_backward,
+               "n_update": counts.n_update}
+    est = estimate({**run, "planned": planned}, chunk=chunk, vocab=vocab, mixed_precision=mixed_precision,
+                   processes=processes)
+    peak, kind = measured_peak(device)
+    return {"estimated_peak_memory_bytes": int(est.peak), "peak_memory_bytes": peak, "peak_memory_kind": kind}

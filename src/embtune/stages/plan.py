@@ -25,6 +25,7 @@ from embtune import io
 from embtune.config import ParamsError, load_params
 from embtune.cost import CostError, flops_per_second, thin_methods
 from embtune.errors import EXIT_DATA_ERROR
+from embtune.gpus import GpuClassError, check, read_classes
 from embtune.plan import cost_summary, format_summary, plan_tables
 from embtune.sweep import query_runs
 
@@ -62,6 +63,21 @@ def _print_cap(params: dict[str, Any], cost: pl.DataFrame, n_dropped: int) -> No
                   f"or law over D for it", file=sys.stderr)
 
 
+def gpu_class_lines(params: dict[str, Any], run_ids: list[str]) -> list[str]:
+    """Planned runs per GPU class (embtune.gpus); a GpuClassError when one fits none."""
+    from embtune.sweep import training_runs
+
+    keep = set(run_ids)
+    classes = read_classes()
+    fits = check([r for r in training_runs(params, apply_cap=False)[0] if r["run_id"] in keep], params, classes)
+    counts: dict[str, int] = {}
+    for f in fits.values():
+        counts[f.gpu_class.name] = counts.get(f.gpu_class.name, 0) + 1
+    peak = max((f.estimate.peak for f in fits.values()), default=0.0)
+    return [f"GPU classes ({classes.source}): " + ", ".join(f"{n} on {c}" for c, n in counts.items())
+            + f"; largest peak-memory estimate {peak / 2**30:.1f} GiB"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -74,6 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DATA_ERROR
     source = "--flops-per-second" if args.flops_per_second else "calibrated: embtune.cost.flops_per_second"
     planned, skipped, cost = plan_tables(params, fps)
+    try:
+        for line in gpu_class_lines(params, planned["run_id"].to_list()):
+            print(line)
+    except GpuClassError as err:      # a run that fits no GPU class: refused before any GPU time
+        print(f"embtune plan: {err}", file=sys.stderr)
+        return EXIT_DATA_ERROR
     n_query = f"; {len(query_runs(params))} query-tuning runs" if "query_tuning" in params else ""
     n_dropped = int((skipped["status"] == "dropped").sum())
     print(f"{planned.height} training runs planned, {skipped.height - n_dropped} skipped, "

@@ -284,7 +284,8 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
     steps of this invocation."""
     from accelerate import Accelerator
 
-    from embtune.models.methods import apply_method, count_params
+    from embtune.models.memory import run_memory_metrics
+    from embtune.models.methods import apply_method, base_of, count_params
     from embtune.train.gradcache import gradcache_step
 
     t = run["train"]
@@ -364,6 +365,8 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
                    throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
                    world_size=world, device=str(acc.device),
                    device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
+    metrics.update(run_memory_metrics(run, counts, vocab=int(base_of(model).config.vocab_size), chunk=chunk,
+                                      mixed_precision=acc.mixed_precision != "no", processes=world, device=acc.device))
     peak = peak_bf16_flops(torch.cuda.get_device_name(acc.device)) if acc.device.type == "cuda" else None
     if peak and prog.wall:
         metrics["mfu"] = model_flops_utilisation(counts, prog.tokens / prog.wall, peak, world)
