@@ -19,25 +19,36 @@ from typing import Any
 TORCHRUN = "torchrun"
 
 
-def processes(resources: Any) -> int:
-    """Processes of a training job: its ``nproc`` resource when positive, else its ``gpu``
-    count, at least 1 (``resources`` is a Snakemake job's resources or a mapping)."""
+def _count(resources: Any, key: str) -> int:
     get = resources.get if hasattr(resources, "get") else lambda k, d=None: getattr(resources, k, d)
-    for key in ("nproc", "gpu"):
-        value = get(key, 0)
-        try:
-            n = int(value or 0)
-        except (TypeError, ValueError):
-            raise ValueError(f"training job resource {key}={value!r}: expected a whole number") from None
-        if n < 0:
-            raise ValueError(f"training job resource {key}={n}: expected >= 0")
-        if n:
-            return n
-    return 1
+    value = get(key, 0)
+    try:
+        n = int(value or 0)
+    except (TypeError, ValueError):
+        raise ValueError(f"training job resource {key}={value!r}: expected a whole number") from None
+    if n < 0:
+        raise ValueError(f"training job resource {key}={n}: expected >= 0")
+    return n
 
 
-def prefix(n: int) -> list[str]:
-    """The argv prefix that runs the program after it in ``n`` processes on this node (none for one)."""
+def processes(resources: Any) -> tuple[int, bool]:
+    """(processes, on CPU) of a training job: its ``nproc`` resource when positive (CPU
+    processes, gloo), else its ``gpu`` count, at least 1 (``resources``: a Snakemake job's
+    resources or a mapping)."""
+    cpu = _count(resources, "nproc")
+    return (cpu, True) if cpu else (max(1, _count(resources, "gpu")), False)
+
+
+def prefix(n: int, cpu: bool = False) -> list[str]:
+    """The argv prefix that runs the program after it in ``n`` processes on this node (none for
+    one). CPU processes need ``ACCELERATE_USE_CPU``: without it accelerate on a machine with no
+    GPU does not join the processes (each trains alone, world size 1; measured)."""
     if n <= 1:
         return []
-    return [TORCHRUN, "--standalone", f"--nproc-per-node={int(n)}", "--no-python"]
+    env = ["env", "ACCELERATE_USE_CPU=true"] if cpu else []
+    return [*env, TORCHRUN, "--standalone", f"--nproc-per-node={int(n)}", "--no-python"]
+
+
+def launcher(resources: Any) -> list[str]:
+    """The prefix of a training job's command from its resources (the rule's ``launch`` param)."""
+    return prefix(*processes(resources))

@@ -192,7 +192,7 @@ def run_runtime_json(wildcards, resources):
 def train_launcher(wildcards, resources):
     """Nothing, or torchrun starting `embtune` once per process (embtune.launch): resources `nproc`,
     else `gpu`. Derived from resources: not a rerun trigger."""
-    return _launch.prefix(_launch.processes(resources))
+    return _launch.launcher(resources)
 
 
 def run_base_model(wildcards):
