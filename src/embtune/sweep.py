@@ -89,6 +89,12 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                         skipped.append(Skipped(run_id, f"budget allows ~{est_steps:.1f} steps "
                                                        f"< train.min_steps={train['min_steps']}"))
                         continue
+                    pairs = train.get("planned_pairs")      # the loop's max_epochs check, at plan time
+                    if pairs and est_steps * train["batch_size"] > train["max_epochs"] * pairs:
+                        skipped.append(Skipped(run_id, f"budget needs ~{est_steps * train['batch_size']:.3g} "
+                                               f"pairs > train.max_epochs={train['max_epochs']:g} x "
+                                               f"train.planned_pairs={pairs:.3g}"))
+                        continue
                     runs.append(RunConfig(
                         run_id=run_id,
                         model=dict(model),

@@ -34,7 +34,7 @@ except _cost.CostError as _err:
 # classes: profiles/default/gpu_classes.yaml); a run that fits no class stops the workflow here.
 try:
     GPU_CLASSES = _gpus.read_classes()
-    GPU_FITS = _gpus.check(RUNS_LIST, config, GPU_CLASSES)
+    GPU_FITS = _gpus.check(list(RUNS.values()), config, GPU_CLASSES)
 except _gpus.GpuClassError as _err:
     raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
@@ -203,8 +203,13 @@ def train_gpu_mem_mb(wildcards):
 # What the rules splice in with `resources: **TRAIN_RESOURCES` etc. The GPU class's selector
 # (gpu_model or constraint; the slurm profile's EMBTUNE_SLURM_GPU_MODEL overrides gpu_model).
 _CLASS_KEYS = sorted({k for c in GPU_CLASSES.classes for k in c.resources()})
-TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb, "gradcache_chunk": train_gradcache_chunk,
-                   "gpu_mem_mb": train_gpu_mem_mb, **{k: _class_resource(k) for k in _CLASS_KEYS}}
+TRAIN_RESOURCES = {
+    "runtime": train_runtime,
+    "mem_mb": train_mem_mb,
+    "gradcache_chunk": train_gradcache_chunk,
+    "gpu_mem_mb": train_gpu_mem_mb,
+    **{k: _class_resource(k) for k in _CLASS_KEYS},
+}
 QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 

@@ -78,6 +78,18 @@ def gpu_class_lines(params: dict[str, Any], run_ids: list[str]) -> list[str]:
             + f"; largest peak-memory estimate {peak / 2**30:.1f} GiB"]
 
 
+def whole_study_lines(params: dict[str, Any], run_ids: list[str], fps: float) -> list[str]:
+    from pathlib import Path
+
+    from embtune.study_cost import study_lines
+    from embtune.sweep import mteb_run_ids, training_plan
+
+    runs, _, members = training_plan(params, flops_per_second=fps)
+    keep = set(run_ids)
+    runs = [r for r in runs if r["run_id"] in keep]
+    return study_lines(runs, mteb_run_ids(params, runs, members), query_runs(params), params, fps, Path.cwd())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -103,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in format_summary(cost_summary(cost), fps, source):
         print(line)
     _print_cap(params, cost, n_dropped)
+    if "query_tuning" in params and "evaluate" in params:     # the whole study (embtune.study_cost)
+        for line in whole_study_lines(params, planned["run_id"].to_list(), fps):
+            print(line)
     for row in skipped.filter(pl.col("status") != "dropped").iter_rows(named=True):
         print(f"  {row['status']} {row['run_id']}: {row['reason']}")
     for (reason,), group in skipped.filter(pl.col("status") == "dropped").group_by(
