@@ -6,11 +6,14 @@ shards have exactly the columns ``prepare-bge`` writes."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from embtune.runconfig import RunConfig
 
 WORDS = ("the a of to and in is that for it as with was on be by this are from at or an language "
          "model embedding vector contrastive learning text query passage retrieval search data").split()
@@ -65,16 +68,33 @@ def make_shards(root: Path, n_train: int, n_val: int, vocab: int, ctx: int, seed
 
 
 TRAIN_DEFAULTS: dict[str, Any] = {
-    "batch_size": 8, "context_length": 12, "temperature": 0.05, "weight_decay": 0.1,
+    "batch_size": 8, "context_length": 12, "temperature": 0.05, "logit_scale": "inverse", "weight_decay": 0.1,
     "warmup_fraction": 0.1, "final_lr_fraction": 0.1, "pooling": "mean", "gradcache_chunk": 3,
     "gradient_checkpointing": False, "min_steps": 3, "max_epochs": 3.0,
     "checkpoint_every_steps": 4, "log_every_steps": 0, "final_loss_window": 3,
 }
 
 
+#: ``planned`` as the sweep writes it; the training loop never reads it (it plans from the data)
+PLANNED_UNUSED: dict[str, Any] = {"n_total": 1, "n_forward": 1, "n_backward": 1, "n_update": 1,
+                                  "tokens": 0.0, "steps": 0.0}
+
+
 def run_config(base_dir: Path, data_dir: Path, method: str = "full", budget: float = 1e9,
-               **overrides: Any) -> dict[str, Any]:
-    """A run config shaped like ``sweep.training_runs`` produces."""
+               **overrides: Any) -> RunConfig:
+    """A typed run config shaped like ``sweep.training_runs`` produces (:func:`run_json` is its
+    JSON form)."""
+    return RunConfig.from_dict(run_json(base_dir, data_dir, method, budget, **overrides))
+
+
+def with_train(run: RunConfig, **changes: Any) -> RunConfig:
+    """``run`` with some ``train`` settings changed."""
+    return dataclasses.replace(run, train=dataclasses.replace(run.train, **changes))
+
+
+def run_json(base_dir: Path, data_dir: Path, method: str = "full", budget: float = 1e9,
+             **overrides: Any) -> dict[str, Any]:
+    """The JSON form of :func:`run_config` (what ``--run-config-json`` carries)."""
     method_cfg: dict[str, Any] = {"method": method}
     if method == "freeze":
         method_cfg.update(freeze_fraction=0.5, frozen_blocks=1)
@@ -84,7 +104,7 @@ def run_config(base_dir: Path, data_dir: Path, method: str = "full", budget: flo
     train.update({k: v for k, v in overrides.items() if k in train})
     return {"run_id": f"tiny__{method}__c{budget:g}__s0", "model": {"name": "tiny", "hidden_size": 64,
             "num_layers": 2, "pretrain_peak_lr": 1e-3}, **method_cfg, "budget": float(budget), "seed": 0,
-            "peak_lr": overrides.get("peak_lr", 1e-3), "planned": {}, "train": train,
+            "peak_lr": overrides.get("peak_lr", 1e-3), "planned": dict(PLANNED_UNUSED), "train": train,
             "data": {"train_dir": str(data_dir), "tokenizer_dir": str(base_dir)},
             "base_model_dir": str(base_dir)}
 

@@ -434,8 +434,8 @@ def test_nan_loss_lists_the_causes_with_this_runs_values(tmp_path):
     with pytest.raises(FloatingPointError) as info:
         loop.train_run(run, tmp_path / "ck")
     msg = str(info.value)
-    assert f"run {run['run_id']}: loss is nan at step 1" in msg
-    assert f"peak_lr {float(run['peak_lr']):.3g}" in msg                   # learning rate
+    assert f"run {run.run_id}: loss is nan at step 1" in msg
+    assert f"peak_lr {run.peak_lr:.3g}" in msg                   # learning rate
     assert "fp16/bf16 overflow" in msg and "no mixed precision" in msg     # CPU run: fp32
     assert f"0 empty queries and 0 empty positives; check {data}" in msg   # the data
     assert "train.temperature 0" in msg                                    # temperature

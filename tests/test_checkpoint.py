@@ -15,6 +15,7 @@ import pytest
 import torch
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
+from embtune.runconfig import RunConfig
 from embtune.stages import train as train_stage
 from embtune.train import checkpoint as ck
 from embtune.train import loop
@@ -39,9 +40,10 @@ def partial(tmp_path_factory, dirs):
 
 
 def _copy(partial, tmp_path):
+    """The run config's JSON form (to alter) and a copy of the checkpoint."""
     run, ckpt = partial
     shutil.copytree(ckpt, tmp_path / "ck")
-    return copy.deepcopy(run), tmp_path / "ck"
+    return copy.deepcopy(run.to_dict()), tmp_path / "ck"
 
 
 def _json_roundtrip(obj):
@@ -132,7 +134,7 @@ def test_changed_config_is_refused(tmp_path, partial, key, value, line) -> None:
     section, _, name = key.rpartition(".")
     (run[section] if section else run)[name] = value
     with pytest.raises(ck.CheckpointError) as err:
-        loop.train_run(run, ckpt)
+        loop.train_run(RunConfig.from_dict(run), ckpt)
     msg = str(err.value)
     assert str(ckpt) in msg and "different config" in msg and line in msg and "Delete the checkpoint directory" in msg
     assert "train data" not in msg and "base model" not in msg
@@ -165,7 +167,7 @@ def test_changed_training_data_or_base_model_is_refused(tmp_path) -> None:
 def test_a_resume_neutral_key_change_resumes(tmp_path, partial) -> None:
     run, ckpt = _copy(partial, tmp_path)
     run["train"]["log_every_steps"] = 100
-    res = loop.train_run(run, ckpt)
+    res = loop.train_run(RunConfig.from_dict(run), ckpt)
     assert res.status == "ok" and res.curve[0]["step"] == 1 and res.metrics["steps"] > 2
 
 
@@ -220,7 +222,7 @@ def test_corrupt_checkpoint_names_the_file_and_what_to_delete(tmp_path, partial,
         state.write_text(json.dumps({"format": "something-else"}))
         bad = state
     with pytest.raises(ck.CheckpointError) as err:
-        loop.train_run(run, ckpt)
+        loop.train_run(RunConfig.from_dict(run), ckpt)
     msg = str(err.value)
     assert needle in msg and str(bad) in msg and f"Delete the checkpoint directory {ckpt}" in msg
 

@@ -25,13 +25,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers_train import make_shards, one_thread, run_config, write_corpus
+from helpers_train import make_shards, one_thread, run_json, write_corpus
 from transformers import AutoModel, AutoTokenizer, GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
 
 from embtune.errors import DataError
 from embtune.models import families
 from embtune.models.flops import analytic_counts, model_counts
 from embtune.models.methods import apply_method, count_params
+from embtune.runconfig import RunConfig
 from embtune.stages import build_model as build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -424,7 +425,7 @@ def test_training_entry_point_per_family(tmp_path, family_bases, family: str, me
 
     bases, data = family_bases
     x = SMALL[family]
-    run = run_config(bases[family], data, method, budget=5e7, min_steps=1, gradient_checkpointing=True)
+    run = run_json(bases[family], data, method, budget=5e7, min_steps=1, gradient_checkpointing=True)
     run["model"] = {"name": f"tiny-{family}", "family": family, **x}
     args = ["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
             "--checkpoint-dir", str(tmp_path / "ck")]
@@ -442,7 +443,7 @@ def test_training_entry_point_per_family(tmp_path, family_bases, family: str, me
     embedder = load_embedder(tmp_path / "out" / "model", device="cpu")
     texts = ["the query text", "a passage about search and retrieval data"]
     vectors = embedder.encode(texts)
-    trained = loop.train_run(run, tmp_path / "ck2").model.eval()
+    trained = loop.train_run(RunConfig.from_dict(run), tmp_path / "ck2").model.eval()
     tok = embedder.tokenizer
     with torch.no_grad():
         for text, vec in zip(texts, vectors):
@@ -534,8 +535,8 @@ def test_gguf_smollm2_builds_counts_and_trains(tmp_path) -> None:
     assert n == 106_203_456 == count_params(model, "full").n_total == model_counts(SMOLLM2, "full").n_total
     assert sum(p.numel() for p in model.parameters()) == n + 49_152 * 576       # + the token table
     data = make_shards(tmp_path / "bge", 16, 4, 49_152, 12)
-    run = run_config(base, data, "lora", budget=1e11, min_steps=1, batch_size=4, gradcache_chunk=8)
+    run = run_json(base, data, "lora", budget=1e11, min_steps=1, batch_size=4, gradcache_chunk=8)
     run.update(model=SMOLLM2, lora_rank=8)
-    result = loop.train_run(run, tmp_path / "ck", stop_after_steps=1)
+    result = loop.train_run(RunConfig.from_dict(run), tmp_path / "ck", stop_after_steps=1)
     assert result.status == "preempted" and len(result.curve) == 1 and math.isfinite(result.curve[0]["loss"])
     assert result.metrics["n_update"] == 30 * 8 * (2 * (576 + 576) + 2 * (576 + 192) + 3 * (576 + 1536))

@@ -1,5 +1,5 @@
-"""The library's import graph runs one way (issue 16): base -> data -> models -> train -> plan ->
-evaluate -> scaling -> plots, and the library never builds a path into the workflow/ folder.
+"""The library's import graph runs one way (issue 16): base -> data -> models -> runconfig ->
+train -> plan -> evaluate -> scaling -> plots, and the library never builds a path into the workflow/ folder.
 
 Every ``import`` of every module under src/embtune is read with ``ast`` (function-level and
 ``TYPE_CHECKING`` imports included: a lazy import is still a dependency), resolved to the
@@ -21,13 +21,15 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "embtune"
 
 #: Lowest first. A module may import from its own layer and the layers before it.
-LAYERS = ("base", "data", "models", "train", "plan", "evaluate", "scaling", "plots", "drivers")
+LAYERS = ("base", "data", "models", "runconfig", "train", "plan", "evaluate", "scaling", "plots", "drivers")
 #: Subpackages are layers of their own name (``stages/`` is a driver).
 PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "evaluate",
             "scaling": "scaling", "plots": "plots", "stages": "drivers"}
 #: Top-level modules, placed by what they import and what imports them:
 #: - base: no embtune imports but each other (``optim`` holds the LR helpers that models/build.py,
 #:   both training loops and the sweep read; ``codeversion`` hashes source files);
+#: - runconfig: the typed run configs the training loops take (issue 28), built from the
+#:   method registry in models/;
 #: - plan: params and the grid (config validates freeze specs of train/, the sweep expands grids
 #:   that evaluate/query_table.py and scaling/ read back), cost and the planning tables;
 #: - plots: ``summary`` (headline numbers of finished results);
@@ -35,7 +37,7 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
 TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "optim": "base", "codeversion": "base", "layout": "base",
              "run_identity": "base", "launch": "base", "gpus": "plan", "study_cost": "plan",
              "config": "plan", "config_checks": "plan", "sweep": "plan", "cost": "plan", "plan": "plan",
-             "params_coverage": "plan", "runconfig": "plan", "summary": "plots", "cli": "drivers"}
+             "params_coverage": "plan", "runconfig": "runconfig", "summary": "plots", "cli": "drivers"}
 #: Known back-edges, each with the work that removes it; the list must shrink, never go stale
 #: (empty since the appendix-tables driver passes Fig. 20's drawing into scaling/appendix.py).
 ALLOWED: set[tuple[str, str]] = set()

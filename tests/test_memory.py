@@ -137,7 +137,6 @@ def measured_peak(run: dict, steps: int = 2) -> int:
     from embtune.models.methods import apply_method
     from embtune.train.gradcache import gradcache_step
     from embtune.train.loop import (
-        build_optimizer,
         contrastive_loss_fn,
         embed,
         enable_checkpointing,
@@ -160,14 +159,15 @@ def measured_peak(run: dict, steps: int = 2) -> int:
     for tensor in [*model.parameters(), *model.buffers()]:
         tracker.register(tensor)
     with tracker:
-        opt, sched = build_optimizer(model, {**run, "_planned_steps": steps})
+        # the loop's optimizer (train.loop.build_optimizer): AdamW on the trainable tensors
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=run["peak_lr"],
+                                weight_decay=t["weight_decay"])
         for step in range(steps):
             idx = list(range(step * bs, (step + 1) * bs))
             chunks, restore = length_sorted_chunks(pairs, idx, chunk, 0)
             gradcache_step(lambda c: embed(model, c, t["pooling"]), chunks, lambda reps: loss_fn(reps[restore]),
                            single_pass=2 * len(idx) <= chunk)
             opt.step()
-            sched.step()
             opt.zero_grad(set_to_none=True)
         held_out_loss(model, val, bs, chunk, 0, t["pooling"], t["temperature"])
     return tracker.peak

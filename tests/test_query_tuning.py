@@ -15,6 +15,7 @@ import pytest
 import torch
 from helpers_st import load_quietly
 
+from embtune.runconfig import QueryRunConfig
 from embtune.stages import tune_query
 from embtune.train import query_tower as qt
 
@@ -208,7 +209,7 @@ def test_document_tower_and_cached_embeddings_are_bit_identical_after_tuning(enc
     with torch.inference_mode():  # independent forward pass before tuning
         direct_before = docs.encoder.model.encode(all_docs[:6], convert_to_tensor=True, batch_size=6)
     fresh = {k: v.clone() for k, v in docs.encoder.model.state_dict().items()}
-    result = qt.tune(_run(), train, val, docs, log=lambda _: None)
+    result = qt.tune(QueryRunConfig.from_dict(_run()), train, val, docs, log=lambda _: None)
 
     after = docs.encoder.model.state_dict()
     assert fresh.keys() == after.keys()
@@ -242,12 +243,12 @@ def test_tune_sets_the_scheduled_rate_before_every_step(encoder_path, tmp_path, 
     handle = register_optimizer_step_pre_hook(
         lambda opt, args, kwargs: seen.append(opt.param_groups[0]["lr"]))
     try:
-        run = _run(scheduler=scheduler, scheduler_unit=unit, max_epochs=3, patience=3)
+        run = QueryRunConfig.from_dict(_run(scheduler=scheduler, scheduler_unit=unit, max_epochs=3, patience=3))
         result = qt.tune(run, _triplets(8), _triplets(4, offset=50),
                          _doc_side(encoder_path, tmp_path / "cache"), log=lambda _: None)
     finally:
         handle.remove()
-    a0 = run["lr_effective"]
+    a0 = run.lr_effective
     assert seen == pytest.approx([closed_form(a0, t) for t in range(6)], rel=1e-12, abs=0)
     rows = result.curve[1:]
     assert [r[k] for r in rows for k in ("lr", "lr_last")] == pytest.approx(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers_train import make_base_model, make_shards, one_thread, run_config
+from helpers_train import make_base_model, make_shards, one_thread, run_config, run_json
 
 from embtune.train import loop
 from embtune.train.pairs import read_pairs, train_shards
@@ -23,8 +23,9 @@ _one_thread = pytest.fixture(autouse=True)(one_thread)
 WORKER = """
 import json, sys, torch
 torch.set_num_threads(1)
+from embtune.runconfig import RunConfig
 from embtune.train.loop import train_run
-run, ckpt, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+run, ckpt, out = RunConfig.from_dict(json.loads(sys.argv[1])), sys.argv[2], sys.argv[3]
 res = train_run(run, __import__('pathlib').Path(ckpt))
 import torch.distributed as dist
 if dist.get_rank() == 0:
@@ -47,7 +48,7 @@ def test_two_gloo_processes_match_one(tmp_path, method) -> None:
     run = run_config(base, data, method, budget=4e8, min_steps=2)
     single = loop.train_run(run, tmp_path / "ck1")
     assert single.status == "ok"
-    _launch(WORKER, [json.dumps(run), str(tmp_path / "ck2"), str(tmp_path / "two.pt")], tmp_path)
+    _launch(WORKER, [json.dumps(run.to_dict()), str(tmp_path / "ck2"), str(tmp_path / "two.pt")], tmp_path)
     two = torch.load(tmp_path / "two.pt", weights_only=True)
     assert two["metrics"]["world_size"] == 2 and two["metrics"]["steps"] == single.metrics["steps"]
     assert two["metrics"]["flops"] == single.metrics["flops"]
@@ -58,7 +59,7 @@ def test_two_gloo_processes_match_one(tmp_path, method) -> None:
     # are normalised float noise, bounded by lr per step; everything else must agree closely.
     for n, p in two["params"].items():
         diff = (ref[n].detach() - p).abs().max().item()
-        bound = run["peak_lr"] * len(single.curve) if n.endswith("query_key_value.bias") else 1e-5
+        bound = run.peak_lr * len(single.curve) if n.endswith("query_key_value.bias") else 1e-5
         assert diff <= bound, (n, diff)
 
 
@@ -114,7 +115,7 @@ def test_two_process_gradients_equal_full_batch(tmp_path) -> None:
 
     base = make_base_model(tmp_path)
     data = make_shards(tmp_path / "bge", 16, 4, 190, 12)
-    runs = [run_config(base, data, m) for m in ("full", "freeze", "bias", "lora")]
+    runs = [run_json(base, data, m) for m in ("full", "freeze", "bias", "lora")]
     _launch(GRAD_WORKER, [json.dumps(runs), str(tmp_path / "grads.pt")], tmp_path)
     two = torch.load(tmp_path / "grads.pt", weights_only=True)
     pairs = read_pairs(train_shards(data), 12)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers_train import make_base_model, make_shards, one_thread, run_config
+from helpers_train import make_base_model, make_shards, one_thread, run_config, run_json, with_train
 
 from embtune.models.flops import ParamCounts
 from embtune.optim import lr_multiplier, warmup_steps
+from embtune.runconfig import RunConfig
 from embtune.stages import train as train_stage
 from embtune.train import loop
 
@@ -32,7 +34,7 @@ def _params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("method,extra", [("full", {}), ("lora", {"lora_dropout": 0.1})])
 def test_resume_matches_uninterrupted(tmp_path, fixture_dirs, method, extra) -> None:
     base, data = fixture_dirs
-    run = {**run_config(base, data, method, budget=1.0e9), **extra}
+    run = RunConfig.from_dict({**run_json(base, data, method, budget=1.0e9), **extra})
     whole = loop.train_run(run, tmp_path / "a")
     part = loop.train_run(run, tmp_path / "b", stop_after_steps=5)
     assert part.status == "preempted" and (tmp_path / "b" / loop.STATE_FILE).exists()
@@ -64,7 +66,7 @@ def test_sigterm_checkpoints_and_stops(tmp_path, fixture_dirs) -> None:
 
 def test_cli_outputs_after_preemption_and_resume(tmp_path, fixture_dirs) -> None:
     base, data = fixture_dirs
-    run = run_config(base, data, "lora", budget=1.0e9)
+    run = run_json(base, data, "lora", budget=1.0e9)
     args = ["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
             "--checkpoint-dir", str(tmp_path / "ck")]
     assert train_stage.main(args + ["--stop-after-steps", "3"]) == train_stage.EXIT_PREEMPTED
@@ -106,7 +108,7 @@ def test_full_model_saved_loads_back(tmp_path, fixture_dirs) -> None:
 @pytest.mark.parametrize("budget,max_epochs,needle", [(1e7, 3.0, "min_steps"), (1e13, 1.0, "max_epochs")])
 def test_infeasible_run_is_skipped(tmp_path, fixture_dirs, budget, max_epochs, needle) -> None:
     base, data = fixture_dirs
-    run = run_config(base, data, "full", budget=budget, max_epochs=max_epochs)
+    run = run_json(base, data, "full", budget=budget, max_epochs=max_epochs)
     rc = train_stage.main(["--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
                     "--checkpoint-dir", str(tmp_path / "ck")])
     assert rc == 0
@@ -149,9 +151,9 @@ def test_schedule_is_the_closed_form_at_mid_step(floor: float) -> None:
 def test_optimizer_follows_the_schedule_step_by_step() -> None:
     """The LR each AdamW update actually uses, through ``build_optimizer``'s LambdaLR."""
     model = torch.nn.Linear(2, 1)
-    run = {"peak_lr": 3e-4, "_planned_steps": 12,
-           "train": {"weight_decay": 0.1, "warmup_fraction": 0.25, "final_lr_fraction": 0.0}}
-    opt, sched = loop.build_optimizer(model, run)
+    run = with_train(run_config(Path("base"), Path("data"), peak_lr=3e-4), weight_decay=0.1,
+                     warmup_fraction=0.25, final_lr_fraction=0.0)
+    opt, sched = loop.build_optimizer(model, run, 12)
     used = []
     for _ in range(12):
         used.append(opt.param_groups[0]["lr"])
@@ -190,8 +192,7 @@ def test_logit_scale_form_reaches_the_loss(tmp_path, fixture_dirs) -> None:
     curves = {}
     for name, temperature, form in (("inverse", 0.05, "inverse"), ("exp", float(np.log(20.0)), "exp"),
                                     ("other", 0.5, "inverse")):
-        run = run_config(base, data, "full", budget=1.5e9, temperature=temperature)
-        run["train"]["logit_scale"] = form
+        run = run_config(base, data, "full", budget=1.5e9, temperature=temperature, logit_scale=form)
         res = loop.train_run(run, tmp_path / name)
         curves[name] = [r["loss"] for r in res.curve]
     assert len(curves["inverse"]) >= 3

@@ -21,7 +21,7 @@ from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
 from embtune.optim import scaled_lr
-from embtune.runconfig import RUN_NAME, QueryRunConfig, RunConfig, format_budget  # noqa: F401  (their old home)
+from embtune.runconfig import RUN_NAME, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings, format_budget  # noqa: F401  (their old home)
 
 
 @dataclass(frozen=True)
@@ -103,16 +103,10 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                         budget=float(budget),
                         seed=seed,
                         peak_lr=peak_lr(model, method_cfg["method"], train),
-                        planned={"n_total": counts.n_total, "n_forward": counts.n_forward,
-                                 "n_backward": counts.n_backward, "n_update": counts.n_update,
-                                 "tokens": tokens, "steps": est_steps},
-                        train={k: train[k] for k in (
-                            "batch_size", "context_length", "temperature", "logit_scale", "weight_decay",
-                            "warmup_fraction", "final_lr_fraction", "pooling", "gradcache_chunk",
-                            "gradient_checkpointing", "min_steps", "max_epochs",
-                            "checkpoint_every_steps", "log_every_steps", "final_loss_window")},
-                        data={"train_dir": str(processed.bge_packed()),
-                              "tokenizer_dir": str(processed.tokenizer())},
+                        planned=Planned(counts, tokens, est_steps),
+                        train=TrainSettings(**{k: train[k] for k in TrainSettings.keys()}),
+                        data=RunData(train_dir=str(processed.bge_packed()),
+                                     tokenizer_dir=str(processed.tokenizer())),
                         base_model_dir=str(results.base_model(model["name"])),
                     ).to_dict())
     return runs, skipped

@@ -41,7 +41,7 @@ def curve_csv(curve: Sequence[dict[str, float]]) -> str:
 RUN_SUBDIRS = (MODEL_DIR, "model_merged", MTEB_RESULTS)   # a run directory's own sub-folders
 
 
-def save_model_dir(path: Path, result: Result, run: dict[str, Any], card: str) -> None:
+def save_model_dir(path: Path, result: Result, run: RunConfig, card: str) -> None:
     """A sentence-transformers folder (``embtune.models.st_export``: Transformer + Pooling,
     ``max_seq_length`` = context length, model card) plus ``embedding_config.json`` for
     :mod:`embtune.models.embedder`. LoRA: ``model/`` stays the peft adapter on the base dir (it
@@ -52,22 +52,22 @@ def save_model_dir(path: Path, result: Result, run: dict[str, Any], card: str) -
     from embtune.models import st_export
 
     model = result.model
-    pooling, context = run["train"]["pooling"], int(run["train"]["context_length"])
+    pooling, context = run.train.pooling, run.train.context_length
     if hasattr(model, "peft_config"):
         for cfg in model.peft_config.values():
-            cfg.base_model_name_or_path = str(run["base_model_dir"])
+            cfg.base_model_name_or_path = run.base_model_dir
         model.save_pretrained(str(path), safe_serialization=True)
-        AutoTokenizer.from_pretrained(run["base_model_dir"]).save_pretrained(str(path))
+        AutoTokenizer.from_pretrained(run.base_model_dir).save_pretrained(str(path))
         (path / st_export.CARD).write_text(card, encoding="utf-8")
         st_export.save_merged_adapter(path, path.parent / st_export.MERGED_DIR, pooling=pooling,
                                       max_seq_length=context, card=card)
     else:
-        st_export.save_run_model(model, path, run["base_model_dir"], pooling=pooling,
+        st_export.save_run_model(model, path, run.base_model_dir, pooling=pooling,
                                  max_seq_length=context, card=card)
     write_json(path / "embedding_config.json", {"pooling": pooling, "max_length": context})
 
 
-def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
+def write_outputs(out_dir: Path, result: Result, run: RunConfig) -> None:
     """The run directory appears whole or not at all: built in a temporary sibling and renamed
     onto ``out_dir`` (an older run directory, with any evaluation of the old model in it, goes
     with it); ``manifest.json`` is written last."""
@@ -76,12 +76,13 @@ def write_outputs(out_dir: Path, result: Result, run: dict[str, Any]) -> None:
 
     check_replaceable(out_dir, RUN_SUBDIRS)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    manifest = provenance(stage="train", run=run, seed=run["seed"], device=device,
+    as_json = run.to_dict()              # the config's JSON form, as the manifest records it
+    manifest = provenance(stage="train", run=as_json, seed=run.seed, device=device,
                           threads=torch.get_num_threads())
     with atomic_dir(out_dir) as tmp:
         (tmp / MODEL_DIR).mkdir()
         if result.status == "ok":
-            save_model_dir(tmp / MODEL_DIR, result, run, training_card(result.metrics, run, manifest))
+            save_model_dir(tmp / MODEL_DIR, result, run, training_card(result.metrics, as_json, manifest))
         else:
             (tmp / MODEL_DIR / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
         write_text(tmp / CURVE_CSV, curve_csv(result.curve))
@@ -93,18 +94,18 @@ def _json_arg(raw: str) -> Any:
     return json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
 
 
-def read_run_config(raw: str, runtime: str | None = None) -> dict[str, Any]:
+def read_run_config(raw: str, runtime: str | None = None) -> RunConfig:
     """The ``--run-config-json`` argument (JSON, or a file holding it), joined with the
-    ``--runtime-json`` settings when given (``embtune.run_identity``), checked by
-    :meth:`RunConfig.from_dict`: a missing or unknown key is a data error naming it, before any
-    training. Returns the config's dict, which the training loop reads."""
+    ``--runtime-json`` settings when given (``embtune.run_identity``), read by
+    :meth:`RunConfig.from_dict`: a missing, unknown or mistyped key is a data error naming it,
+    before any training. Returns the typed config the training loop reads."""
     from embtune.run_identity import merge
 
     try:
         run = _json_arg(raw)
         if runtime:
             run = merge(run, _json_arg(runtime))
-        return RunConfig.from_dict(run).to_dict()
+        return RunConfig.from_dict(run)
     except ValueError as err:       # json.JSONDecodeError is one too
         raise DataError(f"--run-config-json: {one_line(err)}") from None
 
@@ -146,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result.metrics["wall_seconds_total"] = time.time() - t0
         write_outputs(Path(args.out_dir), result, run)
         shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
-    print(f"train: {run['run_id']} {result.status} "
+    print(f"train: {run.run_id} {result.status} "
           + (f"loss {result.metrics['final_train_loss']:.4f} C {result.metrics['flops']:.3g}"
              if result.status == "ok" else result.metrics["skip_reason"]))
     return 0

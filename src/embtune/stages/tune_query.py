@@ -62,21 +62,21 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
+def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
               doc_batch_size: int = 64, precision: str = "fp32") -> dict[str, Any]:
     """Load data and models, tune, write every output (manifest last); returns metrics."""
     from embtune.models.encoders import resolve_encoder_path
 
     check_replaceable(out_dir)           # before training, not after it
-    train_path, val_path, cols = triplet_files(data_dir, run["train_data"])
+    train_path, val_path, cols = triplet_files(data_dir, run.train_data)
     train, val = read_triplets(train_path, cols), read_triplets(val_path, cols)
-    path = resolve_encoder_path(run["model"])
+    path = resolve_encoder_path(run.model)
     encoder = SentenceTransformerEncoder(path, precision=precision)
     encoder.model.eval()
     for p in encoder.model.parameters():
         p.requires_grad_(False)
     docs = DocSide(encoder, EmbedCache(cache_dir, progress=False), model_fingerprint(path),
-                   run["model"].get("doc_prefix", ""), doc_batch_size)
+                   run.model.get("doc_prefix", ""), doc_batch_size)
     result = tune(run, train, val, docs)
     changes = layer_changes(encoder.model.state_dict(), result.query_tower.state_dict())
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
@@ -84,17 +84,18 @@ def run_stage(run: dict[str, Any], data_dir: str, out_dir: Path, cache_dir: str,
                           n_train_triplets=len(train), embed_precision=precision)
     doc_changes = None if result.doc_tower is None else \
         layer_changes(encoder.model.state_dict(), result.doc_tower.state_dict())
-    manifest = provenance(stage=STAGE, run_config=run, seed=run.get("seed", 0), encoder_path=path,
+    as_json = run.to_dict()              # the config's JSON form, as the manifest records it
+    manifest = provenance(stage=STAGE, run_config=as_json, seed=run.seed, encoder_path=path,
                           train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
                           embed_precision=precision)
-    spec = run["model"]
+    spec = run.model
     with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
         # ONE sentence-transformers model: query route = tuned tower, document route = the base
         # encoder (or the tuned doc tower); evaluate-pnd routes by task (embtune.models.st_export)
         save_dual_encoder(tmp / MODEL_DIR, result.query_tower,
                           encoder.model if result.doc_tower is None else result.doc_tower,
                           st_prompts(spec.get("query_prefix"), spec.get("doc_prefix")),
-                          query_card(result.metrics, run, manifest))
+                          query_card(result.metrics, as_json, manifest))
         if doc_changes is not None:
             doc_changes.write_csv(tmp / "layer_changes_doc.csv")
         write_text(tmp / CURVE_CSV, curve_csv(result.curve))
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        run = QueryRunConfig.from_dict(json.loads(args.run_config_json)).to_dict()
+        run = QueryRunConfig.from_dict(json.loads(args.run_config_json))
     except ValueError as err:       # json.JSONDecodeError is one too
         raise DataError(f"--run-config-json: {one_line(err)}") from None
     out_dir = Path(args.out_dir)
@@ -121,6 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
             metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
                                 args.precision)
-    print(f"tune-query {run.get('qrun_id')}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
+    print(f"tune-query {run.qrun_id}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
           f"stopped by {metrics['stopped_reason']}, {metrics['wall_time_s']:.1f} s")
     return 0

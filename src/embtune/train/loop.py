@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
+from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
 from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
 from embtune.train.pairs import SIDES, Pairs, open_pairs
@@ -153,17 +154,16 @@ def global_gather(rank: int, world: int) -> Callable[[torch.Tensor], torch.Tenso
     return gather
 
 
-def build_optimizer(model: torch.nn.Module, run: dict[str, Any]) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW on the trainable parameters + warm-up/cosine schedule over the planned steps
-    (docs/fidelity.md#P1-LR-SCHEDULE)."""
+def build_optimizer(model: torch.nn.Module, run: RunConfig, total_steps: int) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW on the trainable parameters + warm-up/cosine schedule over the ``total_steps`` the
+    plan holds (docs/fidelity.md#P1-LR-SCHEDULE)."""
     from embtune.optim import lr_multiplier
 
-    t = run["train"]
+    t = run.train
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=float(run["peak_lr"]), weight_decay=float(t["weight_decay"]))
-    total = int(run["_planned_steps"])
+    opt = torch.optim.AdamW(params, lr=run.peak_lr, weight_decay=t.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(
-        s, total, float(t["warmup_fraction"]), float(t["final_lr_fraction"])))
+        s, total_steps, t.warmup_fraction, t.final_lr_fraction))
     return opt, sched
 
 
@@ -262,21 +262,21 @@ def enable_checkpointing(model: torch.nn.Module) -> None:
         model.disable_input_require_grads()
 
 
-def base_metrics(run: dict[str, Any], counts: ParamCounts | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"run_id": run["run_id"], "method": run["method"], "model": run["model"]["name"],
-                           "budget": float(run["budget"]), "peak_lr": float(run["peak_lr"]),
-                           "seed": int(run["seed"]), "batch_size": int(run["train"]["batch_size"]),
-                           "context_length": int(run["train"]["context_length"])}
+def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"run_id": run.run_id, "method": run.method, "model": run.model["name"],
+                           "budget": float(run.budget), "peak_lr": float(run.peak_lr),
+                           "seed": run.seed, "batch_size": run.train.batch_size,
+                           "context_length": run.train.context_length}
     if counts is not None:
         out.update(n_total=counts.n_total, n_forward=counts.n_forward, n_backward=counts.n_backward,
                    n_update=counts.n_update, trainable_fraction=counts.trainable_fraction)
     for key in ("frozen_blocks", "lora_rank"):
-        if run.get(key) is not None:
-            out[key] = run[key]
+        if run.settings.get(key) is not None:
+            out[key] = run.settings[key]
     return out
 
 
-def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = None,
+def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
               stop_after_steps: int | None = None, accelerator: Any = None) -> Result:
     """Train one run config; pure apart from the checkpoint directory.
 
@@ -288,37 +288,37 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
     from embtune.models.methods import apply_method, base_of, count_params
     from embtune.train.gradcache import gradcache_step
 
-    t = run["train"]
-    torch.manual_seed(int(run["seed"]))
+    t = run.train
+    torch.manual_seed(run.seed)
     acc = accelerator or Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no")
-    model = apply_method(load_base(run["base_model_dir"]), run)
-    counts = count_params(model, run["method"])
-    context = int(t["context_length"])
-    train_pairs = open_pairs(run["data"]["train_dir"], "train", context)
-    plan = plan_steps(train_pairs.lengths(), int(t["batch_size"]), int(run["seed"]), counts,
-                      float(run["budget"]), float(t["max_epochs"]), int(t["min_steps"]))
+    model = apply_method(load_base(run.base_model_dir), run.method_settings)
+    counts = count_params(model, run.method)
+    context = t.context_length
+    train_pairs = open_pairs(run.data.train_dir, "train", context)
+    plan = plan_steps(train_pairs.lengths(), t.batch_size, run.seed, counts,
+                      run.budget, t.max_epochs, t.min_steps)
     metrics = base_metrics(run, counts)
     if plan.skip_reason:
         return Result("skipped", {**metrics, "status": "skipped", "skip_reason": plan.skip_reason,
                                   "n_pairs": len(train_pairs)}, [])
-    if t.get("gradient_checkpointing"):
+    if t.gradient_checkpointing:
         enable_checkpointing(model)
     model.train()
-    fingerprints = run_fingerprints(run)
-    run = {**run, "_planned_steps": plan.steps}
-    opt, sched = build_optimizer(model, run)
+    as_json = run.to_dict()              # the config's JSON form: what checkpoints record and compare
+    fingerprints = run_fingerprints(as_json)
+    opt, sched = build_optimizer(model, run, plan.steps)
     wrapped = acc.prepare(model)
-    saved = load_checkpoint(ckpt_dir, run, fingerprints, model, opt, sched)
+    saved = load_checkpoint(ckpt_dir, as_json, fingerprints, model, opt, sched)
     prog = Progress(**saved) if saved else Progress()
     world, rank = acc.num_processes, acc.process_index
-    bs, chunk = int(t["batch_size"]), int(t["gradcache_chunk"])
+    bs, chunk = t.batch_size, t.gradcache_chunk
     if bs % world:
         raise ValueError(f"batch_size {bs} is not divisible by {world} processes")
     pad_id = int(getattr(model.config if not hasattr(model, "get_base_model") else model.get_base_model().config,
                          "pad_token_id", None) or 0)
-    form = t.get("logit_scale", "inverse")
-    loss_fn = contrastive_loss_fn(float(t["temperature"]), global_gather(rank, world) if world > 1 else None, form)
-    encode = lambda c: embed(wrapped, c, t["pooling"], acc.device)  # noqa: E731
+    form = t.logit_scale
+    loss_fn = contrastive_loss_fn(t.temperature, global_gather(rank, world) if world > 1 else None, form)
+    encode = lambda c: embed(wrapped, c, t.pooling, acc.device)  # noqa: E731
     ran = 0
     while prog.step < plan.steps:
         t0 = time.perf_counter()
@@ -345,27 +345,26 @@ def train_run(run: dict[str, Any], ckpt_dir: Path, *, stop: StopFlag | None = No
         prog.curve.append({"step": prog.step, "loss": value, "lr": lr, "tokens": prog.tokens,
                            "flops": prog.flops})
         ran += 1
-        if int(t.get("log_every_steps") or 0) and prog.step % int(t["log_every_steps"]) == 0 and acc.is_main_process:
+        if t.log_every_steps and prog.step % t.log_every_steps == 0 and acc.is_main_process:
             print(f"step {prog.step}/{plan.steps} loss {value:.4f} lr {lr:.3g} C {prog.flops:.3g}", flush=True)
         preempt = agree(acc, (stop is not None and stop.signum is not None) or ran == stop_after_steps)
-        periodic = prog.step % int(t["checkpoint_every_steps"]) == 0 and prog.step < plan.steps
+        periodic = prog.step % t.checkpoint_every_steps == 0 and prog.step < plan.steps
         if (preempt or periodic) and acc.is_main_process:
-            save_checkpoint(ckpt_dir, run, fingerprints, model, opt, sched, prog.__dict__)
+            save_checkpoint(ckpt_dir, as_json, fingerprints, model, opt, sched, prog.__dict__)
         acc.wait_for_everyone()
         if preempt and prog.step < plan.steps:
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
-    window = int(t["final_loss_window"])
-    val = open_pairs(run["data"]["train_dir"], "val", context)
-    val_loss = held_out_loss(model, val, bs, chunk, pad_id, t["pooling"], float(t["temperature"]), acc.device,
-                             form)
+    window = t.final_loss_window
+    val = open_pairs(run.data.train_dir, "val", context)
+    val_loss = held_out_loss(model, val, bs, chunk, pad_id, t.pooling, t.temperature, acc.device, form)
     metrics.update(status="ok", final_train_loss=float(np.mean([r["loss"] for r in prog.curve[-window:]])),
                    val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
                    planned_steps=plan.steps, epochs=plan.epochs, n_pairs=len(train_pairs),
-                   budget_fraction=prog.flops / float(run["budget"]), wall_seconds=prog.wall,
+                   budget_fraction=prog.flops / run.budget, wall_seconds=prog.wall,
                    throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
                    world_size=world, device=str(acc.device),
                    device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
-    metrics.update(run_memory_metrics(run, counts, vocab=int(base_of(model).config.vocab_size), chunk=chunk,
+    metrics.update(run_memory_metrics(as_json, counts, vocab=int(base_of(model).config.vocab_size), chunk=chunk,
                                       mixed_precision=acc.mixed_precision != "no", processes=world, device=acc.device))
     peak = peak_bf16_flops(torch.cuda.get_device_name(acc.device)) if acc.device.type == "cuda" else None
     if peak and prog.wall:
@@ -378,23 +377,22 @@ def empty_texts(pairs: Pairs, idx: np.ndarray) -> dict[str, int]:
     return {side: int((pairs.side(side).lengths(pairs.context_length, idx) == 0).sum()) for side in SIDES}
 
 
-def nonfinite_loss_message(run: dict[str, Any], loss: float, step: int, lr: float, precision: str,
+def nonfinite_loss_message(run: RunConfig, loss: float, step: int, lr: float, precision: str,
                            empty: dict[str, int]) -> str:
     """Why a loss can be NaN/inf, each cause with this run's value, so the fix can be chosen
     without re-running under a debugger."""
-    t = run["train"]
-    temperature = float(t["temperature"])
+    temperature = run.train.temperature
     causes = [
-        f"learning rate too high (lr {lr:.3g} at this step, peak_lr {float(run['peak_lr']):.3g}: "
+        f"learning rate too high (lr {lr:.3g} at this step, peak_lr {run.peak_lr:.3g}: "
         "try a smaller peak_lr)",
         ("fp16/bf16 overflow (unlikely: this run has no mixed precision)" if precision in ("no", "fp32")
          else f"fp16/bf16 overflow (this run computes in {precision}: try a lower peak_lr, or fp32 "
               "to confirm)"),
         f"bad data (this batch has {empty['query']} empty queries and {empty['pos']} empty "
-        f"positives; check {run['data']['train_dir']})",
+        f"positives; check {run.data.train_dir})",
         f"temperature too small (train.temperature {temperature:g}; logits are cosine / "
         f"temperature, so |logit| <= {1 / temperature if temperature > 0 else math.inf:g})",
     ]
-    return (f"run {run['run_id']}: loss is {loss} at step {step} "
-            f"(batch_size {int(t['batch_size'])}, method {run['method']}); possible causes: "
+    return (f"run {run.run_id}: loss is {loss} at step {step} "
+            f"(batch_size {run.train.batch_size}, method {run.method}); possible causes: "
             + "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1)))

@@ -49,6 +49,7 @@ from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
 from embtune.optim import epoch_lrs
+from embtune.runconfig import QueryRunConfig
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
 
@@ -220,12 +221,12 @@ def tuned_doc_side(docs: DocSide, freeze: str) -> tuple[TunedDocs, FreezePlan]:
     return TunedDocs(model, docs.prefix, docs.precision, docs.batch_size), apply_freeze(model, freeze)
 
 
-def validate(query_tower: Any, val: list[Triplet], docs: DocSide | TunedDocs, run: dict[str, Any],
+def validate(query_tower: Any, val: list[Triplet], docs: DocSide | TunedDocs, run: QueryRunConfig,
              batch_size: int = 64) -> tuple[float, int]:
     """(mean triplet loss, error count) on the validation triplets; error = d(q,pos) >= d(q,neg).
     Queries are embedded in the document tower's precision (fp32 unless bf16 was asked for);
     training itself always runs in float32."""
-    prefix = run["model"].get("query_prefix", "")
+    prefix = run.model.get("query_prefix", "")
     pos, neg = docs.embed([t[1] for t in val]), docs.embed([t[2] for t in val])
     query_tower.eval()
     losses, errors = [], 0
@@ -234,8 +235,8 @@ def validate(query_tower: Any, val: list[Triplet], docs: DocSide | TunedDocs, ru
         for i in range(0, len(val), batch_size):
             q, _ = embed_queries(query_tower, [prefix + t[0] for t in val[i:i + batch_size]])
             q, p, n = q.float().cpu(), pos[i:i + batch_size], neg[i:i + batch_size]
-            losses.append(float(triplet_margin_loss(q, p, n, run["margin"], run["distance"])) * len(q))
-            errors += int((pair_distance(q, p, run["distance"]) >= pair_distance(q, n, run["distance"])).sum())
+            losses.append(float(triplet_margin_loss(q, p, n, run.margin, run.distance)) * len(q))
+            errors += int((pair_distance(q, p, run.distance) >= pair_distance(q, n, run.distance)).sum())
     return sum(losses) / len(val), errors
 
 
@@ -253,10 +254,10 @@ class TuneResult:
 
 def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: list[list[int]],
                  lrs: Sequence[float], train: list[Triplet], docs: DocSide | TunedDocs,
-                 run: dict[str, Any]) -> tuple[float, int]:
+                 run: QueryRunConfig) -> tuple[float, int]:
     """One epoch of optimizer steps, step i at rate ``lrs[i]``; returns (mean train loss, query
     tokens processed). Documents come from the cache, or with gradients from a tuned tower."""
-    prefix = run["model"].get("query_prefix", "")
+    prefix = run.model.get("query_prefix", "")
     query_tower.train()
     total, tokens = 0.0, 0
     device = next(query_tower.parameters()).device
@@ -267,7 +268,7 @@ def _train_epoch(query_tower: Any, optimizer: torch.optim.Optimizer, batches: li
         pos = side([train[i][1] for i in batch]).to(device)
         neg = side([train[i][2] for i in batch]).to(device)
         q, n_tok = embed_queries(query_tower, [prefix + train[i][0] for i in batch])
-        loss = triplet_margin_loss(q, pos, neg, run["margin"], run["distance"])
+        loss = triplet_margin_loss(q, pos, neg, run.margin, run.distance)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -289,32 +290,32 @@ def _trainable_state(model: Any) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: DocSide,
+def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: DocSide,
          log: Callable[[str], None] = print) -> TuneResult:
     """Train a copy of ``docs.encoder.model`` as the query tower; the frozen document tower
-    (``docs.encoder``) is untouched. With ``run["tune_doc_tower"]`` a second copy is tuned as
+    (``docs.encoder``) is untouched. With ``run.tune_doc_tower`` a second copy is tuned as
     the document tower alongside (App. L) and returned as ``TuneResult.doc_tower``."""
     t0 = time.perf_counter()
-    torch.manual_seed(int(run.get("seed", 0)))
+    torch.manual_seed(run.seed)
     forwards0 = docs.cache.stats.texts_encoded
     query_tower = copy.deepcopy(docs.encoder.model)
-    plan = apply_freeze(query_tower, run["freeze"])
+    plan = apply_freeze(query_tower, run.freeze)
     towers, doc_plan = [query_tower], None
     side: DocSide | TunedDocs = docs
-    if run.get("tune_doc_tower", False):
-        side, doc_plan = tuned_doc_side(docs, run["freeze"])
+    if run.tune_doc_tower:
+        side, doc_plan = tuned_doc_side(docs, run.freeze)
         towers.append(side.model)
     params = [p for t in towers for p in t.parameters() if p.requires_grad]
-    optimizer = make_optimizer(params, run["optimizer"], run["lr_effective"], run["weight_decay"])
+    optimizer = make_optimizer(params, run.optimizer, run.lr_effective, run.weight_decay)
     loss0, err0 = validate(query_tower, val, side, run)
     state, best = StopState(loss0, err0), [_trainable_state(t) for t in towers]
     curve = [_curve_row(0, [], None, loss0, err0, False, 0, t0)]
     tokens, train_time, doc_time, reason = 0, 0.0, 0.0, "max_epochs"
-    for epoch in range(1, run["max_epochs"] + 1):
-        lrs = epoch_lrs(run["lr_effective"], run["scheduler"], run["scheduler_unit"], epoch - 1,
-                        run["batches_per_epoch"], run["max_epochs"])
-        batches = epoch_batches(len(train), run["batch_size"], run["batches_per_epoch"], epoch - 1,
-                                int(run.get("seed", 0)))
+    for epoch in range(1, run.max_epochs + 1):
+        lrs = epoch_lrs(run.lr_effective, run.scheduler, run.scheduler_unit, epoch - 1,
+                        run.batches_per_epoch, run.max_epochs)
+        batches = epoch_batches(len(train), run.batch_size, run.batches_per_epoch, epoch - 1,
+                                run.seed)
         if side is docs:
             doc_time += _fill_doc_cache(train, batches, docs)
         ts = time.perf_counter()
@@ -327,7 +328,7 @@ def tune(run: dict[str, Any], train: list[Triplet], val: list[Triplet], docs: Do
         curve.append(_curve_row(epoch, lrs, train_loss, val_loss, val_err, improved, state.idle, t0))
         log(f"epoch {epoch}: lr={lrs[0]:.3g}..{lrs[-1]:.3g} train={train_loss:.5f} "
             f"val={val_loss:.5f} errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
-        if state.idle >= run["patience"]:
+        if state.idle >= run.patience:
             reason = "patience"
             break
     for tower, state_dict in zip(towers, best):
@@ -350,18 +351,18 @@ def _curve_row(epoch: int, lrs: Sequence[float], train_loss: float | None, val_l
             "wall_s": round(time.perf_counter() - t0, 3)}
 
 
-def _metrics(run: dict[str, Any], curve: list[dict[str, Any]], state: StopState, reason: str,
+def _metrics(run: QueryRunConfig, curve: list[dict[str, Any]], state: StopState, reason: str,
              plan: FreezePlan, tokens: int, train_time: float, n_val: int, doc_forwards: int,
              wall: float) -> dict[str, Any]:
     n_train = len(plan.trainable)
     return {
-        "status": "ok", "qrun_id": run.get("qrun_id"), "epochs": len(curve) - 1,
+        "status": "ok", "qrun_id": run.qrun_id, "epochs": len(curve) - 1,
         "best_epoch": state.best_epoch, "stopped_reason": reason,
         "val_loss": [r["val_loss"] for r in curve], "val_errors": [r["val_errors"] for r in curve],
         "val_total": n_val, "best_val_loss": state.best_loss, "best_val_errors": state.best_errors,
-        "train_steps": (len(curve) - 1) * run["batches_per_epoch"],
+        "train_steps": (len(curve) - 1) * run.batches_per_epoch,
         "doc_forward_passes": doc_forwards, "query_tokens": tokens,
         "query_tokens_per_s": tokens / train_time if train_time > 0 else math.nan,
         "freeze": plan.spec, "freeze_note": plan.note, "n_frozen_tensors": len(plan.frozen),
-        "n_trainable_tensors": n_train, "lr_effective": run["lr_effective"], "wall_time_s": wall,
+        "n_trainable_tensors": n_train, "lr_effective": run.lr_effective, "wall_time_s": wall,
     }
