@@ -290,7 +290,8 @@ def test_cli_outputs_contract_and_determinism(tmp_path: Path) -> None:
            json.dumps({"id": "2401.00000", "title": "dup", "abstract": "a. b.",
                        "categories": "math.AG"})]
     snap = _snapshot(tmp_path, extra=bad)
-    assert _run(snap, tmp_path / "a") == 0 and _run(snap, tmp_path / "b", via_cli=True) == 0
+    tolerate = ("--allow-bad-lines", "1")      # the one unparsable line (issue 25: else an error)
+    assert _run(snap, tmp_path / "a", *tolerate) == 0 and _run(snap, tmp_path / "b", *tolerate, via_cli=True) == 0
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == sorted(["manifest.json", "negatives.parquet"]
                            + [f"triplets_{f}_L{lv}.parquet" for f in ("first", "title") for lv in (1, 21)]
@@ -341,7 +342,7 @@ def test_published_source_round_trip(tmp_path: Path) -> None:
             for r in neg.iter_rows(named=True)]
     pub.write_text("\n".join(rows + ['{"broken"', json.dumps([{"id": "z"}, []])]) + "\n")
     assert stage.main(["--source", "published", "--published", str(pub), "--levels", "1", "21",
-                    "--narrow-domains", "math", "--out", str(tmp_path / "pub")]) == 0
+                    "--narrow-domains", "math", "--allow-bad-lines", "1", "--out", str(tmp_path / "pub")]) == 0
     for name in ("negatives.parquet", "triplets_first_L1.parquet", "triplets_title_L21.parquet",
                  "narrow_math_train.parquet"):
         assert pl.read_parquet(tmp_path / "pub" / name).equals(

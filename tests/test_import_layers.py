@@ -34,7 +34,7 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
 #:   that evaluate/query_table.py and scaling/ read back), cost and the planning tables;
 #: - plots: ``summary`` (headline numbers of finished results);
 #: - drivers: the CLI dispatcher.
-TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "optim": "base", "codeversion": "base", "layout": "base",
+TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "stage_paths": "base", "model_files": "base", "optim": "base", "codeversion": "base", "layout": "base",
              "run_identity": "base", "launch": "base", "gpus": "plan", "study_cost": "plan",
              "config": "plan", "config_checks": "plan", "sweep": "plan", "cost": "plan", "plan": "plan",
              "params_coverage": "plan", "runconfig": "runconfig", "summary": "plots", "cli": "drivers"}

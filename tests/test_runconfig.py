@@ -209,7 +209,7 @@ def test_stages_refuse_a_bad_config_before_running(tmp_path, capsys) -> None:
     qrun = {k: v for k, v in query_plan(params)[0][0].items() if k != "margin"}
     for argv in (["train", "--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "out"),
                   "--checkpoint-dir", str(tmp_path / "ck")],
-                 ["tune-query", "--run-config-json", json.dumps(qrun), "--data-dir", str(tmp_path),
+                 ["tune-query", "--run-config-json", json.dumps(qrun), "--data-dir", str(tmp_path / "processed"),
                   "--out-dir", str(tmp_path / "qout")]):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err.strip()

@@ -11,8 +11,10 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from embtune.errors import EXIT_DATA_ERROR, DataError, one_line
+from embtune.stage_paths import check_stage_paths
 
 # stage name -> (module, one-line help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -53,6 +55,16 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _parsed(module: Any, argv: list[str]) -> Any:
+    """The stage's own parsed arguments (its ``_parser()`` or ``_parse(argv)``); bad usage exits
+    here exactly as it would in the stage."""
+    if hasattr(module, "_parser"):
+        return module._parser().parse_args(argv)
+    if hasattr(module, "_parse"):
+        return module._parse(argv)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
@@ -64,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     module = importlib.import_module(STAGES[stage][0])
     try:
+        check_stage_paths(stage, _parsed(module, rest))   # before any work (embtune.stage_paths)
         return int(module.main(rest) or 0)
     except DataError as err:  # bad input: the message says where and what; no traceback
         print(f"embtune {stage}: error: {one_line(err)}", file=sys.stderr)

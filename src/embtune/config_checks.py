@@ -143,6 +143,12 @@ def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tupl
         return [(parts, f"{ident!r} is not a hub id ([org/]name: letters, digits, _ . -, no '..')")]
     if source == "package" and not PACKAGE_ID.match(ident):
         return [(parts, f"{ident!r} is not an importable package name")]
+    if source == "package":
+        from embtune.models.packages import PACKAGES, registry_name
+
+        if registry_name(ident) not in PACKAGES:
+            return [(parts, f"{ident!r} is not a known weight package (expected one of "
+                            f"{', '.join(sorted(PACKAGES))}: embtune.models.packages)")]
     return []
 
 

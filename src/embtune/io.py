@@ -8,6 +8,7 @@ into place (rename is atomic on POSIX within one filesystem).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -33,8 +34,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     Works for files and directories (e.g. ``save_pretrained`` folders)."""
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    except OSError as err:
+        raise _no_room(final, err) if err.errno in NO_ROOM else err from None
     target = tmp / final.name
     try:
         yield target
@@ -44,8 +48,24 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             # Killed between the two renames, nothing is at ``final``: never a mix.
             os.replace(final, tmp / ".replaced")
         os.replace(target, final)
+    except OSError as err:
+        if err.errno not in NO_ROOM:
+            raise
+        raise _no_room(final, err) from None
     finally:
         _rmtree(tmp)
+
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)   # the device, not the data: one line, not a traceback
+
+
+def _no_room(final: Path, err: OSError) -> Exception:
+    """A full (or read-only) device while writing ``final``: one line (``DataError``, exit 2)
+    saying that the previous output, if any, is left as it was."""
+    from embtune.errors import DataError
+
+    return DataError(f"{final}: {err.strerror or err} while writing it ({errno.errorcode.get(err.errno, err.errno)}); "
+                     "the previous output is left as it was; expected room to write on that device")
 
 
 @contextlib.contextmanager

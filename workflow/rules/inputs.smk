@@ -130,6 +130,8 @@ def arxiv_args(wildcards):
         *cfg["narrow_domains"],
         "--category-match",
         cfg["category_match"],
+        "--allow-bad-lines",
+        str(cfg["allow_bad_lines"]),
         "--category-ties",
         cfg["category_ties"],
     ]

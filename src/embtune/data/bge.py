@@ -345,6 +345,7 @@ def build_manifest(args: BgeSettings, inputs: list[dict[str, Any]], stats: Stats
         duplicates_removed=duplicates_removed, rows_out=done.val_rows + done.train_rows,
         val_rows=done.val_rows, train_rows=done.train_rows, train_shards=done.shards,
         drops=dict(sorted(stats.drops.items())), drop_examples=stats.drop_examples,
+        lone_surrogates_replaced=stats.fixes["lone_surrogates_replaced"],
         tokens={"query": histogram_stats(done.hist["query"], done.cut["query_truncated"]),
                 "pos": histogram_stats(done.hist["pos"], done.cut["pos_truncated"])},
     )

@@ -98,6 +98,7 @@ class Stats:
     pairs_kept: int = 0
     drops: Counter = field(default_factory=Counter)
     drop_examples: dict[str, list[str]] = field(default_factory=dict)
+    fixes: Counter = field(default_factory=Counter)     # lone surrogates replaced (kept rows)
 
     def drop(self, reason: str, where: str) -> None:
         self.drops[reason] += 1
@@ -110,6 +111,7 @@ class Stats:
         self.rows_in += other.rows_in
         self.pairs_kept += other.pairs_kept
         self.drops.update(other.drops)
+        self.fixes.update(other.fixes)
         for reason, where in other.drop_examples.items():
             examples = self.drop_examples.setdefault(reason, [])
             examples.extend(where[:MAX_DROP_EXAMPLES - len(examples)])
@@ -121,7 +123,7 @@ def iter_pairs(files: Sequence[str], english_filter: bool, stats: Stats) -> Iter
     The English test judges query and positive as one text: short queries alone have too few
     words for the stop-word test, and a non-English side pulls the joint ratios below threshold."""
     for path in files:
-        yield from filter_pairs(((f"{path}:{line_no}", obj) for line_no, obj in iter_jsonl(path)),
+        yield from filter_pairs(((f"{path}:{line_no}", obj) for line_no, obj in iter_jsonl(path, stats.fixes)),
                                 english_filter, stats)
 
 

@@ -15,8 +15,10 @@ import gzip
 import io
 import json
 import os
+import re
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -27,6 +29,35 @@ __all__ = ["DataError", "drop_summary", "is_gzip", "iter_jsonl", "iter_jsonl_ran
            "open_text", "run_stage"]
 
 GZIP_MAGIC = b"\x1f\x8b"
+BOM = "\ufeff"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")   # how a surrogate is written in JSON
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")   # json.loads joins valid pairs: any left is lone
+
+
+def scrub_surrogates(obj: Any) -> tuple[Any, int]:
+    """``obj`` with every lone surrogate in its strings replaced by U+FFFD, and how many.
+
+    Why: JSON may escape half a surrogate pair (``"\\ud800"``); Python parses it into a string
+    that cannot be encoded as UTF-8, and the tokenizer or parquet writer then crashes far from
+    the line that held it."""
+    if isinstance(obj, str):
+        return _LONE_SURROGATE.subn("\ufffd", obj)
+    if isinstance(obj, list):
+        pairs = [scrub_surrogates(v) for v in obj]
+        return [v for v, _ in pairs], sum(n for _, n in pairs)
+    if isinstance(obj, dict):
+        pairs = {k: scrub_surrogates(v) for k, v in obj.items()}
+        return {k: v for k, (v, _) in pairs.items()}, sum(n for _, n in pairs.values())
+    return obj, 0
+
+
+def _parsed(line: str, fixes: Counter | None) -> Any:
+    obj = json.loads(line)
+    if _SURROGATE_ESCAPE.search(line):
+        obj, n = scrub_surrogates(obj)
+        if fixes is not None and n:
+            fixes["lone_surrogates_replaced"] += n
+    return obj
 
 
 def _open_binary(path: Path) -> BinaryIO:
@@ -59,6 +90,8 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
                     reason = _utf8_error(p, gz, line_no, offset, raw, err)
                     raise DataError(_damaged_gzip(p, line_no, reason) if gz else reason) from None
                 offset += len(raw)
+                if line_no == 1 and text.startswith(BOM):   # a byte-order mark is not content
+                    text = text[1:]
                 yield line_no, text if text[-2:] != "\r\n" else text[:-2] + "\n"
         except (EOFError, OSError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
             raise DataError(_read_error(p, gz, line_no, offset, err)) from None
@@ -156,18 +189,19 @@ def open_text(path: str | os.PathLike[str]) -> IO[str]:
     return _CheckedText(p)  # type: ignore[return-value]
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: str | os.PathLike[str], fixes: Counter | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_no, obj)`` for every non-blank line of a JSONL(.gz) file (1-based lines).
 
     Blank lines are skipped (trailing newlines are common); anything else that is not valid JSON
     raises :class:`DataError` ``"<path>:<line>: <reason>"``: a corrupt line in a dataset means the
-    dump is broken and must be looked at, not quietly dropped."""
+    dump is broken and must be looked at, not quietly dropped. A leading BOM is stripped; lone
+    surrogates are replaced by U+FFFD and counted in ``fixes`` (``lone_surrogates_replaced``)."""
     p = Path(path)
     for line_no, line in iter_lines(p):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _parsed(line, fixes)
         except json.JSONDecodeError as err:
             reason = f"{p}:{line_no}: invalid JSON ({err.msg} at column {err.colno})"
             raise DataError(_damaged_gzip(p, line_no, reason) if _is_gzip(p) else reason) from None
@@ -204,10 +238,12 @@ def iter_jsonl_range(path: str | os.PathLike[str], start: int, end: int) -> Gene
                 except UnicodeDecodeError as err:
                     raise DataError(_utf8_error(p, False, _line_at(p, pos), pos, raw, err)) from None
                 at, pos = pos, pos + len(raw)
+                if at == 0 and text.startswith(BOM):
+                    text = text[1:]
                 if not text.strip():
                     continue
                 try:
-                    obj = json.loads(text)
+                    obj = _parsed(text, None)
                 except json.JSONDecodeError as err:
                     raise DataError(f"{p}:{_line_at(p, at)}: invalid JSON ({err.msg} at column "
                                     f"{err.colno})") from None

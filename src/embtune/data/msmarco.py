@@ -9,7 +9,7 @@ Rows are never dropped (that would shift the positional split): a malformed samp
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -68,9 +68,10 @@ def parse_sample(obj: Any, sample_id: int) -> Sample | str:
     return Sample(sample_id, query, positives, negatives)
 
 
-def iter_samples(path: str) -> Iterator[Sample]:
-    """Stream samples; a malformed one raises ``DataError`` naming file and line."""
-    for sample_id, (line_no, obj) in enumerate(iter_jsonl(path)):
+def iter_samples(path: str, fixes: Counter | None = None) -> Iterator[Sample]:
+    """Stream samples; a malformed one raises ``DataError`` naming file and line (lone
+    surrogates replaced, counted in ``fixes``)."""
+    for sample_id, (line_no, obj) in enumerate(iter_jsonl(path, fixes)):
         sample = parse_sample(obj, sample_id)
         if isinstance(sample, str):
             raise DataError(f"{path}:{line_no}: {sample}")
@@ -112,6 +113,18 @@ def split_samples(samples: Iterator[Sample], train_size: int, val_size: int, eva
         raise DataError(f"file has {rows} samples but train+val+eval = {train_size}+{val_size}+{eval_size}"
                         f" = {need} are required")
     return Split(train, val, list(tail), rows, rows - need)
+
+
+def check_disjoint(split: Split, path: str) -> None:
+    """No eval query may also be a train or val query: paper 2's eval numbers must be measured
+    on samples the query tower never saw (a dump with repeated lines would leak them)."""
+    seen = {s.query: (name, s.sample_id) for name, part in (("train", split.train), ("val", split.val))
+            for s in part}
+    for s in split.eval:
+        if s.query in seen:
+            name, sid = seen[s.query]
+            raise DataError(f"{path}: sample {s.sample_id} (eval) has the same query as sample {sid} ({name}): "
+                            f"{s.query[:60]!r}; expected eval queries apart from train and val")
 
 
 def triplet_frame(samples: list[Sample]) -> pl.DataFrame:

@@ -78,10 +78,19 @@ def read_language(path: Path, lang: str) -> pl.DataFrame:
     return frame
 
 
+def premise_ids(frame: pl.DataFrame) -> pl.Series:
+    """Per row, the first row holding the same premise: XNLI pairs each premise with one
+    hypothesis per label, so these ids are the same in every translation of the same rows."""
+    rows = frame.select("premise").with_row_index("row")
+    return rows.select(pl.col("row").min().over("premise").alias("premise_id"))["premise_id"]
+
+
 def check_aligned(frames: dict[str, pl.DataFrame]) -> None:
-    """Every language must have the same number of pairs and the same label sequence."""
+    """Every language must have the same number of pairs, the same label sequence and the same
+    premise ids per row (rows moved within a label keep the labels but not the premises)."""
     ref_lang = next(iter(frames))
     ref = frames[ref_lang]["label"]
+    ref_ids = premise_ids(frames[ref_lang])
     for lang, frame in frames.items():
         if frame.height != len(ref):
             raise DataError(f"language {lang!r} has {frame.height} pairs, {ref_lang!r} has {len(ref)}")
@@ -90,6 +99,12 @@ def check_aligned(frames: dict[str, pl.DataFrame]) -> None:
             i = int(diff[0])
             raise DataError(f"language {lang!r}: pair {i} has label {frame['label'][i]}, "
                             f"{ref_lang!r} has {ref[i]} ({len(diff)} pairs differ)")
+        moved = (premise_ids(frame) != ref_ids).arg_true()
+        if len(moved):
+            i = int(moved[0])
+            raise DataError(f"language {lang!r}: pair {i} has the premise first seen at pair "
+                            f"{premise_ids(frame)[i]}, {ref_lang!r} at pair {ref_ids[i]} ({len(moved)} pairs "
+                            "differ); expected the languages' rows aligned (same premise ids per row)")
 
 
 def long_table(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:

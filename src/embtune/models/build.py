@@ -119,6 +119,9 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
         # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
         return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                          quantization_config=GgufConfig(dequantize=True))
+    from embtune.model_files import check_model_folder
+
+    check_model_folder(spec["id"])  # sizes checked before transformers builds a default-size model
     return AutoModel.from_pretrained(spec["id"])
 
 

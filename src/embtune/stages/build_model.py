@@ -19,6 +19,7 @@ import torch
 
 from embtune.errors import DataError
 from embtune.io import atomic_path, provenance, write_json
+from embtune.model_files import check_tokenizer_files
 from embtune.models.build import (
     check_model,
     lm_batches,
@@ -74,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = json.loads(args.model_json)
     if not Path(args.tokenizer).is_dir():
         raise DataError(f"--tokenizer {args.tokenizer}: directory not found; expected build-tokenizer's output")
+    check_tokenizer_files(args.tokenizer)
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -31,9 +31,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _warn_nonfinite(nonfinite: dict) -> None:
     if nonfinite["count"]:
-        shown = ", ".join(f"{r['run_id']} ({'/'.join(r['metrics'])})" for r in nonfinite["runs"][:5])
-        print(f"{STAGE}: warning: {nonfinite['count']} finished run(s) recorded NaN/inf metrics, "
-              f"read as missing (the fits leave them out): {shown}"
+        shown = "; ".join(f"{r['run_id']} ({'/'.join(r['metrics'])}): {r['reason']}" for r in nonfinite["runs"][:5])
+        print(f"{STAGE}: warning: {nonfinite['count']} finished run(s) recorded NaN/inf metrics or a loss "
+              f"InfoNCE cannot take, read as missing (the fits leave them out): {shown}"
               + (" ..." if nonfinite["count"] > 5 else ""), file=sys.stderr)
 
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.errors import DataError
-from embtune.io import atomic_dir, check_replaceable, read_json, read_parquet, write_json, write_text
+from embtune.io import atomic_dir, check_replaceable, write_json, write_text
 from embtune.plots.findings import findings_markdown, paper1_findings, paper2_findings
 from embtune.plots.memory_report import memory_markdown
 from embtune.plots.render import make_all, query_tables
 from embtune.plots.report import cost_markdown, encoder_notes, query_table_sections, report_markdown
+from embtune.scaling.artifacts import read_fits, read_recipe, read_runs_table
 
 STAGE = "figures"
 
@@ -49,11 +49,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = read_parquet(args.runs, "the runs table collect-runs writes")
-    if not args.fits.is_file():
-        raise DataError(f"--fits {args.fits}: file not found; expected the fits.json fit-scaling writes")
-    fits = read_json(args.fits)
-    recipe = read_json(args.recipe) if args.recipe and args.recipe.exists() else None
+    runs = read_runs_table(args.runs)
+    fits = read_fits(args.fits)
+    recipe = read_recipe(args.recipe) if args.recipe and args.recipe.exists() else None
     check_replaceable(args.out, own_dirs=())
     tables = query_tables(args.query_table_dir)
     with atomic_dir(args.out) as tmp:     # the figure folder appears whole; index.json last

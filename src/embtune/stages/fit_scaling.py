@@ -12,7 +12,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.io import provenance, read_parquet, write_json
+from embtune.io import provenance, write_json
+from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
 from embtune.scaling.fit_laws import finite_json, fit_all
 from embtune.scaling.runs_table import nonfinite_runs
 
@@ -36,12 +37,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = read_parquet(args.runs, "the runs table collect-runs writes")
+    runs = read_runs_table(args.runs, (*RUNS_REQUIRED, args.loss_column))
     fits = fit_all(runs, metric=args.loss_column, delta=args.huber_delta,
                    n_boot=args.bootstrap, holdout=args.holdout, seed=args.seed,
                    workers=args.workers, chinchilla_coefficients=args.chinchilla_coefficients)
     fits["provenance"] = provenance(stable=True, runs=str(args.runs))
-    fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)  # finished, NaN/inf loss
+    # finished runs left out for a NaN/inf or impossible loss (``excluded``); the old key stays
+    fits["excluded"] = fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)
     write_json(args.out, finite_json(fits))
     for bad in fits["untrustworthy"]:
         print(f"WARNING: untrustworthy fit {bad['method']}/{bad['law']}: {'; '.join(bad['issues'])}")
@@ -50,5 +52,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{STAGE}: methods {fits['methods']} -> {args.out}")
     if fits["dropped_nonfinite"]["count"]:
         print(f"{STAGE}: left out {fits['dropped_nonfinite']['count']} finished run(s) whose "
-              f"{args.loss_column} is NaN/inf: {[r['run_id'] for r in fits['dropped_nonfinite']['runs']]}")
+              f"{args.loss_column} is NaN/inf or impossible: "
+              + "; ".join(f"{r['run_id']} ({r['reason']})" for r in fits['excluded']['runs']))
     return 0

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from embtune.errors import DataError
-from embtune.io import read_json, read_parquet, write_json
+from embtune.io import write_json
+from embtune.scaling.artifacts import check_budget, nonfinite_fields, read_fits, read_runs_table
 from embtune.scaling.recipe import make_recipe
 
 STAGE = "recipe"
@@ -34,11 +35,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     suite = json.loads(args.suite_json) if args.suite_json else None
-    if not args.fits.is_file():
-        raise DataError(f"--fits {args.fits}: file not found; expected the fits.json fit-scaling writes")
-    runs = read_parquet(args.runs, "the runs table collect-runs writes")
-    recipe = make_recipe(args.budget, read_json(args.fits), runs, suite=suite,
+    budget = check_budget(args.budget)
+    fits = read_fits(args.fits)
+    runs = read_runs_table(args.runs)
+    recipe = make_recipe(budget, fits, runs, suite=suite,
                          batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair)
+    bad = list(nonfinite_fields(recipe))
+    if bad:   # never write a NaN recipe: its inputs hold something the readers above let through
+        raise DataError(f"{args.fits}: the recipe at budget {budget:g} came out NaN/inf in {', '.join(bad[:3])}; "
+                        "expected fits and runs that give a finite recipe")
     write_json(args.out, recipe)
     print(json.dumps(recipe, indent=2, sort_keys=True))
     for w in recipe["warnings"]:

@@ -8,10 +8,18 @@ sibling and renamed into place) and the one-line summary live here.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from embtune.data.msmarco import eval_frame, expanded_triplets, iter_samples, split_samples, triplet_frame
+from embtune.data.msmarco import (
+    check_disjoint,
+    eval_frame,
+    expanded_triplets,
+    iter_samples,
+    split_samples,
+    triplet_frame,
+)
 from embtune.errors import DataError
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 from embtune.layout import MANIFEST_JSON, pnd_file_name
@@ -35,7 +43,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Split, write the four tables and the manifest into one atomically renamed directory."""
     if min(args.train_size, args.val_size, args.eval_size) < 0 or args.hard_negatives < 1:
         raise DataError("sizes must be >= 0 and --hard-negatives >= 1")
-    split = split_samples(iter_samples(args.file), args.train_size, args.val_size, args.eval_size)
+    fixes: Counter = Counter()
+    split = split_samples(iter_samples(args.file, fixes), args.train_size, args.val_size, args.eval_size)
+    check_disjoint(split, args.file)
     hard = [s for s in split.eval if len(s.negatives) >= args.hard_negatives]
     with atomic_path(args.out) as out:
         out.mkdir()
@@ -51,6 +61,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             eval_first_sample_id=split.eval[0].sample_id if split.eval else None,
             eval_triplets=expanded_triplets(split.eval), hard_negatives=args.hard_negatives,
             eval_hard_rows=len(hard), eval_hard_triplets=expanded_triplets(hard),
+            lone_surrogates_replaced=fixes["lone_surrogates_replaced"],
         )
         write_json(out / MANIFEST_JSON, manifest)
     return manifest

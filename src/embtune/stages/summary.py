@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from embtune import io
+from embtune.scaling.artifacts import read_fits, read_recipe, read_runs_table
 from embtune.summary import fits_summary, query_summary, recipes_summary, training_summary
 
 STAGE = "summary"
@@ -41,9 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     table1 = _table1(args.query_table_dir)
     summary = {
-        "training": training_summary(pl.read_parquet(args.runs)),
-        "fits": fits_summary(io.read_json(args.fits)),
-        "recipes": recipes_summary([io.read_json(p) for p in args.recipes]),
+        "training": training_summary(read_runs_table(args.runs, ("run_id", "status"))),
+        "fits": fits_summary(read_fits(args.fits)),
+        "recipes": recipes_summary([read_recipe(p) for p in args.recipes]),
         "query_tuning": query_summary(table1) if table1 is not None else [],
     }
     io.write_json(args.out, summary)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -23,7 +24,9 @@ import torch
 from embtune.errors import DataError, one_line
 from embtune.io import check_replaceable
 from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
+from embtune.model_files import check_model_folder
 from embtune.runconfig import RunConfig
+from embtune.stage_paths import exclusive_lock
 from embtune.train.checkpoint import CheckpointError
 from embtune.train.loop import Result, StopFlag, train_run
 
@@ -129,6 +132,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     run = read_run_config(args.run_config_json, args.runtime_json)
     check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
+    check_model_folder(run.base_model_dir)            # sizes checked before any model is built
+    if int(os.environ.get("RANK", "0")) != 0:         # a distributed run: rank 0 holds the lock
+        return _train(args, run)
+    with exclusive_lock(args.checkpoint_dir, f"run {run.run_id}"):   # one writer per run
+        return _train(args, run)
+
+
+def _train(args: argparse.Namespace, run: RunConfig) -> int:
     stop = StopFlag()
     stop.install()
     t0 = time.time()

@@ -178,7 +178,7 @@ def save_checkpoint(ckpt_dir: Path, run: Mapping[str, Any], fingerprints: Mappin
     """Write a tensors file, then commit it with ``state.json``, then drop older tensors files."""
     from safetensors.torch import save_file
 
-    from embtune.io import atomic_path, write_json
+    from embtune.io import atomic_path, sha256_file, write_json
 
     ckpt_dir = Path(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
@@ -192,7 +192,8 @@ def save_checkpoint(ckpt_dir: Path, run: Mapping[str, Any], fingerprints: Mappin
     write_json(ckpt_dir / STATE_FILE, {
         "format": FORMAT, "run_id": run["run_id"], "fingerprints": dict(fingerprints),
         "config": resume_config(run), "progress": dict(progress), "state": skeleton,
-        "tensors": {"file": name, "bytes": (ckpt_dir / name).stat().st_size, "nonce": nonce}})
+        "tensors": {"file": name, "bytes": (ckpt_dir / name).stat().st_size, "nonce": nonce,
+                    "sha256": sha256_file(ckpt_dir / name)}})   # content hash, checked at resume
     for old in ckpt_dir.glob(TENSORS_GLOB):
         if old.name != name:
             old.unlink(missing_ok=True)
@@ -256,6 +257,8 @@ def read_tensors(ckpt_dir: Path, state: Mapping[str, Any]) -> dict[str, torch.Te
     """The tensors file ``state.json`` commits to, checked against its recorded size and nonce."""
     from safetensors import SafetensorError, safe_open
 
+    from embtune.io import sha256_file
+
     info = state["tensors"]
     path = Path(ckpt_dir) / str(info.get("file", ""))
     if not path.is_file() or path.parent != Path(ckpt_dir) or not path.name.endswith(".safetensors"):
@@ -264,6 +267,9 @@ def read_tensors(ckpt_dir: Path, state: Mapping[str, Any]) -> dict[str, torch.Te
     if size != info.get("bytes"):
         raise _fail(ckpt_dir, f"{path}: corrupt checkpoint tensors ({size} bytes, "
                               f"{STATE_FILE} recorded {info.get('bytes')}).")
+    if "sha256" in info and sha256_file(path) != info["sha256"]:   # bytes changed in place
+        raise _fail(ckpt_dir, f"{path}: corrupt checkpoint tensors (content hash differs from the "
+                              f"sha256 {STATE_FILE} recorded).")
     try:
         with safe_open(str(path), framework="pt", device="cpu") as fh:
             if (fh.metadata() or {}).get("nonce") != info.get("nonce"):
