@@ -34,6 +34,7 @@ demo: install
 
 test: install lint
 	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"
+	bash .ci/install_chromium.sh || echo "WARNING: could not install chromium; the report's browser test will skip LOUDLY"
 	$(BIN)/pytest -v --durations=15
 
 bench: install

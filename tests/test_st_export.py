@@ -80,7 +80,7 @@ def test_trained_run_is_a_sentence_transformers_folder(tmp_path, fixture_dirs, c
 
     card = (model_dir / "README.md").read_text()
     m = res.metrics
-    assert card.startswith("---\nlibrary_name: sentence-transformers")
+    assert card.startswith("---\n") and "\nlibrary_name: sentence-transformers\n" in card.split("\n---\n")[0]
     for needle in (m["run_id"], f"{m['flops']:.4g}", f"{m['budget']:.4g}", f"{m['val_loss']:.4g}",
                    f"{m['final_train_loss']:.4g}", f"| optimizer steps | {m['steps']} |",
                    f"| context length (= max_seq_length) | {CONTEXT} |", "../mteb_results/"):

@@ -70,7 +70,15 @@ Problems = list[tuple[tuple[Any, ...], str]]
 def cross_checks(params: Mapping[str, Any]) -> Problems:
     """Constraints a JSON schema cannot express, as ``(key path, what)``."""
     return (_model_checks(params["models"]) + _tokenizer_checks(params["tokenizer"])
-            + _query_model_checks(params["query_tuning"]) + _data_checks(params))
+            + _query_model_checks(params["query_tuning"]) + _data_checks(params) + _tracking_checks(params))
+
+
+def _tracking_checks(params: Mapping[str, Any]) -> Problems:
+    """The tracker's package must import here, not fail in the 500th job."""
+    from embtune.train.tracking import tracker_problem
+
+    problem = tracker_problem(params.get("tracking", {}).get("log_with", "dvclive"))
+    return [(("tracking", "log_with"), problem)] if problem else []
 
 
 def _duplicates(parts: tuple[Any, ...], models: Sequence[Mapping[str, Any]]) -> Problems:

@@ -255,6 +255,15 @@ class Results:
         """train: resumable training state of a run (pre-emption, time limits)."""
         return self.root / "checkpoints" / _name(run)
 
+    def tracking(self, run: str) -> Path:
+        """train: the experiment tracker's files of a run (embtune.train.tracking), outside the
+        DVC-versioned run folders so that ``dvc plots show`` finds the DVCLive ``dvc.yaml`` of each."""
+        return self.root / "tracking" / "runs" / _name(run)
+
+    def query_tracking(self, model: str, qrun: str) -> Path:
+        """tune-query: the experiment tracker's files of a query run (as :meth:`tracking`)."""
+        return self.root / "tracking" / "query_runs" / _name(model) / _name(qrun)
+
     def embed_cache(self, model: str) -> Path:
         """tune-query / evaluate-pnd: document embeddings of one encoder, shared by its runs."""
         return self.root / "embed_cache" / _name(model)

@@ -2,6 +2,7 @@
 # computed here once, from the validated config, through embtune.sweep (the one place grids
 # expand); every path comes from the one Layout below (embtune.layout). The input functions and
 # argument builders of the rules are in inputs.smk.
+import os
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate
 from embtune.layout import Layout
 from embtune.sweep import format_budget, max_context_length, mteb_run_ids, query_runs, training_plan
+from embtune.train.tracking import ENV as TRACKING_ENV
 
 
 def _display(path):
@@ -38,6 +40,9 @@ except ParamsError as err:
 # Every data and results path of the workflow: rules take theirs from here, or from the output
 # of the job that writes them (rules.<name>.output.<key>).
 L = Layout.from_paths(config["paths"])
+# The tracker reaches the jobs through the environment (embtune.train.tracking.ENV), not a rule
+# param: changing it must re-run nothing (local jobs inherit it; SLURM jobs re-read this file).
+os.environ[TRACKING_ENV] = config["tracking"]["log_with"]
 
 RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
 RUNS = {run["run_id"]: run for run in RUNS_LIST}

@@ -49,6 +49,7 @@ rule train_contrastive:
         curve=L.results.runs.file("{run}", CURVE_CSV),
         manifest=L.results.runs.file("{run}", MANIFEST_JSON),
         model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+        tracking=directory(L.results.tracking("{run}")),
     log:
         L.results.log("train/{run}"),
     benchmark:
@@ -70,7 +71,8 @@ rule train_contrastive:
     # resumes it (tests/test_slurm.py).
     shell:
         "exec {params.launch:q} embtune train --run-config-json {params.run:q} --runtime-json {params.runtime:q} "
-        "--out-dir {params.out_dir:q} --checkpoint-dir {params.ckpt:q} --threads {threads:q} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} "
+        "--threads {threads:q} > {log:q} 2>&1"
 
 
 rule tune_query:
@@ -80,6 +82,7 @@ rule tune_query:
     output:
         metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
         model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
+        tracking=directory(L.results.query_tracking("{qmodel}", "{qrun}")),
     log:
         L.results.log("tune_query/{qmodel}/{qrun}"),
     benchmark:
@@ -97,4 +100,5 @@ rule tune_query:
     shell:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
         "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
+        "--tracking-dir {output.tracking:q} "
         "--threads {threads:q} > {log:q} 2>&1"

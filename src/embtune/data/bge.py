@@ -44,6 +44,7 @@ from embtune.data.bge_tokens import histogram_stats, load_tokenizer, pairs_frame
 from embtune.data.jsonl import DataError, drop_summary
 from embtune.data.sources import expand_files
 from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
+from embtune.progress import iterate
 
 BUCKET_TARGET_BYTES = 256 << 20   # input bytes per spill bucket (each bucket is sorted in memory)
 SPILL_BUFFER_PAIRS = 100_000  # pairs held in memory (all buckets together) before appending to disk
@@ -311,7 +312,8 @@ def _run(args: BgeSettings) -> dict[str, Any]:
             raise DataError(no_pairs_message(files, stats))
 
         def ordered() -> Iterator[list[tuple[str, str]]]:
-            for rows, dups in ordered_pairs(buckets, dedup, args.max_pairs):
+            for rows, dups in iterate(ordered_pairs(buckets, dedup, args.max_pairs), "prepare-bge",
+                                      total=len(buckets), unit="bucket"):
                 duplicates["removed"] += dups
                 yield rows
 

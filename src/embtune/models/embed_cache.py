@@ -131,12 +131,12 @@ class EmbedCache:
 
     def _encode(self, encoder: Encoder, texts: list[str], batch_size: int, desc: str) -> np.ndarray:
         """Length-sorted batches (less padding); results returned in the input order."""
-        from tqdm.auto import tqdm
+        from embtune.progress import iterate
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: list[np.ndarray] = []
         starts = range(0, len(order), batch_size)
-        for start in tqdm(starts, desc=f"encode {desc}", disable=not self.progress, leave=False):
+        for start in iterate(starts, f"encode {desc}", unit="batch", enable=self.progress):
             batch = [texts[i] for i in order[start:start + batch_size]]
             out.append(np.asarray(encoder.encode(batch, batch_size), dtype=np.float32))
         emb = np.concatenate(out)

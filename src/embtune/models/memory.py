@@ -194,13 +194,14 @@ def measured_peak(device: Any) -> tuple[int, str]:
     return int(rss if sys.platform == "darwin" else rss * 1024), "cpu_peak_rss"
 
 
-def run_memory_metrics(run: Mapping[str, Any], counts: Any, *, vocab: int, chunk: int,
-                       mixed_precision: bool, processes: int, device: Any) -> dict[str, Any]:
+def run_memory_metrics(run: Mapping[str, Any], counts: Any, model: Any, chunk: int, acc: Any) -> dict[str, Any]:
     """The metrics.json keys of a finished run: its estimate (from the model's counted
-    parameters, ``counts``: a ``ParamCounts``) and its measured peak."""
+    parameters, ``counts``: a ``ParamCounts``; vocabulary, precision and processes as the loop's
+    model and accelerator ``acc`` have them) and its measured peak."""
     planned = {"n_total": counts.n_total, "n_forward": counts.n_forward, "n_backward": counts.n_backward,
                "n_update": counts.n_update}
-    est = estimate({**run, "planned": planned}, chunk=chunk, vocab=vocab, mixed_precision=mixed_precision,
-                   processes=processes)
-    peak, kind = measured_peak(device)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    est = estimate({**run, "planned": planned}, chunk=chunk, vocab=int(base.config.vocab_size),
+                   mixed_precision=str(acc.mixed_precision) != "no", processes=int(acc.num_processes))
+    peak, kind = measured_peak(acc.device)
     return {"estimated_peak_memory_bytes": int(est.peak), "peak_memory_bytes": peak, "peak_memory_kind": kind}

@@ -150,9 +150,35 @@ def _table(rows: Sequence[tuple[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _front_matter(tags: Sequence[str]) -> str:
-    return "\n".join(["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
-                      "tags:", *[f"- {t}" for t in tags], "---", ""])
+#: Licence of the cards: embtune's (pyproject.toml), which the papers' base models (Pythia, E5,
+#: MiniLM) share; a model trained on data under other terms must say so before publishing.
+LICENSE = "apache-2.0"
+
+
+def _front_matter(tags: Sequence[str], base_model: str | None = None, datasets: Sequence[str] = (),
+                  model_name: str | None = None, eval_results: Sequence[Any] = ()) -> str:
+    """The card's YAML metadata, written by huggingface_hub's ``ModelCardData`` (what the Hub,
+    sentence-transformers and the MTEB leaderboard read): library, pipeline tag, base model,
+    datasets, licence, tags and, once evaluated, the MTEB scores as ``model-index``."""
+    from huggingface_hub import ModelCardData
+
+    data = ModelCardData(library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+                         base_model=base_model, datasets=list(datasets) or None, license=LICENSE,
+                         tags=list(tags), model_name=model_name if eval_results else None,
+                         eval_results=list(eval_results) or None)
+    return "\n".join(["---", data.to_yaml(), "---", ""])
+
+
+def _query_datasets(run: Mapping[str, Any]) -> list[str]:
+    """Hub ids of a query run's training data: MSMARCO triplets come from the hub's
+    sentence-transformers/embedding-training-data (params data.msmarco.file); the arxiv triplets
+    are built locally from the arXiv snapshot, so they have none."""
+    return ["sentence-transformers/embedding-training-data"] if run.get("train_data") == "msmarco" else []
+
+
+def _hub_id(spec: Mapping[str, Any], fallback: Any) -> str | None:
+    """A model's hub id where it came from the hub, else its name (a local or tiny model)."""
+    return str(spec.get("id") if spec.get("source") == "hub" and spec.get("id") else fallback or "") or None
 
 
 def _provenance(manifest: Mapping[str, Any]) -> str:
@@ -198,8 +224,9 @@ def _method_text(metrics: Mapping[str, Any]) -> str:
 
 
 def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Mapping[str, Any],
-                  mteb: Mapping[str, Any] | None = None) -> str:
-    """Model card of a paper-1 run (contrastive fine-tuning at a FLOP budget)."""
+                  mteb: Mapping[str, Any] | None = None, eval_results: Sequence[Any] = ()) -> str:
+    """Model card of a paper-1 run (contrastive fine-tuning at a FLOP budget); ``eval_results``:
+    its MTEB scores as ``EvalResult`` (:func:`embtune.evaluate.mteb_card.hub_eval_results`)."""
     t = run.get("train", {})
     budget = float(metrics.get("budget") or run.get("budget") or 0)
     flops = metrics.get("flops")
@@ -229,7 +256,8 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
          "base model), `model_merged/` the merged sentence-transformers model.\n")
     return "\n".join([
         _front_matter(["sentence-transformers", "feature-extraction", "sentence-similarity", "embtune",
-                       f"method-{metrics.get('method')}"]),
+                       f"method-{metrics.get('method')}"], _hub_id(run.get("model") or {}, metrics.get("model")),
+                      (), str(metrics.get("run_id")), eval_results),
         f"# {metrics.get('run_id')}", "",
         f"A text embedder fine-tuned contrastively from the decoder `{metrics.get('model')}` by embtune "
         "(symmetric InfoNCE with in-batch negatives at a fixed FLOP budget; Ziarko et al. 2024, "
@@ -271,7 +299,7 @@ def query_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Map
     prompts = st_prompts(spec.get("query_prefix"), spec.get("doc_prefix"))
     return "\n".join([
         _front_matter(["sentence-transformers", "feature-extraction", "sentence-similarity", "embtune",
-                       "query-tuning", "router"]),
+                       "query-tuning", "router"], _hub_id(spec, spec.get("name")), _query_datasets(run)),
         f"# {spec.get('name')} / {metrics.get('qrun_id')}", "",
         "A dual encoder whose query tower was tuned by embtune while the document tower stayed "
         "fixed (Vasilyev et al., \"Preserving Multilingual Quality While Tuning Query Encoder on "

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON
+from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, MTEB_RESULTS
 from embtune.models.st_export import training_card
 
 
@@ -32,6 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = read_json(args.run_dir / MANIFEST_JSON)
     mteb_path = args.run_dir / MTEB_JSON
     mteb = read_json(mteb_path) if mteb_path.is_file() else None
-    write_text(args.out, training_card(metrics, manifest.get("run", {}), manifest, mteb))
+    from embtune.evaluate.mteb_card import hub_eval_results
+
+    scores = hub_eval_results(args.run_dir / MTEB_RESULTS) if mteb else []
+    write_text(args.out, training_card(metrics, manifest.get("run", {}), manifest, mteb, scores))
     print(f"model-card: {args.out} ({'with' if mteb else 'without'} MTEB scores)")
     return 0

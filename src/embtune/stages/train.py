@@ -21,12 +21,14 @@ from typing import Any
 
 import torch
 
+from embtune import progress
 from embtune.errors import DataError, one_line
 from embtune.io import check_replaceable
 from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
 from embtune.model_files import check_model_folder
 from embtune.runconfig import RunConfig
 from embtune.stage_paths import exclusive_lock
+from embtune.train import tracking
 from embtune.train.checkpoint import CheckpointError
 from embtune.train.loop import Result, StopFlag, train_run
 
@@ -122,6 +124,11 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--checkpoint-dir", required=True,
                     help="resumable state; refused (exit 3) if made by another config or data")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--tracking-dir", default=None,
+                    help="where the experiment tracker's files go when the run ends (embtune.train.tracking)")
+    ap.add_argument("--log-with", default=None, help="tracker: dvclive | tensorboard | mlflow | wandb | none "
+                    "(default: $EMBTUNE_LOG_WITH, else dvclive); not part of the run's identity")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar / periodic progress lines")
     ap.add_argument("--stop-after-steps", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(list(argv))
 
@@ -131,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     run = read_run_config(args.run_config_json, args.runtime_json)
+    if args.no_progress:
+        progress.disable()
     check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
     check_model_folder(run.base_model_dir)            # sizes checked before any model is built
     if int(os.environ.get("RANK", "0")) != 0:         # a distributed run: rank 0 holds the lock
@@ -144,7 +153,8 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
     stop.install()
     t0 = time.time()
     try:
-        result = train_run(run, Path(args.checkpoint_dir), stop=stop, stop_after_steps=args.stop_after_steps)
+        result = train_run(run, Path(args.checkpoint_dir), stop=stop, stop_after_steps=args.stop_after_steps,
+                           log_with=args.log_with)
     except CheckpointError as err:
         print(f"embtune train: {err}", file=sys.stderr)
         return EXIT_BAD_CHECKPOINT
@@ -157,6 +167,8 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
     if PartialState().is_main_process:
         result.metrics["wall_seconds_total"] = time.time() - t0
         write_outputs(Path(args.out_dir), result, run)
+        if args.tracking_dir:
+            tracking.publish(Path(args.checkpoint_dir) / tracking.DIR, Path(args.tracking_dir))
         shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
     print(f"train: {run.run_id} {result.status} "
           + (f"loss {result.metrics['final_train_loss']:.4f} C {result.metrics['flops']:.3g}"

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from embtune import progress
 from embtune.errors import DataError, one_line
 from embtune.evaluate.layer_changes import layer_changes, top_layers
 from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
@@ -35,6 +36,7 @@ from embtune.models.encoders import PRECISIONS, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.runconfig import QueryRunConfig
 from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
+from embtune.train.tracking import QueryTracker
 
 STAGE = "tune-query"
 
@@ -56,6 +58,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                                         "default: a throw-away temporary directory")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--doc-batch-size", type=int, default=64)
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar / periodic progress lines")
+    ap.add_argument("--tracking-dir", default=None, help="the experiment tracker's files (embtune.train.tracking)")
     ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
                     help="document/validation embedding precision (evaluate.pnd.precision); "
                          "part of the cache key")
@@ -63,8 +67,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
-              doc_batch_size: int = 64, precision: str = "fp32") -> dict[str, Any]:
-    """Load data and models, tune, write every output (manifest last); returns metrics."""
+              doc_batch_size: int = 64, precision: str = "fp32", tracking_dir: str | None = None) -> dict[str, Any]:
+    """Load data and models, tune, write every output (manifest last); returns metrics. The
+    tracker (``$EMBTUNE_LOG_WITH``, embtune.train.tracking) writes into ``tracking_dir``."""
     from embtune.models.encoders import resolve_encoder_path
 
     check_replaceable(out_dir)           # before training, not after it
@@ -77,8 +82,10 @@ def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
         p.requires_grad_(False)
     docs = DocSide(encoder, EmbedCache(cache_dir, progress=False), model_fingerprint(path),
                    run.model.get("doc_prefix", ""), doc_batch_size)
-    result = tune(run, train, val, docs)
+    tracker = QueryTracker(Path(tracking_dir) if tracking_dir else None, run.to_dict())
+    result = tune(run, train, val, docs, track=tracker)
     changes = layer_changes(encoder.model.state_dict(), result.query_tower.state_dict())
+    tracker.end(result.metrics, changes)
     result.metrics.update(top_layers_max_weight=top_layers(changes, "rank_max_weight"),
                           top_layers_relative=top_layers(changes, "rank_relative"),
                           n_train_triplets=len(train), embed_precision=precision)
@@ -110,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.no_progress:
+        progress.disable()
     try:
         run = QueryRunConfig.from_dict(json.loads(args.run_config_json))
     except ValueError as err:       # json.JSONDecodeError is one too
@@ -117,11 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir = Path(args.out_dir)
     if args.cache_dir:
         metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
-                            args.precision)
+                            args.precision, args.tracking_dir)
     else:
         with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
             metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
-                                args.precision)
+                                args.precision, args.tracking_dir)
     print(f"tune-query {run.qrun_id}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
           f"stopped by {metrics['stopped_reason']}, {metrics['wall_time_s']:.1f} s")
     return 0

@@ -277,20 +277,19 @@ def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
 
 
 def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
-              stop_after_steps: int | None = None, accelerator: Any = None) -> Result:
-    """Train one run config; pure apart from the checkpoint directory.
+              stop_after_steps: int | None = None, accelerator: Any = None, log_with: str | None = None) -> Result:
+    """Train one run config; pure apart from the checkpoint directory (tracker files: ``tracking``).
 
     ``stop_after_steps`` is a test hook that behaves like a pre-emption signal after that many
     steps of this invocation."""
-    from accelerate import Accelerator
-
     from embtune.models.memory import run_memory_metrics
-    from embtune.models.methods import apply_method, base_of, count_params
+    from embtune.models.methods import apply_method, count_params
+    from embtune.train import tracking
     from embtune.train.gradcache import gradcache_step
 
     t = run.train
     torch.manual_seed(run.seed)
-    acc = accelerator or Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no")
+    acc = accelerator or tracking.accelerator(ckpt_dir, log_with)
     model = apply_method(load_base(run.base_model_dir), run.method_settings)
     counts = count_params(model, run.method)
     context = t.context_length
@@ -319,6 +318,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     form = t.logit_scale
     loss_fn = contrastive_loss_fn(t.temperature, global_gather(rank, world) if world > 1 else None, form)
     encode = lambda c: embed(wrapped, c, t.pooling, acc.device)  # noqa: E731
+    tracker = tracking.TrainTracker(acc, ckpt_dir, metrics, counts, plan.steps, prog.step, t.log_every_steps)
     ran = 0
     while prog.step < plan.steps:
         t0 = time.perf_counter()
@@ -345,6 +345,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
         prog.curve.append({"step": prog.step, "loss": value, "lr": lr, "tokens": prog.tokens,
                            "flops": prog.flops})
         ran += 1
+        tracker.step(prog.step, value, lr, prog.tokens, prog.flops, time.perf_counter() - t0, plan.tokens[prog.step - 1])
         if t.log_every_steps and prog.step % t.log_every_steps == 0 and acc.is_main_process:
             print(f"step {prog.step}/{plan.steps} loss {value:.4f} lr {lr:.3g} C {prog.flops:.3g}", flush=True)
         preempt = agree(acc, (stop is not None and stop.signum is not None) or ran == stop_after_steps)
@@ -353,6 +354,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
             save_checkpoint(ckpt_dir, as_json, fingerprints, model, opt, sched, prog.__dict__)
         acc.wait_for_everyone()
         if preempt and prog.step < plan.steps:
+            tracker.end()
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
     window = t.final_loss_window
     val = open_pairs(run.data.train_dir, "val", context)
@@ -364,11 +366,11 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
                    throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
                    world_size=world, device=str(acc.device),
                    device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
-    metrics.update(run_memory_metrics(as_json, counts, vocab=int(base_of(model).config.vocab_size), chunk=chunk,
-                                      mixed_precision=acc.mixed_precision != "no", processes=world, device=acc.device))
+    metrics.update(run_memory_metrics(as_json, counts, model, chunk, acc))   # issue 23: vs the estimate
     peak = peak_bf16_flops(torch.cuda.get_device_name(acc.device)) if acc.device.type == "cuda" else None
     if peak and prog.wall:
         metrics["mfu"] = model_flops_utilisation(counts, prog.tokens / prog.wall, peak, world)
+    tracker.end(metrics)
     return Result("ok", metrics, prog.curve, model)
 
 

@@ -291,10 +291,12 @@ def _trainable_state(model: Any) -> dict[str, torch.Tensor]:
 
 
 def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: DocSide,
-         log: Callable[[str], None] = print) -> TuneResult:
+         log: Callable[[str], None] = print,
+         track: Callable[[dict[str, Any], int], None] | None = None) -> TuneResult:
     """Train a copy of ``docs.encoder.model`` as the query tower; the frozen document tower
     (``docs.encoder``) is untouched. With ``run.tune_doc_tower`` a second copy is tuned as
-    the document tower alongside (App. L) and returned as ``TuneResult.doc_tower``."""
+    the document tower alongside (App. L) and returned as ``TuneResult.doc_tower``. ``track(row,
+    epoch)`` gets each epoch's losses, error count and stopping decision (embtune.train.tracking)."""
     t0 = time.perf_counter()
     torch.manual_seed(run.seed)
     forwards0 = docs.cache.stats.texts_encoded
@@ -328,6 +330,8 @@ def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: Do
         curve.append(_curve_row(epoch, lrs, train_loss, val_loss, val_err, improved, state.idle, t0))
         log(f"epoch {epoch}: lr={lrs[0]:.3g}..{lrs[-1]:.3g} train={train_loss:.5f} "
             f"val={val_loss:.5f} errors={val_err}/{len(val)} {'improved' if improved else f'idle {state.idle}'}")
+        if track:
+            track({**curve[-1], "stop": state.idle >= run.patience}, epoch)
         if state.idle >= run.patience:
             reason = "patience"
             break
