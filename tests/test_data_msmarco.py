@@ -153,13 +153,18 @@ def test_fetch_copies_hub_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     cached.write_bytes(b"payload")
     calls = []
 
-    def fake_download(repo_id: str, filename: str, repo_type: str) -> str:
-        calls.append((repo_id, filename, repo_type))
+    def fake_download(repo_id: str, filename: str, repo_type: str, revision: str) -> str:
+        calls.append((repo_id, filename, repo_type, revision))
         return str(cached)
+
+    import types
 
     import huggingface_hub
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    # fetch pins the file at the commit the revision resolves to (tests/test_stage_in.py runs it
+    # against a loopback hub); here the metadata call answers that commit
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda url: types.SimpleNamespace(commit_hash="c0ffee"))
     out = tmp_path / "raw" / "hf" / "o" / "n" / "f.jsonl.gz"
     assert cli_main(["fetch", "--uri", "hf://datasets/o/n/f.jsonl.gz", "--out", str(out)]) == 0
-    assert out.read_bytes() == b"payload" and calls == [("o/n", "f.jsonl.gz", "dataset")]
+    assert out.read_bytes() == b"payload" and calls == [("o/n", "f.jsonl.gz", "dataset", "c0ffee")]
     assert cli_main(["fetch", "--uri", "hf://datasets/o/n", "--out", str(out)]) == 2

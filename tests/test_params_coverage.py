@@ -36,16 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
 CI_STACKS = {
     "tests/helpers_pipeline.py": ["presets/demo.yaml", "presets/test.yaml"],   # test_pipeline_demo.py
     "tests/test_dvc_roundtrip.py": ["presets/demo.yaml", "presets/ci.yaml"],
+    # params.yaml's hub paths (models, tokenizer, encoder, hf:// datasets) against a loopback hub
+    "tests/test_rehearsal.py": ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"],
 }
 
-OFFLINE = ("CI is offline (HF_HUB_OFFLINE=1, no credentials): the hub path is planned by the "
-           "paper-scale dry run (tests/test_workflow_plan.py) and runs on the cluster")
 #: (key path, kind) of params.yaml that no CI preset can exercise, and why.
 EXEMPT = {
-    ("tokenizer.source", "=hub"): OFFLINE,
-    ("models[].source", "=hub"): OFFLINE,
-    ("models[].id", "str"): OFFLINE + "; tiny models have no id",
-    ("query_tuning.models[].source", "=hub"): OFFLINE,
     ("data.mteb.source", "=mteb"): "downloads MTEB data through the mteb library (network); CI copies "
                                    "data/demo/mteb (source: local)",
     ("data.mteb.local_dir", "null"): "only meaningful with data.mteb.source: mteb (above)",
@@ -206,7 +202,7 @@ def _args(argv: list[str], flag: str) -> list[str]:
 def test_ci_dag_runs_every_rule_dataset_and_analysis_path(ci_dag, reference: dict) -> None:
     counts, commands = ci_dag
     every = set().union(*(_rules(s) for s in ("data", "train", "evaluate", "analyze")))
-    downloads = {"fetch_hf", "require_raw"}   # network / hand-placed sources: demo data is local
+    downloads = {"fetch_hf", "require_raw", "stage_snapshot", "stage_in"}   # network / hand-placed sources: demo data is local
     assert every - downloads - set(counts) == set(), "rules the CI pipeline never runs"
     schema = load_schema()
     by_stage: dict[str, list[list[str]]] = {}

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "embtune"
 RULE_FILES = sorted((REPO / "workflow" / "rules").glob("*.smk"))
 # Downloads only: a code edit must not re-download gigabytes (the file is named by its URI).
-NO_CODE_PARAM = {"fetch_hf"}
+NO_CODE_PARAM = {"fetch_hf", "stage_snapshot"}
 
 
 def _load_script():
@@ -184,8 +184,10 @@ def _flip_one_byte(path: Path) -> None:
     # optim.py: lazily by models/build.py and train/loop.py, by train/query_tower.py, and by
     # sweep.py, which the stages reach through config.py -> config_checks.py (lazily) or directly
     # (the figures driver reads only plots/ and scaling/: no sweep since it moved to stages/)
+    # figures (its report's failed-runs section, issue 22: plots/failed.py -> scaling/runs_table.py
+    # -> cost.py -> config.py) and status (config.py, cost.py) reach sweep.py the same way
     ("optim.py", {"train", "build-model", "tune-query", "validate-params", "plan", "collect-runs",
-                  "fit-scaling", "query-table", "appendix-tables"}),
+                  "fit-scaling", "query-table", "appendix-tables", "figures", "status"}),
     ("summary.py", {"summary"}),
 ])
 def test_one_byte_changes_exactly_the_importers_hashes(tmp_path: Path, module: str,

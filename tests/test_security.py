@@ -210,7 +210,7 @@ def test_free_text_reaches_the_command_verbatim_and_inert(tmp_path: Path) -> Non
     preset = _preset(tmp_path, yaml.safe_dump({
         "paths": {"results": str(tmp_path / "results"), "processed": str(tmp_path / "processed")},
         # grids: [] — demo.yaml's LR grid names its E5 model, which this preset replaces
-        "query_tuning": {"models": [{"name": "enc", "source": "hub", "id": "org/enc", "query_prefix": prefix}],
+        "query_tuning": {"models": [{"name": "enc", "source": "hub", "id": "org/enc", "revision": "main", "query_prefix": prefix}],
                          "grids": []}}))
     target = tmp_path / "results/query_runs/enc/base/pnd.json"
     proc = _snakemake_n(REPO / "presets/demo.yaml", preset, extra=("--printshellcmds", str(target)))

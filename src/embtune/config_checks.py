@@ -91,6 +91,7 @@ def _model_checks(models: Sequence[Mapping[str, Any]]) -> Problems:
     for i, model in enumerate(models):
         if model["source"] in ("hub", "local", "gguf") and not model.get("id"):
             problems.append((("models", i, "id"), f"required when source is {model['source']!r}"))
+        problems += _revision(("models", i, "revision"), model)
         try:                                # family-specific dims (planning prices runs from them)
             families.dims_of(model)
         except ValueError as err:
@@ -105,6 +106,7 @@ def _tokenizer_checks(tok: Mapping[str, Any]) -> Problems:
     problems: Problems = []
     if tok["source"] in ("hub", "local", "gguf") and not tok.get("id"):
         problems.append((("tokenizer", "id"), f"required when source is {tok['source']!r}"))
+    problems += _revision(("tokenizer", "revision"), tok)
     if tok["source"] == "train" and not tok.get("train_corpus"):
         problems.append((("tokenizer", "train_corpus"), "required when source is 'train'"))
     return problems + _id_form(("tokenizer", "id"), tok)
@@ -117,6 +119,7 @@ def _query_model_checks(qt: Mapping[str, Any]) -> Problems:
     for i, model in enumerate(qt["models"]):
         if not model.get("id"):
             problems.append((("query_tuning", "models", i, "id"), "required"))
+        problems += _revision(("query_tuning", "models", i, "revision"), model)
         problems += _id_form(("query_tuning", "models", i, "id"), model)
     specs = [(("query_tuning", "defaults", "freeze"), qt["defaults"]["freeze"])]
     specs += [(("query_tuning", "sweeps", "freeze", i), s) for i, s in enumerate(qt["sweeps"].get("freeze", []))]
@@ -139,6 +142,13 @@ def _data_checks(params: Mapping[str, Any]) -> Problems:
         problems.append((("evaluate", "mteb", "exclude_from_average"),
                          f"{sorted(unknown_excl)} not in evaluate.mteb.tasks"))
     return problems
+
+
+def _revision(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> Problems:
+    """A hub artifact is staged at a pinned revision (compute nodes cannot resolve one)."""
+    if spec.get("source") == "hub" and not spec.get("revision"):
+        return [(parts, "required when source is 'hub' (a branch, tag or commit, e.g. step143000 for Pythia)")]
+    return []
 
 
 def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:

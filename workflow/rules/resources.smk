@@ -52,6 +52,26 @@ def _mb(value, attempt):
     return min(mb, _MAX_MEM_MB) if _MAX_MEM_MB else mb
 
 
+def job_attempt(wildcards, attempt):
+    """The job's attempt (1 .. retries + 1), for `embtune train/tune-query --attempt`: out of
+    memory or a time limit is a failure record only on the last one (embtune.train.failures)."""
+    return int(attempt)
+
+
+def job_retries(wildcards, attempt):
+    """Snakemake's --retries as the controller sees it, for `--retries` of the same stages. The
+    jobs it spawns (SLURM, remote) run with --retries 0, so the controller's value travels in the
+    environment they inherit (set at the controller's first call, when its settings exist). A
+    resource, not a param: changing --retries re-runs nothing."""
+    if _RETRIES_ENV not in _os.environ:
+        settings = workflow.execution_settings
+        _os.environ[_RETRIES_ENV] = str(int(settings.retries or 0) if settings else 0)
+    return int(_os.environ[_RETRIES_ENV])
+
+
+_RETRIES_ENV = "EMBTUNE_SNAKEMAKE_RETRIES"  # not an `envvars:` entry: the controller sets it
+
+
 def _run(wildcards):
     """The run config of a training run from common.smk's RUNS (keyed by run id)."""
     run_id = wildcards.get("run") or wildcards.get("run_id")
@@ -208,9 +228,11 @@ TRAIN_RESOURCES = {
     "mem_mb": train_mem_mb,
     "gradcache_chunk": train_gradcache_chunk,
     "gpu_mem_mb": train_gpu_mem_mb,
+    "attempt": job_attempt,
+    "retries": job_retries,
     **{k: _class_resource(k) for k in _CLASS_KEYS},
 }
-QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb}
+QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt, "retries": job_retries}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 
 BGE_SPILL_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": lambda wildcards, attempt: _mb(4096, attempt)}

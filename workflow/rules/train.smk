@@ -68,11 +68,13 @@ rule train_contrastive:
     # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.launch) replaces the job's bash,
     # so on SLURM's SIGTERM (pre-emption, time limit) no shell dies first; Snakemake waits while
     # it checkpoints and reports its exit status 75 (EX_TEMPFAIL), then a retry / SLURM requeue
-    # resumes it (tests/test_slurm.py).
+    # resumes it (tests/test_slurm.py). A run that fails for good (diverged, data too small; out of
+    # memory or time limit on the last attempt) writes a failure record into these outputs and
+    # exits 0 (docs/architecture.md, Failed runs).
     shell:
         "exec {params.launch:q} embtune train --run-config-json {params.run:q} --runtime-json {params.runtime:q} "
         "--out-dir {params.out_dir:q} --checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} "
-        "--threads {threads:q} > {log:q} 2>&1"
+        "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
 
 
 rule tune_query:
@@ -101,4 +103,4 @@ rule tune_query:
         "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
         "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
         "--tracking-dir {output.tracking:q} "
-        "--threads {threads:q} > {log:q} 2>&1"
+        "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"

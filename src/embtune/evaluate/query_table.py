@@ -298,6 +298,7 @@ def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = Non
     memberships) set each run's ``sweep`` and ``groups``, which run configs do not carry."""
     fields = membership_fields(members or [])
     table, ds_long, heats, curves, missing, skipped = [], [], [], [], [], []
+    failed: list[dict[str, Any]] = []
     runs = QueryRuns(query_runs_dir)
     for model in runs.evaluated_models():
         base_pnd = read_json(runs.file(model, BASE_RUN, PND_JSON))
@@ -312,6 +313,10 @@ def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = Non
             metrics = read_json(run_dir / METRICS_JSON) if (run_dir / METRICS_JSON).exists() else {}
             if metrics.get("status", "ok") != "ok":
                 skipped.append(f"{model}/{run_dir.name}")
+                if metrics.get("status") == "failed":      # embtune.train.failures: with its reason
+                    rec = metrics.get("failure") or {}
+                    failed.append({"model": model, "qrun_id": run_dir.name, "reason": rec.get("reason"),
+                                   "detail": rec.get("detail") or metrics.get("skip_reason")})
                 continue
             config = {**_run_config(run_dir, metrics), **fields.get((model, run_dir.name), {})}
             rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / PND_JSON),
@@ -321,7 +326,8 @@ def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = Non
             ds_long += rows
             heats.append(heat)
             curves += lr_curve_rows(model, run_dir.name, config, rows)
-    return {"table": table, "long": ds_long, "heat": heats, "curves": curves, "skipped": skipped}, missing
+    return {"table": table, "long": ds_long, "heat": heats, "curves": curves, "skipped": skipped,
+            "failed": failed}, missing
 
 
 def _frame(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
@@ -332,6 +338,7 @@ HEAT_SCHEMA = {"model": pl.String, "qrun_id": pl.String, "relation": pl.String, 
                "query_lang": pl.String, "text_lang": pl.String, "errors_base": pl.Int64,
                "errors_tuned": pl.Int64, "total": pl.Int64, "improvement": pl.Float64,
                "z": pl.Float64, "significant": pl.Boolean}
+FAILED_SCHEMA = {"model": pl.String, "qrun_id": pl.String, "reason": pl.String, "detail": pl.String}
 CURVE_SCHEMA = {"model": pl.String, "qrun_id": pl.String, "lr": pl.Float64, "dataset": pl.String,
                 "measure": pl.String, "improvement": pl.Float64, "significant": pl.Boolean}
 
@@ -348,3 +355,4 @@ def write_outputs(out: Path, table: pl.DataFrame, got: dict[str, Any]) -> None:
     heat = pl.concat(got["heat"]) if got["heat"] else pl.DataFrame(schema=HEAT_SCHEMA)
     write_parquet(out / "xnli_heatmap.parquet", heat.cast(HEAT_SCHEMA))  # type: ignore[arg-type]
     write_parquet(out / "lr_curves.parquet", _frame(got["curves"], CURVE_SCHEMA))
+    _frame(got.get("failed", []), FAILED_SCHEMA).write_csv(out / "failed_runs.csv")   # left out, why

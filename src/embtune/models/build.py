@@ -121,6 +121,12 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
                                          quantization_config=GgufConfig(dequantize=True))
     from embtune.model_files import check_model_folder
 
+    if spec["source"] == "hub" and spec.get("path"):  # staged on the login node (stage_in.smk)
+        from embtune.data.store import require_staged
+
+        folder = str(require_staged(spec["path"], f"{spec['id']}@{spec.get('revision', 'main')}"))
+        check_model_folder(folder)  # sizes checked before transformers builds a default-size model
+        return AutoModel.from_pretrained(folder)
     check_model_folder(spec["id"])  # sizes checked before transformers builds a default-size model
     return AutoModel.from_pretrained(spec["id"])
 

@@ -102,6 +102,10 @@ def resolve_encoder_path(spec: dict[str, Any]) -> str:
     """A path or hub id that ``SentenceTransformer(...)``/``AutoModel.from_pretrained`` accept."""
     source, ident = spec["source"], spec["id"]
     if source == "hub":
+        if spec.get("path"):  # staged on the login node (workflow/rules/stage_in.smk): read only that
+            from embtune.data.store import require_staged
+
+            return str(require_staged(spec["path"], f"{ident}@{spec.get('revision', 'main')}"))
         return ident
     if source == "local":
         if not Path(ident).is_dir():

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from embtune.models import methods as registry
 from embtune.plots import figures as F
+from embtune.plots.failed import failed_markdown
 from embtune.scaling.fit_laws import law_rows, methods_of
 from embtune.scaling.frontier import fit_line
 from embtune.scaling.isoflop import isoflop, ok_rows, optimal_points
@@ -305,6 +306,7 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
         for reason, n in skipped.group_by("skip_reason").len().sort(["len", "skip_reason"], descending=[True, False]).rows():
             lines.append(f"- {n} × {reason}")
         lines.append("")
+    lines += failed_markdown(runs, fits)      # embtune.plots.failed
     lines += findings or []
     dropped = fits.get("dropped_nonfinite") or {}
     if dropped.get("count"):

@@ -21,6 +21,10 @@ fits.json keys:
   mteb             {spearman_rho, p_value, n} | {skipped}
   dropped_nonfinite {count, runs: [{run_id, metrics}]}: finished runs left out because the loss
                    column is NaN/inf (embtune.scaling.runs_table.nonfinite_runs)
+  failed_runs      {count, by_reason, runs: [{run_id, method, model, study, reason, detail}]}: runs
+                   that failed for good (embtune.train.failures), every study
+  lost_rows        {method: {count, runs: [{run_id, reason}]}}: the main-grid rows each method's
+                   fits lost to failed runs (every method with a planned main-grid run)
 """
 
 from __future__ import annotations

@@ -24,6 +24,11 @@ missing (null) in their columns, so the fits leave such a run out. ``excluded`` 
 the reason a finished run's value cannot be used (NaN/inf, or a loss outside what InfoNCE can be:
 :func:`embtune.scaling.artifacts.loss_exclusion`); this column, the manifest and the fits'
 ``excluded`` say which runs and why instead of dropping them silently.
+
+Status ``failed``: the run failed for good and wrote a failure record (:mod:`embtune.train.failures`);
+``failure_reason`` is its reason (diverged, oom, time_limit, data_too_small) and ``skip_reason``
+``<reason>: <detail>``. :func:`failed_runs` lists them; the fits say per method how many rows
+they lost (``fits.json`` ``lost_rows``).
 """
 
 from __future__ import annotations
@@ -42,13 +47,15 @@ from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, Runs
 from embtune.models import methods as registry
 from embtune.runconfig import RunConfig
 from embtune.scaling.artifacts import apply_exclusions, excluded_runs, read_metrics
+from embtune.train.failures import failure_of
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
               "wall_seconds", "device_seconds", "hardware_flops", "logit_scale", "peak_memory_bytes",
               "estimated_peak_memory_bytes")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
-STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "excluded", "device", "study")
+STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "excluded", "device", "study",
+            "failure_reason")
 BOOL_COLS = ("lora_embed_in",)
 # metrics.json / mteb.json numbers that become columns: a NaN/inf one is reported in ``nonfinite``
 CHECKED_METRICS = ("final_train_loss", "val_loss", "flops", "tokens", "steps")
@@ -117,6 +124,7 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         **cost_columns(metrics, cfg),
         "study": parsed.get("study", "main"),
         "logit_scale": run_logit_scale(cfg),
+        "failure_reason": (failure_of(metrics) or {}).get("reason"),
     }
     nonfinite = [k for k in CHECKED_METRICS if _is_nonfinite(metrics.get(k))]
     if mteb and mteb.get("status", "ok") == "ok":
@@ -154,6 +162,36 @@ def nonfinite_runs(table: pl.DataFrame, metric: str | None = None) -> dict[str, 
     when given): ``{"count", "runs": [{"run_id", "metrics", "reason"}]}``; a fit of ``metric``
     leaves them out (:func:`embtune.scaling.artifacts.excluded_runs`)."""
     return excluded_runs(apply_exclusions(table), metric)
+
+
+def failed_runs(table: pl.DataFrame, study: str | None = None) -> dict[str, Any]:
+    """Runs that failed for good (``study`` only, when given): ``{"count", "by_reason",
+    "runs": [{"run_id", "method", "model", "study", "reason", "detail"}]}``."""
+    if "failure_reason" not in table.columns:
+        return {"count": 0, "by_reason": {}, "runs": []}
+    rows = table.filter(pl.col("status") == "failed")
+    if study is not None:
+        rows = rows.filter(pl.col("study") == study)
+    runs = [{"run_id": r["run_id"], "method": r["method"], "model": r["model"], "study": r["study"],
+             "reason": r["failure_reason"] or "unknown", "detail": r["skip_reason"]}
+            for r in rows.sort("run_id").iter_rows(named=True)]
+    by_reason: dict[str, int] = {}
+    for r in runs:
+        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + 1
+    return {"count": len(runs), "by_reason": dict(sorted(by_reason.items())), "runs": runs}
+
+
+def lost_rows(table: pl.DataFrame, methods: Sequence[str] = ()) -> dict[str, Any]:
+    """Per method (every method with a planned main-grid run, plus ``methods``): how many rows its
+    fit lost to failed runs, and which (``{method: {"count", "runs": [{"run_id", "reason"}]}}``)."""
+    failed = failed_runs(table, "main")["runs"]
+    names = set(methods) | set(table.filter(pl.col("study") == "main")["method"].drop_nulls().to_list())
+    out = {m: {"count": 0, "runs": []} for m in registry.ordered(sorted(names))}
+    for r in failed:
+        entry = out.setdefault(r["method"] or "unknown", {"count": 0, "runs": []})
+        entry["count"] += 1
+        entry["runs"].append({"run_id": r["run_id"], "reason": r["reason"]})
+    return out
 
 
 def cost_columns(metrics: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--vocab-size", type=int, default=4096)
     ap.add_argument("--id", help="hub id or directory (--source hub|local); directory or package (gguf)")
     ap.add_argument("--gguf-file", help="file name inside --id (--source gguf; default: its only .gguf)")
+    ap.add_argument("--staged", help="--source hub: the store folder the login node staged it into (read offline)")
+    ap.add_argument("--revision", default="main", help="--source hub: the revision staged (recorded)")
     ap.add_argument("--out", required=True)
     return ap
 
@@ -50,6 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             folder, name = resolve_gguf(args.id, args.gguf_file, "tokenizer")
             tok, origin = load_pretrained(folder, name), {"source": "gguf", "id": args.id, "gguf_file": name}
+        elif args.source == "hub" and args.staged:
+            from embtune.data.store import require_staged
+
+            folder = require_staged(args.staged, f"{args.id}@{args.revision}")
+            tok, origin = load_pretrained(str(folder)), {"source": "hub", "id": args.id, "revision": args.revision}
         else:
             tok, origin = load_pretrained(args.id), {"source": args.source, "id": args.id}
     with atomic_path(args.out) as tmp:

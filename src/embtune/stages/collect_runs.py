@@ -14,7 +14,7 @@ from pathlib import Path
 
 from embtune.errors import DataError
 from embtune.io import provenance, write_json, write_parquet
-from embtune.scaling.runs_table import build_table, collect, nonfinite_runs, read_skipped_csv
+from embtune.scaling.runs_table import build_table, collect, failed_runs, nonfinite_runs, read_skipped_csv
 
 STAGE = "collect-runs"
 
@@ -49,9 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_parquet(args.out, table)
     counts = table.group_by("status").len().sort("status").to_dicts()
     nonfinite = nonfinite_runs(table)
+    failed = failed_runs(table)
     write_json(args.out.with_name(args.out.stem + ".manifest.json"),
                provenance(rows=table.height, status_counts=counts, runs_dir=str(args.runs_dir),
-                          n_metrics_files=len(args.metrics), nonfinite_runs=nonfinite))
+                          n_metrics_files=len(args.metrics), nonfinite_runs=nonfinite, failed_runs=failed))
     print(f"{STAGE}: {table.height} rows -> {args.out} ({counts})")
+    for r in failed["runs"]:
+        print(f"{STAGE}: missing (failed): {r['run_id']}: {r['detail']}", file=sys.stderr)
     _warn_nonfinite(nonfinite)
     return 0

@@ -2,7 +2,7 @@
 
 Why a driver apart from :mod:`embtune.evaluate.mteb_eval`: the library runs mteb on local tasks
 and writes mteb's own result folder (its docstring gives the outputs); the arguments, the run's
-status (a skipped run gets a skipped record), loading the checkpoint and the order the three
+status (a skipped or failed run gets a record with the same status and reason), loading the checkpoint and the order the three
 outputs are replaced in (``mteb.json``, the commit marker collect-runs reads, last) live here.
 """
 
@@ -49,11 +49,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _skipped(args: argparse.Namespace, metrics: dict[str, Any], tidy_path: Path, results_dir: Path) -> int:
-    """A run training skipped: empty outputs and a skipped record, not an error."""
+    """A run training skipped, or that failed for good (embtune.train.failures): empty outputs
+    and a record with the run's status and reason, not an error."""
+    status = "failed" if metrics.get("status") == "failed" else "skipped"
     write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))
-    write_mteb_results(results_dir, [], None, note=f"run skipped: {metrics.get('skip_reason')}")
-    write_json(args.out, skipped_record(metrics, args.exclude_from_average))
-    print(f"{STAGE}: run skipped ({metrics.get('skip_reason')}); wrote {args.out}")
+    write_mteb_results(results_dir, [], None, note=f"run {status}: {metrics.get('skip_reason')}")
+    write_json(args.out, {**skipped_record(metrics, args.exclude_from_average), "status": status})
+    print(f"{STAGE}: run {status} ({metrics.get('skip_reason')}); wrote {args.out}")
     return 0
 
 
@@ -67,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # mteb_results/ are replaced, back last, so a present mteb.json always has its own beside it.
     args.out.unlink(missing_ok=True)
     metrics = read_json(args.run_metrics) if args.run_metrics else {"status": "ok"}
-    if metrics.get("status") == "skipped":
+    if metrics.get("status") in ("skipped", "failed"):
         return _skipped(args, metrics, tidy_path, results_dir)
     if not args.model_dir.is_dir():
         raise DataError(f"--model-dir {args.model_dir}: directory not found; expected the run's model/ folder")

@@ -27,8 +27,8 @@ import polars as pl
 from embtune.evaluate.pnd import MEASURES, TIES
 from embtune.evaluate.pnd_arxiv import ARXIV_RANDOM_LEVEL, arxiv_plan
 from embtune.evaluate.pnd_eval import DATASETS, XNLI_COUNT_SCHEMA, build_towers, evaluate_datasets
-from embtune.io import provenance, write_json, write_parquet
-from embtune.layout import PND_JSON, XNLI_COUNTS
+from embtune.io import provenance, read_json, write_json, write_parquet
+from embtune.layout import METRICS_JSON, PND_JSON, XNLI_COUNTS
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import PRECISIONS
 
@@ -77,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = _parse(argv)
     spec = json.loads(args.model_json)
+    if args.query_model_dir and _failed_run(args):
+        return 0
     towers = build_towers(spec, args.query_model_dir, args.precision, args.doc_model_dir)
     data_dir, out_dir = Path(args.data_dir), Path(args.out)
     levels = arxiv_plan(args.datasets, args.arxiv_levels, args.arxiv_random_level)
@@ -97,3 +99,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_json(out_dir / "pnd_manifest.json", provenance(stage=STAGE, args=vars(args)))
     write_json(out_dir / PND_JSON, result)
     return 0
+
+
+def _failed_run(args: argparse.Namespace) -> bool:
+    """A query run that failed for good (embtune.train.failures) has no model to evaluate: its
+    pnd.json says so with the reason (status failed), beside an empty XNLI count table."""
+    metrics_path = Path(args.query_model_dir).parent / METRICS_JSON
+    metrics = read_json(metrics_path) if metrics_path.is_file() else {}
+    if metrics.get("status") != "failed":
+        return False
+    out_dir = Path(args.out)
+    (out_dir / PND_JSON).unlink(missing_ok=True)
+    write_parquet(out_dir / XNLI_COUNTS, pl.DataFrame(schema=XNLI_COUNT_SCHEMA))
+    write_json(out_dir / "pnd_manifest.json", provenance(stage=STAGE, args=vars(args)))
+    write_json(out_dir / PND_JSON, {"status": "failed", "skip_reason": metrics.get("skip_reason"),
+                                    "failure": metrics.get("failure")})
+    print(f"{STAGE}: query run failed ({metrics.get('skip_reason')}); wrote {out_dir / PND_JSON}")
+    return True

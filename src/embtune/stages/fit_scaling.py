@@ -15,7 +15,7 @@ from pathlib import Path
 from embtune.io import provenance, write_json
 from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
 from embtune.scaling.fit_laws import finite_json, fit_all
-from embtune.scaling.runs_table import nonfinite_runs
+from embtune.scaling.runs_table import failed_runs, lost_rows, nonfinite_runs
 
 STAGE = "fit-scaling"
 
@@ -44,12 +44,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     fits["provenance"] = provenance(stable=True, runs=str(args.runs))
     # finished runs left out for a NaN/inf or impossible loss (``excluded``); the old key stays
     fits["excluded"] = fits["dropped_nonfinite"] = nonfinite_runs(runs, args.loss_column)
+    fits["failed_runs"] = failed_runs(runs)             # failed for good: every study, with reasons
+    fits["lost_rows"] = lost_rows(runs, fits["methods"])  # per method: main-grid rows lost to them
     write_json(args.out, finite_json(fits))
     for bad in fits["untrustworthy"]:
         print(f"WARNING: untrustworthy fit {bad['method']}/{bad['law']}: {'; '.join(bad['issues'])}")
     for c in fits["frontier"]["crossovers"]:
         print(f"crossover {c['methods']}: {c.get('budget')}")
     print(f"{STAGE}: methods {fits['methods']} -> {args.out}")
+    for method, lost in fits["lost_rows"].items():
+        if lost["count"]:
+            print(f"{STAGE}: {method}: lost {lost['count']} row(s) to failed runs: "
+                  + ", ".join(f"{r['run_id']} ({r['reason']})" for r in lost["runs"]))
     if fits["dropped_nonfinite"]["count"]:
         print(f"{STAGE}: left out {fits['dropped_nonfinite']['count']} finished run(s) whose "
               f"{args.loss_column} is NaN/inf or impossible: "

@@ -54,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_groups(out / "groups", table, got["long"], members, args.z_critical)
         write_json(out / "manifest.json", provenance(stage=STAGE, args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
-                                                     skipped_runs=got["skipped"],
+                                                     skipped_runs=got["skipped"], failed_runs=got["failed"],
                                                      no_layer_changes=extras["no_layer_changes"]))
     print(f"{STAGE}: {table.height} runs, {len(missing)} without evaluation -> {args.out}")
+    for r in got["failed"]:
+        print(f"{STAGE}: left out (failed): {r['model']}/{r['qrun_id']}: {r['detail']}")
     return 0

@@ -4,7 +4,9 @@ Why a driver apart from :mod:`embtune.train.loop`: the loop trains and returns a
 :class:`~embtune.train.loop.Result`; reading the run config (checked as a
 :class:`~embtune.runconfig.RunConfig`), the SIGTERM/SIGUSR1 handler, the
 run directory (built in a temporary sibling and renamed into place, ``manifest.json`` last), the
-exit codes of a pre-empted run (75, requeue) or a refused checkpoint (3) live here.
+exit codes of a pre-empted run (75, requeue) or a refused checkpoint (3) live here, and so does the
+choice of writing a failure record (:mod:`embtune.train.failures`: diverged, data too small, or out
+of memory / time limit on the last attempt, ``--attempt`` of ``--retries`` + 1) and exiting 0.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MT
 from embtune.model_files import check_model_folder
 from embtune.runconfig import RunConfig
 from embtune.stage_paths import exclusive_lock
-from embtune.train import tracking
+from embtune.train import failures, tracking
 from embtune.train.checkpoint import CheckpointError
-from embtune.train.loop import Result, StopFlag, train_run
+from embtune.train.loop import Result, StopFlag, base_metrics, train_run
 
 STAGE = "train"
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: checkpoint saved, requeue the job
@@ -89,7 +91,7 @@ def write_outputs(out_dir: Path, result: Result, run: RunConfig) -> None:
         if result.status == "ok":
             save_model_dir(tmp / MODEL_DIR, result, run, training_card(result.metrics, as_json, manifest))
         else:
-            (tmp / MODEL_DIR / "README.txt").write_text(f"skipped: {result.metrics.get('skip_reason')}\n")
+            (tmp / MODEL_DIR / "README.txt").write_text(failures.readme(result.metrics))
         write_text(tmp / CURVE_CSV, curve_csv(result.curve))
         write_json(tmp / METRICS_JSON, result.metrics)
         write_json(tmp / MANIFEST_JSON, manifest)
@@ -129,6 +131,10 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--log-with", default=None, help="tracker: dvclive | tensorboard | mlflow | wandb | none "
                     "(default: $EMBTUNE_LOG_WITH, else dvclive); not part of the run's identity")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar / periodic progress lines")
+    ap.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt (1 = first)")
+    ap.add_argument("--retries", type=int, default=None,
+                    help="Snakemake's --retries: out of memory / time limit is final on attempt retries+1 "
+                         "(without it they never are: exit 75 / the error, as before)")
     ap.add_argument("--stop-after-steps", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(list(argv))
 
@@ -158,6 +164,20 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
     except CheckpointError as err:
         print(f"embtune train: {err}", file=sys.stderr)
         return EXIT_BAD_CHECKPOINT
+    except failures.Diverged as err:
+        return _failed(args, run, stop, "diverged", str(err), err.partial)
+    except Exception as err:
+        if not (failures.is_oom(err) and _final("oom", args)):
+            raise                           # not ours, or the next attempt gets more memory
+        return _failed(args, run, stop, "oom", str(err), None)
+    if result.status == "preempted" and os.environ.get("SLURM_JOB_ID") and _final("time_limit", args):
+        # under SLURM only: a local signal is someone stopping the run (Snakemake's Ctrl-C), not a limit
+        return _failed(args, run, stop, "time_limit",
+                       f"signal {stop.signum or 'test-stop'} at step {result.metrics['steps']} on the last "
+                       f"attempt ({args.attempt} of {(args.retries or 0) + 1}); checkpoint kept in {args.checkpoint_dir}",
+                       None)
+    if result.status == "skipped" and int(result.metrics.get("n_pairs", 0)) < int(run.train.batch_size):
+        return _failed(args, run, stop, "data_too_small", str(result.metrics.get("skip_reason")), None)
     if result.status == "preempted":
         print(f"train: pre-empted at step {result.metrics['steps']}; checkpoint in {args.checkpoint_dir}",
               file=sys.stderr)
@@ -173,4 +193,32 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
     print(f"train: {run.run_id} {result.status} "
           + (f"loss {result.metrics['final_train_loss']:.4f} C {result.metrics['flops']:.3g}"
              if result.status == "ok" else result.metrics["skip_reason"]))
+    return 0
+
+
+def _final(reason: str, args: argparse.Namespace) -> bool:
+    return args.retries is not None and failures.is_final(reason, args.attempt, args.retries)
+
+
+def _failed(args: argparse.Namespace, run: RunConfig, stop: StopFlag, reason: str, detail: str,
+            partial: dict[str, Any] | None) -> int:
+    """A run that failed for good: its directory with the failure record (exit 0, so the
+    workflow goes on). The checkpoint of a deterministic failure is deleted (a rerun would fail
+    the same way, or refuse it under a changed config); a transient one's is kept to resume."""
+    from accelerate import PartialState
+
+    prog = stop.progress
+    curve = list(prog.curve) if prog else []
+    partial = partial or failures.partial_metrics(curve, prog.wall if prog else 0.0)
+    metrics = failures.failure_metrics(base_metrics(run, None), reason, args.attempt, args.retries or 0,
+                                       " ".join(detail.split()), partial)
+    metrics["world_size"] = PartialState().num_processes
+    if PartialState().is_main_process:
+        write_outputs(Path(args.out_dir), Result("failed", metrics, curve), run)
+        if args.tracking_dir:           # a declared output: what the tracker saw before the failure
+            tracking.publish(Path(args.checkpoint_dir) / tracking.DIR, Path(args.tracking_dir))
+        if reason in failures.DETERMINISTIC:
+            shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
+    print(f"train: {run.run_id} failed for good: {reason}: {metrics['failure']['detail'][:300]}",
+          file=sys.stderr)
     return 0

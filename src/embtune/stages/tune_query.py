@@ -10,6 +10,11 @@ tuned query tower, ``encode_document`` = the frozen base, or the tuned document 
 are tuned), with the model's prefixes as prompts and a model card (:mod:`embtune.models.st_export`).
 evaluate-pnd reads the query route (``--query-model-dir``) and, when both towers were tuned, the
 document route of the same folder (``--doc-model-dir``).
+
+A run that fails for good (the loss became NaN/inf: ``diverged``; out of memory on the last of
+``--retries`` + 1 attempts: ``oom``) writes the same directory with ``model/README.txt`` and a
+failure record in ``metrics.json`` (:mod:`embtune.train.failures`) and exits 0; evaluate-pnd and
+the query tables pass it on with its reason.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import PRECISIONS, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.runconfig import QueryRunConfig
+from embtune.train import failures
 from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
 from embtune.train.tracking import QueryTracker
 
@@ -57,6 +63,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--cache-dir", help="document-embedding cache ({results}/embed_cache/<model>); "
                                         "default: a throw-away temporary directory")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt (1 = first)")
+    ap.add_argument("--retries", type=int, default=None,
+                    help="Snakemake's --retries: out of memory is final on attempt retries+1")
     ap.add_argument("--doc-batch-size", type=int, default=64)
     ap.add_argument("--no-progress", action="store_true", help="no progress bar / periodic progress lines")
     ap.add_argument("--tracking-dir", default=None, help="the experiment tracker's files (embtune.train.tracking)")
@@ -124,13 +133,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:       # json.JSONDecodeError is one too
         raise DataError(f"--run-config-json: {one_line(err)}") from None
     out_dir = Path(args.out_dir)
-    if args.cache_dir:
-        metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
-                            args.precision, args.tracking_dir)
-    else:
-        with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
-            metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
+    try:
+        if args.cache_dir:
+            metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
                                 args.precision, args.tracking_dir)
+        else:
+            with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
+                metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
+                                    args.precision, args.tracking_dir)
+    except failures.Diverged as err:
+        return _failed(run, out_dir, args, "diverged", str(err), err.partial)
+    except Exception as err:
+        if not (failures.is_oom(err) and args.retries is not None
+                and failures.is_final("oom", args.attempt, args.retries)):
+            raise
+        return _failed(run, out_dir, args, "oom", str(err), {})
     print(f"tune-query {run.qrun_id}: {metrics['epochs']} epochs, best {metrics['best_epoch']}, "
           f"stopped by {metrics['stopped_reason']}, {metrics['wall_time_s']:.1f} s")
+    return 0
+
+
+def _failed(run: QueryRunConfig, out_dir: Path, args: argparse.Namespace, reason: str, detail: str,
+            partial: dict[str, Any]) -> int:
+    """The run directory of a query run that failed for good: ``model/README.txt``, the failure
+    record in ``metrics.json``, the manifest (exit 0: the workflow goes on)."""
+    base = {"qrun_id": run.qrun_id, "model": run.model.get("name")}
+    metrics = failures.failure_metrics(base, reason, args.attempt, args.retries or 0,
+                                       " ".join(detail.split()), partial)
+    manifest = provenance(stage=STAGE, run_config=run.to_dict(), seed=run.seed)
+    with atomic_dir(out_dir) as tmp:
+        (tmp / MODEL_DIR).mkdir()
+        write_text(tmp / MODEL_DIR / "README.txt", failures.readme(metrics))
+        write_json(tmp / METRICS_JSON, metrics)
+        write_json(tmp / MANIFEST_JSON, manifest)
+    if args.tracking_dir:               # a declared output: kept with what the tracker saw, if anything
+        Path(args.tracking_dir).mkdir(parents=True, exist_ok=True)
+    print(f"tune-query {run.qrun_id}: failed for good: {reason}: {metrics['failure']['detail'][:300]}")
     return 0

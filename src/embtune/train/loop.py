@@ -29,6 +29,7 @@ from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16
 from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
 from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
+from embtune.train.failures import Diverged, DivergenceWatch, partial_metrics
 from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 
@@ -207,6 +208,7 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self.progress: Progress | None = None   # set by train_run: a failed run's partial metrics
 
     def install(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGUSR1):
@@ -309,6 +311,9 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     wrapped = acc.prepare(model)
     saved = load_checkpoint(ckpt_dir, as_json, fingerprints, model, opt, sched)
     prog = Progress(**saved) if saved else Progress()
+    if stop is not None:
+        stop.progress = prog
+    watch = DivergenceWatch(int(t.batch_size))
     world, rank = acc.num_processes, acc.process_index
     bs, chunk = t.batch_size, t.gradcache_chunk
     if bs % world:
@@ -330,10 +335,12 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
                                   backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
                                   grad_scale=float(world), single_pass=2 * len(local) <= chunk)
         value = loss.item()
-        if not math.isfinite(value):
-            raise FloatingPointError(nonfinite_loss_message(
+        why = watch.check(value)            # NaN/inf, or exploding (embtune.train.failures)
+        if why:
+            raise Diverged(nonfinite_loss_message(
                 run, value, prog.step + 1, sched.get_last_lr()[0], str(acc.mixed_precision),
-                empty_texts(train_pairs, local)))
+                empty_texts(train_pairs, local)) if not math.isfinite(value) else
+                f"run {run.run_id}: {why} at step {prog.step + 1}", partial_metrics(prog.curve, prog.wall))
         lr = sched.get_last_lr()[0]
         opt.step()
         sched.step()

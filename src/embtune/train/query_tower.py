@@ -50,6 +50,7 @@ from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision
 from embtune.optim import epoch_lrs
 from embtune.runconfig import QueryRunConfig
+from embtune.train.failures import Diverged
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
 
@@ -324,6 +325,11 @@ def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: Do
         train_loss, n_tok = _train_epoch(query_tower, optimizer, batches, lrs, train, side, run)
         train_time, tokens = train_time + time.perf_counter() - ts, tokens + n_tok
         val_loss, val_err = validate(query_tower, val, side, run)
+        if not (math.isfinite(train_loss) and math.isfinite(val_loss)):   # a failure record, not a result
+            raise Diverged(f"query run {run.qrun_id}: loss is {train_loss} (train) / {val_loss} "
+                           f"(validation) at epoch {epoch} (lr {lrs[0]:.3g})",
+                           {"epochs": epoch - 1, "last_finite_loss": curve[-1]["val_loss"],
+                            "wall_seconds": time.perf_counter() - t0})
         state, improved = stop_step(state, epoch, val_loss, val_err)
         if improved:
             best = [_trainable_state(t) for t in towers]

@@ -1,0 +1,172 @@
+"""A loopback stand-in for the Hugging Face Hub that the real ``huggingface_hub`` client talks to.
+
+Why our own: PyPI's ``hf-local-hub`` 3.0.0 ships only a Python client and CLI; its server is a Go
+binary that the wheel does not contain. This one implements just the endpoints the client calls
+for ``snapshot_download`` / ``hf_hub_download`` / ``HfApi.repo_info`` (read from huggingface_hub
+2.4's ``hf_api.py``, ``file_download.py`` and ``_snapshot_download.py``):
+
+* ``GET /api/{models|datasets}/{repo}/revision/{rev}`` -> ``{"id", "sha", "siblings"}``
+* ``GET /api/{models|datasets}/{repo}/tree/{rev}[/{path}]?recursive=...`` -> file entries
+* ``HEAD|GET /{repo}/resolve/{rev}/{file}`` and ``/datasets/{repo}/resolve/{rev}/{file}`` with
+  ``X-Repo-Commit``, ``ETag`` and ``Content-Length`` (no Xet headers: plain HTTP download)
+* unknown repo / revision / file -> 404 with ``X-Error-Code`` (RepoNotFound, RevisionNotFound,
+  EntryNotFound), as the hub answers.
+
+Each repo holds one commit (a sha1 of its content) that its named revisions (``main``, a tag or a
+branch such as Pythia's ``step143000``) and the sha itself resolve to. Binds 127.0.0.1 on a free
+port; ``requests`` counts every request, so a test can show that none came after a point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+
+class Repo:
+    def __init__(self, files: dict[str, bytes], revisions: tuple[str, ...]) -> None:
+        self.files = dict(sorted(files.items()))
+        digest = hashlib.sha1()
+        for name, data in self.files.items():
+            digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+        self.sha = digest.hexdigest()
+        self.revisions = set(revisions) | {self.sha}
+
+
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by its posix path relative to it."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class LoopbackHub:
+    """``with LoopbackHub() as hub: hub.add("model", "org/name", files, ("main",)); hub.url``"""
+
+    def __init__(self) -> None:
+        self.repos: dict[tuple[str, str], Repo] = {}
+        self.requests: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    def add(self, repo_type: str, repo_id: str, files: dict[str, bytes], revisions: tuple[str, ...] = ("main",)) -> str:
+        """Publish a repo (``repo_type`` model or dataset); returns its commit sha."""
+        repo = Repo(files, revisions)
+        self.repos[(repo_type, repo_id)] = repo
+        return repo.sha
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> LoopbackHub:
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_HEAD(self) -> None:
+                hub._handle(self, head=True)
+
+            def do_GET(self) -> None:
+                hub._handle(self, head=False)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the listening socket: from now on a connection to ``url`` is refused."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> LoopbackHub:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ protocol
+    def _find(self, repo_type: str, rest: list[str]) -> tuple[str, Repo] | None:
+        """(repo id, repo) for the longest known ``org/name`` or ``name`` prefix of ``rest``."""
+        for n in (2, 1):
+            repo_id = "/".join(rest[:n])
+            if (repo_type, repo_id) in self.repos:
+                return repo_id, self.repos[(repo_type, repo_id)]
+        return None
+
+    def _handle(self, req: BaseHTTPRequestHandler, head: bool) -> None:
+        self.requests.append(f"{req.command} {req.path}")
+        parts = [unquote(p) for p in urlsplit(req.path).path.strip("/").split("/")]
+        if parts[:1] == ["api"] and len(parts) > 2 and parts[1] in ("models", "datasets"):
+            self._api(req, parts[1][:-1], parts[2:])
+            return
+        repo_type = "model"
+        if parts[:1] == ["datasets"]:
+            repo_type, parts = "dataset", parts[1:]
+        found = self._find(repo_type, parts)
+        if found is None:
+            return self._error(req, 404, "RepoNotFound")
+        repo_id, repo = found
+        rest = parts[len(repo_id.split("/")):]
+        if len(rest) < 3 or rest[0] != "resolve":
+            return self._error(req, 404, "EntryNotFound")
+        rev, name = rest[1], "/".join(rest[2:])
+        if rev not in repo.revisions:
+            return self._error(req, 404, "RevisionNotFound")
+        if name not in repo.files:
+            return self._error(req, 404, "EntryNotFound")
+        data = repo.files[name]
+        req.send_response(200)
+        req.send_header("X-Repo-Commit", repo.sha)
+        req.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+        req.send_header("Content-Length", str(len(data)))
+        req.send_header("Content-Type", "application/octet-stream")
+        req.end_headers()
+        if not head:
+            req.wfile.write(data)
+
+    def _api(self, req: BaseHTTPRequestHandler, repo_type: str, rest: list[str]) -> None:
+        for n in (2, 1):
+            repo_id = "/".join(rest[:n])
+            tail = rest[n:]
+            if (repo_type, repo_id) in self.repos and tail[:1] in (["revision"], ["tree"]):
+                break
+        else:
+            return self._error(req, 404, "RepoNotFound")
+        repo = self.repos[(repo_type, repo_id)]
+        if len(tail) < 2 or tail[1] not in repo.revisions:
+            return self._error(req, 404, "RevisionNotFound")
+        if tail[0] == "revision":
+            body = {"id": repo_id, "sha": repo.sha, "siblings": [{"rfilename": f} for f in repo.files]}
+        else:
+            prefix = "/".join(tail[2:])
+            body = [{"type": "file", "path": f, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
+                    for f, d in repo.files.items() if not prefix or f.startswith(prefix + "/")]
+        self._json(req, 200, body)
+
+    @staticmethod
+    def _json(req: BaseHTTPRequestHandler, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        req.send_response(status)
+        req.send_header("Content-Type", "application/json")
+        req.send_header("Content-Length", str(len(data)))
+        req.end_headers()
+        if req.command != "HEAD":
+            req.wfile.write(data)
+
+    def _error(self, req: BaseHTTPRequestHandler, status: int, code: str) -> None:
+        data = json.dumps({"error": code}).encode()
+        req.send_response(status)
+        req.send_header("X-Error-Code", code)
+        req.send_header("Content-Type", "application/json")
+        req.send_header("Content-Length", str(len(data)))
+        req.end_headers()
+        if req.command != "HEAD":
+            req.wfile.write(data)
