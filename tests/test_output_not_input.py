@@ -60,8 +60,10 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
                 {"runs": "f", "fits": "f", "qt": "d"}),
     "query-table": (["--query-runs-dir", "{qruns}", "--out", "{OUT}"], {"qruns": "d"}),
     "appendix-tables": (["--runs", "{runs}", "--params-json", "{{}}", "--out", "{OUT}"], {"runs": "f"}),
+    "stage-in": (["manifest", "--records", "{rec}", "--out", "{OUT}"], {"rec": "f"}),
 }
-NO_OUTPUT = {"validate-params", "fetch"}   # fetch reads nothing local; validate-params writes nothing
+# fetch reads nothing local; validate-params and status write nothing
+NO_OUTPUT = {"validate-params", "fetch", "status"}
 
 
 def test_every_stage_is_covered():

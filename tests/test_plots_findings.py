@@ -71,6 +71,17 @@ def test_lora_rank():
     assert F.lora_rank(one_rank, "final_train_loss").agrees == "n/a"
 
 
+def test_hyper_findings_count_only_cells_where_two_values_ran():
+    # a (model, budget) cell with one rank (or fraction) is no contest: (m, 1e11) r8 alone and
+    # (m, 1e11) 0.5 alone are added; the counts by hand stay r8: 2, r32: 1 and 0.25: 1, 0.5: 1
+    extra = _runs([("lora", 1e11, "m", 0.1, 8, None), ("freeze", 1e11, "m", 0.1, None, 0.5)])
+    runs = pl.concat([RUNS, extra])
+    assert "r8: 2, r32: 1" in F.lora_rank(runs, "final_train_loss").demo
+    assert "0.25: 1, 0.5: 1" in F.freeze_fraction(runs, "final_train_loss").demo
+    alone = _runs([("lora", 1e11, "s", 2.0, 8, None), ("lora", 4e11, "s", 1.0, 32, None)])
+    assert F.lora_rank(alone, "final_train_loss").agrees == "n/a"
+
+
 def test_freeze_fraction():
     # (s,1e11): 0.25 best; (s,4e11): 0.5 best -> smallest fraction wins 50 %
     f = F.freeze_fraction(RUNS, "final_train_loss")
@@ -84,6 +95,7 @@ def test_fits_recipe_and_mteb():
             "mteb": {"spearman_rho": -0.45, "p_value": 0.01, "n": 30}}
     f = F.fits_trustworthy(fits)
     assert f.agrees == "partly" and "1 of 2" in f.demo and "alpha" in f.demo
+    assert "full/ours" in f.demo and "not: full/chinchilla (alpha)" in f.demo
     assert F.loss_vs_mteb(fits).agrees == "yes"
     assert F.loss_vs_mteb({"mteb": {"spearman_rho": 0.16, "p_value": 0.29, "n": 45}}).agrees == "no"
     assert F.loss_vs_mteb({"mteb": {"spearman_rho": -0.2, "p_value": 0.2, "n": 45}}).agrees == "partly"
@@ -116,7 +128,7 @@ def _tables():
 def test_paper2_findings_by_hand():
     t = _tables()
     f = F.multilingual_vs_english(t)
-    assert f.agrees == "yes" and "multilingual-e5 0.0750" in f.demo and "minilm 0.3000" in f.demo
+    assert f.agrees == "yes" and "multilingual-e5 0.075," in f.demo and "minilm 0.3" in f.demo
     m = F.msmarco_change(t)   # lr 1e-6: 100 -> 80 significant better; lr 1e-5 significant worse
     assert m.agrees == "partly" and "1 of 3 runs significantly better, 1 worse" in m.demo
     x, per = F.xnli_counts(t)

@@ -353,7 +353,10 @@ def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_pa
     assert {"method": "full", "law": "chinchilla"}.items() <= fits["untrustworthy"][0].items()
 
     report = "\n".join(fits_markdown(fits))
-    assert "**Untrustworthy fits**" in report and "| full | chinchilla |" in report and "**NO**" in report
+    # the reason is given once, in the fit's own line; the table only says no
+    assert "- **full / chinchilla** (" in report and "**not trustworthy**: at bound: alpha" in report
+    assert "| full | chinchilla |" in report and "| **no** |" in report
+    assert report.count("at bound: alpha") == 1
 
     data = predicted_actual_data(runs, fits, "final_train_loss")
     note = data.filter((pl.col("law") == "chinchilla"))["trust"].unique().to_list()

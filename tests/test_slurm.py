@@ -43,7 +43,7 @@ TARGETS = ["results/ci/analysis/fits.json", "results/ci/analysis/recipes/recipe_
            "results/ci/analysis/query_tuning"]
 IGNORE = shutil.ignore_patterns(".venv", "results", "processed", ".snakemake", ".git", "__pycache__",
                                 ".pytest_cache", "*.egg-info", "raw", "logs", "cache", "tmp")
-GPU_RULES = {"train_contrastive", "tune_query", "evaluate_mteb", "evaluate_pnd_base", "evaluate_pnd_query"}
+GPU_RULES = {"train_contrastive", "tune_query", "evaluate_mteb_batch", "evaluate_pnd_base", "evaluate_pnd_query"}
 
 
 def _env(cluster: SlurmCluster) -> dict[str, str]:

@@ -32,7 +32,7 @@ APP_F = {"name": "appF", "models": ["tiny-d96-l2", "tiny-d128-l2"],
 
 @pytest.fixture(scope="module")
 def demo() -> dict:
-    """The demo grid (3 tiny models x full/freeze 1/2/bias/LoRA 8 x 4 budgets), no studies."""
+    """The demo grid (5 tiny models; full, LoRA r8/r32, freeze 0 and 1/2, bias over per-variant budgets), no studies."""
     return load_params([REPO / "params.yaml", REPO / "presets/demo.yaml"])
 
 
@@ -46,9 +46,12 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, skipped, members = training_plan(params)
     main = [r for r in runs if parse_run_id(r["run_id"])["study"] == "main"]
-    # 3 models x 4 variants x 4 budgets, less tiny-d128-l2's full run at 3e10 (~9 steps < min_steps 10)
-    assert len(main) == 47 and [s.run_id for s in skipped] == ["tiny-d128-l2__full__c3e10__s0"]
-    new = {r["run_id"]: r for r in runs[47:]}
+    # 5 models x (full 5 budgets + LoRA r8 5 + r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 80 cells,
+    # less d192's four 5e10 runs (< min_steps 10): 76
+    assert len(main) == 76 and [s.run_id for s in skipped] == [
+        "tiny-d192-l2__full__c5e10__s0", "tiny-d192-l2__freeze-1of2__c5e10__s0", "tiny-d192-l2__bias__c5e10__s0",
+        "tiny-d192-l2__lora-r8__c5e10__s0"]
+    new = {r["run_id"]: r for r in runs[76:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
     # rank 8 at 1e-2 (the demo's LoRA rate) is the main LoRA run; App. F: 2 models x 2 budgets, all new (batch 64)
     assert len(new) == (6 - 1) + (4 - 1) + 4
@@ -90,7 +93,7 @@ def test_mteb_only_for_main_and_mteb_studies(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, _, members = training_plan(params)
     mteb = mteb_run_ids(params, runs, members)
-    assert len(mteb) == 47 + 5                              # main + the temperature study's new runs
+    assert len(mteb) == 76 + 5                              # main + the temperature study's new runs
     assert not any("appF" in r or "lora-lr" in r for r in mteb)
 
 
@@ -208,14 +211,14 @@ def test_fig20_predictions_recover_a_known_law(demo: dict, seed: int) -> None:
     from embtune.scaling.appendix import predicted_vs_actual, study_frame
 
     params = copy.deepcopy(demo)
-    params["train"]["budgets"] = [1e11, 2e11, 4e11, 8e11]     # 3 models x 4 budgets of full tuning
+    params["train"]["budgets"] = [1e11, 2e11, 4e11, 8e11]     # 5 models x 4 budgets of full tuning
     params = _with(params, APP_F)
     runs = _law_table(params, LAW_STEPS, noise=0.005, seed=seed)
     _, _, members = training_plan(params)
     frame = study_frame(runs, members, params["train"]["studies"][0], "final_train_loss")
     points, summary = predicted_vs_actual(runs, frame, law_name="modified", data="steps")
     full = summary["methods"]["full"]
-    assert full["fit"]["n_train"] == 12                       # main-grid full runs only
+    assert full["fit"]["n_train"] == 20                       # main-grid full runs only
     assert full["predicted"]["n"] == 4                        # the four batch-64 runs
     assert full["predicted"]["mean_abs_rel_err"] < 0.02       # noise is 0.5 %
     pred = points.filter(pl.col("split") == "predicted")

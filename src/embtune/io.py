@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,28 @@ def check_replaceable(path: str | os.PathLike[str], own_dirs: tuple[str, ...] = 
         raise ValueError(f"{root}: holds directories this stage does not write ({', '.join(foreign[:5])}); "
                          "the output directory is replaced as a whole, so it must be the stage's own "
                          "(delete it if it is a stale output)")
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:             # another filesystem, or links not allowed: copy
+        shutil.copy2(src, dst)
+
+
+def link_tree(src_dir: str | os.PathLike[str], outputs: list[str | os.PathLike[str]]) -> None:
+    """Hard-link (or copy, where links are impossible) ``src_dir/<name>`` onto each output path,
+    files and folders, each replaced atomically, in the order given (put a commit marker last)."""
+    for out in outputs:
+        out = Path(out)
+        src = Path(src_dir) / out.name
+        if not src.exists():
+            raise FileNotFoundError(f"{src}: missing; expected the batch job to have written it")
+        with atomic_path(out) as tmp:
+            if src.is_dir():
+                shutil.copytree(src, tmp, copy_function=_link_or_copy)
+            else:
+                _link_or_copy(str(src), str(tmp))
 
 
 def _rmtree(path: Path) -> None:

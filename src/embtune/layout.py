@@ -258,6 +258,12 @@ class Results:
         """train: resumable training state of a run (pre-emption, time limits)."""
         return self.root / "checkpoints" / _name(run)
 
+    def mteb_batch(self, batch: str) -> Path:
+        """evaluate-mteb (batch): a batch job's outputs, one ``<run_id>/`` folder each, linked to
+        the runs' own ``mteb.json``, ``mteb.parquet``, ``mteb_results/`` and then deleted
+        (Snakemake ``temp``): transient, like checkpoints."""
+        return self.root / "mteb_batches" / _name(batch)
+
     def tracking(self, run: str) -> Path:
         """train: the experiment tracker's files of a run (embtune.train.tracking), outside the
         DVC-versioned run folders so that ``dvc plots show`` finds the DVCLive ``dvc.yaml`` of each."""

@@ -117,8 +117,28 @@ def _beside(*names: str) -> PathsOf:
     return paths
 
 
-def _suffixed(ns: Any) -> Iterator[tuple[str, Any]]:
-    yield "--out (.parquet)", Path(ns.out).with_suffix(".parquet")
+def _mteb_runs(ns: Any) -> list[dict[str, Any]]:
+    runs = _json_arg(getattr(ns, "runs_json", None))
+    return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
+
+
+def _mteb_batch_inputs(ns: Any) -> Iterator[tuple[str, Any]]:
+    """evaluate-mteb --runs-json: each run's checkpoint and metrics, and its previous outputs."""
+    for i, run in enumerate(_mteb_runs(ns)):
+        for key in ("model_dir", "run_metrics", "previous"):
+            if isinstance(run.get(key), str) and run[key]:
+                yield f"--runs-json[{i}].{key}", run[key]
+
+
+def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
+    """mteb.parquet and mteb_results/ beside --out, or beside each --runs-json run's out."""
+    outs = [("--out", ns.out)] if getattr(ns, "out", None) else []
+    outs += [(f"--runs-json[{i}].out", r["out"]) for i, r in enumerate(_mteb_runs(ns)) if isinstance(r.get("out"), str)]
+    for label, out in outs:
+        if label != "--out":
+            yield label, out
+        yield f"{label} (.parquet)", Path(out).with_suffix(".parquet")
+        yield f"{label} (mteb_results)", Path(out).parent / "mteb_results"
 
 
 def _collect_manifest(ns: Any) -> Iterator[tuple[str, Any]]:
@@ -162,7 +182,7 @@ SPECS: dict[str, Spec] = {
     "train": Spec(outputs=("out_dir",), inout=("checkpoint_dir",), extra_inputs=(_run_config_paths,),
                   need_bytes=_train_need),
     "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out",),
-                          extra_outputs=(_suffixed, _beside("mteb_results"))),
+                          extra_inputs=(_mteb_batch_inputs,), extra_outputs=(_mteb_outputs,)),
     "model-card": Spec(outputs=("out",), extra_inputs=(_run_dir_files,)),
     "evaluate-pnd": Spec(inputs=("query_model_dir", "doc_model_dir", "data_dir"), inout=("cache_dir",),
                          extra_inputs=(_model_json_paths,), extra_outputs=(_pnd_files,)),
@@ -177,6 +197,8 @@ SPECS: dict[str, Spec] = {
     "summary": Spec(inputs=("runs", "fits", "recipes", "query_table_dir"), outputs=("out",)),
     "query-table": Spec(inputs=("query_runs_dir",), outputs=("out",)),
     "appendix-tables": Spec(inputs=("runs",), outputs=("out",)),
+    "stage-in": Spec(inputs=("snapshots", "records", "extra_files"), outputs=("out",)),
+    "status": Spec(inputs=("files", "results")),      # reads only: prints, writes nothing
 }
 
 

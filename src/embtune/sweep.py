@@ -21,7 +21,7 @@ from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
 from embtune.optim import scaled_lr
-from embtune.runconfig import RUN_NAME, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings, format_budget  # noqa: F401  (their old home)
+from embtune.runconfig import RUN_NAME, SEP, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings, format_budget  # noqa: F401  (their old home)
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,23 @@ def training_runs(params: dict[str, Any], *, flops_per_second: float | None = No
     return runs, skipped
 
 
+def variant_budgets(train: dict[str, Any], tag: str, method: str) -> list[float]:
+    """The budgets of one method variant: ``train.variant_budgets`` by its tag (``lora-r32``),
+    else by its method (``freeze``), else ``train.budgets``."""
+    by = train.get("variant_budgets") or {}
+    return list(by.get(tag, by.get(method, train["budgets"])))
+
+
+def check_variant_budgets(models: list[dict[str, Any]], train: dict[str, Any]) -> None:
+    """A ``train.variant_budgets`` key must name a registered method or a variant tag of one
+    (``<method>-...``). A key for a method the grid leaves out is allowed (a preset layered on
+    another narrows ``methods`` but cannot delete a mapping key); a misspelt method is not."""
+    unknown = sorted(k for k in train.get("variant_budgets") or {} if k.split("-")[0] not in methods.REGISTRY)
+    if unknown:
+        raise ValueError(f"train.variant_budgets: {unknown} name no method or variant tag (methods: "
+                         f"{sorted(methods.REGISTRY)}; tags look like lora-r32, freeze-1of2)")
+
+
 def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict[str, Any],
                study: str | None = None, factors: dict[str, Any] | None = None,
                ) -> tuple[list[dict[str, Any]], list[Skipped]]:
@@ -74,9 +91,10 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
     results = Results(Path(params["paths"]["results"]))
     runs: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
+    check_variant_budgets(models, train)
     for model in models:
         for tag, method_cfg, reason in _method_variants(model, train):
-            for budget in train["budgets"]:
+            for budget in variant_budgets(train, tag, method_cfg["method"]):
                 for seed in train["seeds"]:
                     run_id = RunConfig.make_id(model["name"], tag, budget, seed, study, factors)
                     if reason:
@@ -132,7 +150,9 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
     rate for every method of the study (Tables 3-4 search the rate of one method each)."""
     from embtune.config import deep_merge
 
-    out = deep_merge({k: v for k, v in train.items() if k != "studies"}, study.get("base") or {})
+    # a study names its own budgets (its base): the main grid's per-variant budgets stay out of it
+    out = deep_merge({k: v for k, v in train.items() if k not in ("studies", "variant_budgets")},
+                     study.get("base") or {})
     for key, value in factors.items():
         if key == "inv_temperature":
             out["temperature"] = 1.0 / value
@@ -205,6 +225,23 @@ def mteb_run_ids(params: dict[str, Any], runs: list[dict[str, Any]],
               if s.get("metric") == "mteb_average"} | {"main"}
     feasible = {r["run_id"] for r in runs}
     return sorted({m["run_id"] for m in members if m["study"] in scored and m["run_id"] in feasible})
+
+
+def mteb_batches(run_ids: list[str], runs_per_job: int) -> dict[str, list[str]]:
+    """The MTEB evaluations grouped into jobs of at most ``runs_per_job`` runs: the runs of one
+    base model (alike in size, so alike in time and memory), in run-id order, cut into
+    consecutive chunks; the batch id is ``<model>__b<k>`` (k from 0). Deterministic: the same
+    runs give the same batches, and a run added to or removed from one model moves that model's
+    batches only. A batch re-run reuses every member whose mteb.json is still up to date
+    (:mod:`embtune.stages.evaluate_mteb`), so a changed run re-evaluates itself alone."""
+    if runs_per_job < 1:
+        raise ValueError(f"evaluate.mteb.runs_per_job must be >= 1, got {runs_per_job}")
+    by_model: dict[str, list[str]] = {}
+    for run_id in sorted(set(run_ids)):
+        by_model.setdefault(RunConfig.parse_id(run_id).model, []).append(run_id)
+    return {f"{model}{SEP}b{k}": runs[i:i + runs_per_job]
+            for model, runs in sorted(by_model.items())
+            for k, i in enumerate(range(0, len(runs), runs_per_job))}
 
 
 def max_context_length(params: dict[str, Any]) -> int:

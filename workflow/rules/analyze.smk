@@ -7,6 +7,7 @@
 
 
 localrules:
+    evaluate_mteb,
     fetch_hf,
     require_raw,
     build_tokenizer,

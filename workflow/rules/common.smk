@@ -9,7 +9,7 @@ from pathlib import Path
 from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate
 from embtune.layout import Layout
-from embtune.sweep import format_budget, max_context_length, mteb_run_ids, query_runs, training_plan
+from embtune.sweep import format_budget, max_context_length, mteb_batches, mteb_run_ids, query_runs, training_plan
 from embtune.train.tracking import ENV as TRACKING_ENV
 
 
@@ -48,6 +48,9 @@ RUNS_LIST, SKIPPED, MEMBERS = training_plan(config)
 RUNS = {run["run_id"]: run for run in RUNS_LIST}
 # Main-grid runs and those of studies that report MTEB (paper 1 App. D Tables 1-2)
 MTEB_RUNS = mteb_run_ids(config, RUNS_LIST, MEMBERS)
+# ... evaluated in batches, one process per batch (evaluate.mteb.runs_per_job; embtune.sweep.mteb_batches)
+MTEB_BATCHES = mteb_batches(MTEB_RUNS, config["evaluate"]["mteb"].get("runs_per_job", 8))
+MTEB_BATCH_OF = {run: batch for batch, members in MTEB_BATCHES.items() for run in members}
 # The training pairs are prepared at the longest context of any run (App. F: 512)
 MAX_CONTEXT = max_context_length(config)
 # Scheduling: the jobs that gate the whole training grid (tokenizer, BGE pairs, base models) go
@@ -103,6 +106,7 @@ def _alternation(names):
 # with the paper's ~1,000 run ids that was ~40% of `snakemake -n` (11.5 -> 6.8 s CPU).
 wildcard_constraints:
     run=r"[^/]+",
+    batch=r"[^/]+",
     model=_alternation(MODELS),
     qmodel=_alternation(QMODELS),
     qrun=r"(?!base/)[^/]+",

@@ -16,32 +16,51 @@ PND_RULE_ARGS = [
 ]  # App. H levels: integers from the validated config
 
 
-rule evaluate_mteb:
+# MTEB in batches (evaluate.mteb.runs_per_job runs of one base model per job: embtune.sweep.mteb_batches):
+# one process imports mteb/torch/transformers once for the whole batch (~8 s of a ~10 s demo
+# evaluation) and a SLURM job starts once per batch. The batch job writes its runs' outputs to a
+# transient folder; evaluate_mteb links each run's into runs/<run_id>/ (a local job in Snakemake's
+# own process, no interpreter start), where every reader expects them. A batch re-run re-evaluates
+# only the members whose mteb.json is out of date (embtune.stages.evaluate_mteb: eval_key).
+rule evaluate_mteb_batch:
     input:
-        metrics=rules.train_contrastive.output.metrics,
-        model=rules.train_contrastive.output.model,
+        metrics=lambda wildcards: mteb_batch_outputs(wildcards, "metrics"),
+        model=lambda wildcards: mteb_batch_outputs(wildcards, "model"),
         data=rules.materialise_mteb.output.mteb,
     output:
-        scores=L.results.runs.file("{run}", MTEB_JSON),
-        table=L.results.runs.file("{run}", MTEB_PARQUET),
-        results=directory(L.results.runs.file("{run}", MTEB_RESULTS)),  # mteb's own TaskResult layout
+        staged=temp(directory(L.results.mteb_batch("{batch}"))),
     log:
-        L.results.log("evaluate_mteb/{run}"),
+        L.results.log("evaluate_mteb/{batch}"),
     benchmark:
-        L.results.benchmark("evaluate_mteb/{run}")
+        L.results.benchmark("evaluate_mteb/{batch}")
     threads: 1
     resources:
-        **EVAL_RESOURCES,
+        **EVAL_MTEB_BATCH_RESOURCES,
     params:
         code=code_version("evaluate-mteb"),
+        runs=mteb_batch_json,
         tasks=config["evaluate"]["mteb"]["tasks"],
         exclude=config["evaluate"]["mteb"]["exclude_from_average"],
         batch=config["evaluate"]["mteb"]["batch_size"],
         max_length=mteb_max_length_arg,
     shell:
-        "embtune evaluate-mteb --model-dir {input.model:q} --run-metrics {input.metrics:q} "
+        "embtune evaluate-mteb --runs-json {params.runs:q} --code-version {params.code:q} "
         "--tasks {params.tasks:q} --exclude-from-average {params.exclude:q} --data-dir {input.data:q} "
-        "--batch-size {params.batch:q} {params.max_length:q} --out {output.scores:q} > {log:q} 2>&1"
+        "--batch-size {params.batch:q} {params.max_length:q} > {log:q} 2>&1"
+
+
+rule evaluate_mteb:
+    """One run's MTEB outputs, hard-linked from its batch's folder (mteb.json, the commit marker, last)."""
+    input:
+        staged=mteb_batch_of_run,
+    output:
+        scores=L.results.runs.file("{run}", MTEB_JSON),
+        table=L.results.runs.file("{run}", MTEB_PARQUET),
+        results=directory(L.results.runs.file("{run}", MTEB_RESULTS)),  # mteb's own TaskResult layout
+    log:
+        L.results.log("link_mteb/{run}"),
+    run:
+        link_mteb_outputs(Path(input.staged) / wildcards.run, output, log[0])
 
 
 rule evaluate_pnd_base:

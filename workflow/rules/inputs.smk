@@ -14,6 +14,7 @@ from pathlib import Path
 from embtune import launch as _launch
 from embtune import run_identity as _run_identity
 from embtune.evaluate.pnd_eval import narrow_domain
+from embtune.io import link_tree
 from embtune.layout import MANIFEST_JSON
 
 
@@ -330,6 +331,38 @@ def pnd_exclusion(wildcards):
 
 # Reading choice of the papers (docs/fidelity.md): an integer from the validated config.
 MTEB_MAX_LENGTH = config["evaluate"]["mteb"].get("max_length")
+
+
+def mteb_batch_outputs(wildcards, name):
+    """The per-run ``name`` (a train_contrastive output key) of every run of an MTEB batch."""
+    return [expand(getattr(rules.train_contrastive.output, name), run=run)[0] for run in MTEB_BATCHES[wildcards.batch]]
+
+
+def mteb_batch_json(wildcards):
+    """The batch's runs for `embtune evaluate-mteb --runs-json`: each checkpoint, its metrics, where
+    the batch job writes its outputs, and its current mteb.json (reused when still up to date)."""
+    staged = L.results.mteb_batch(wildcards.batch)
+    return json.dumps(
+        [
+            {
+                "model_dir": str(L.results.runs.file(run, MODEL_DIR)),
+                "run_metrics": str(L.results.runs.file(run, METRICS_JSON)),
+                "out": str(staged / run / MTEB_JSON),
+                "previous": str(L.results.runs.file(run, MTEB_JSON)),
+            }
+            for run in MTEB_BATCHES[wildcards.batch]
+        ]
+    )
+
+
+def link_mteb_outputs(staged, output, log):
+    """evaluate_mteb's job: the run's three outputs linked from its batch's folder, mteb.json last."""
+    link_tree(staged, [output.table, output.results, output.scores])
+    Path(log).write_text(f"linked from {staged}\n")
+
+
+def mteb_batch_of_run(wildcards):
+    return L.results.mteb_batch(MTEB_BATCH_OF[wildcards.run])
 
 
 def mteb_max_length_arg(wildcards):

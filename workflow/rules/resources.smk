@@ -113,6 +113,22 @@ def eval_mteb_mem_mb(wildcards, attempt):
     return _mb(8192 + _n_params(_run(wildcards)) * 8 / 2**20, attempt)
 
 
+def _batch_runs(wildcards):
+    return [RUNS.get(run) for run in MTEB_BATCHES.get(wildcards.get("batch"), [])]
+
+
+def eval_mteb_batch_runtime(wildcards, attempt):
+    """Minutes for `evaluate_mteb_batch`: 30 min once (start-up, imports, data) + per run 10 min
+    and 60 min per 1e9 parameters, times `attempt`."""
+    return _minutes(30 + sum(10 + 60.0 * _n_params(r) / 1e9 for r in _batch_runs(wildcards)), attempt)
+
+
+def eval_mteb_batch_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `evaluate_mteb_batch`: one checkpoint at a time, so the largest run's
+    8 GB + 8 bytes/parameter, times `attempt`."""
+    return _mb(8192 + max([_n_params(r) for r in _batch_runs(wildcards)] or [0]) * 8 / 2**20, attempt)
+
+
 def _query_steps(wildcards=None):
     """Planned steps of a query run in batch-14 units: its own max_epochs x batches_per_epoch x
     batch_size / 14 (a grid's batch 112 at 1000 batches per epoch is 8x the default's work)."""
@@ -234,6 +250,7 @@ TRAIN_RESOURCES = {
 }
 QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt, "retries": job_retries}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
+EVAL_MTEB_BATCH_RESOURCES = {"runtime": eval_mteb_batch_runtime, "mem_mb": eval_mteb_batch_mem_mb}
 
 BGE_SPILL_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": lambda wildcards, attempt: _mb(4096, attempt)}
 BGE_SORT_RESOURCES = {"runtime": bge_part_runtime, "mem_mb": bge_sort_mem_mb}

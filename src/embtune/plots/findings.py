@@ -95,7 +95,7 @@ def full_best_at_largest(best: pl.DataFrame) -> Finding:
     at = best.filter(pl.col("budget") == top).sort("loss")
     winner = at["method"][0]
     expected = "full" if top < PAPER1_FULL_LORA_CROSSOVER else "lora"
-    losses = ", ".join(f"{m} {_g(v, 4)}" for m, v in zip(at["method"], at["loss"]))
+    losses = ", ".join(f"{m} {_g(v)}" for m, v in zip(at["method"], at["loss"]))
     return Finding(1, claim, f"best at C = {_g(top)}: **{winner}** ({losses}); the paper expects "
                    f"{expected} at this budget", "yes" if winner == expected else "no")
 
@@ -121,6 +121,9 @@ def _best_hyper(runs: pl.DataFrame, method: str, column: str, metric: str) -> tu
     tried = sorted(rows[column].unique().to_list()) if rows.height else []
     if len(tried) < 2:
         return Counter(), tried
+    # only (model, budget) cells where >= 2 values ran compare them (a cell with one rank is no contest)
+    contested = rows.group_by("model", "budget").agg(pl.col(column).n_unique().alias("k")).filter(pl.col("k") >= 2)
+    rows = rows.join(contested.select("model", "budget"), on=["model", "budget"])
     best = rows.sort(metric).group_by("model", "budget", maintain_order=True).first()
     return Counter(best[column].to_list()), tried
 
@@ -129,7 +132,7 @@ def lora_rank(runs: pl.DataFrame, metric: str) -> Finding:
     claim = "LoRA's best rank is 32 or 128 (ranks 8 and 2048 worse)"
     wins, tried = _best_hyper(runs, "lora", "lora_rank", metric)
     if not wins:
-        return Finding(1, claim, f"ranks tried: {tried or 'none'} — needs >= 2 ranks", "n/a")
+        return Finding(1, claim, f"ranks tried: {tried or 'none'} — needs >= 2 ranks at one (model, budget)", "n/a")
     mode = max(sorted(wins), key=lambda r: wins[r])
     counts = ", ".join(f"r{int(r)}: {n}" for r, n in sorted(wins.items()))
     in_paper = [r for r in tried if r in (32, 128)]
@@ -143,7 +146,7 @@ def freeze_fraction(runs: pl.DataFrame, metric: str) -> Finding:
     claim = "block freezing: for small models the fewest frozen blocks is best (Fig. 3)"
     wins, tried = _best_hyper(runs, "freeze", "freeze_fraction", metric)
     if not wins:
-        return Finding(1, claim, f"frozen fractions tried: {tried or 'none'} — needs >= 2", "n/a")
+        return Finding(1, claim, f"frozen fractions tried: {tried or 'none'} — needs >= 2 at one (model, budget)", "n/a")
     counts = ", ".join(f"{f:g}: {n}" for f, n in sorted(wins.items()))
     share = wins[min(tried)] / sum(wins.values())
     verdict = "yes" if share == 1 else ("no" if share == 0 else "partly")
@@ -158,12 +161,14 @@ def fits_trustworthy(fits: dict[str, Any]) -> Finding:
     if not fitted:
         return Finding(1, claim, "no law was fitted", "n/a")
     bad = [(m, name, f) for m, name, f in fitted if not f.get("trustworthy", True)]
-    detail = "; ".join(f"{m}/{name}: at bound {', '.join(f.get('at_bound', [])) or '—'}"
-                       + (f" ({'; '.join(f.get('trust_issues', []))})" if f.get("trust_issues") else "")
+    good = [f"{m}/{name}" for m, name, f in fitted if f.get("trustworthy", True)]
+    # names and the parameters at/near a bound only: each fit's full reason is in the fits section
+    detail = ", ".join(f"{m}/{name} ({', '.join(f.get('at_bound', []) + f.get('near_bound', [])) or 'see fits'})"
                        for m, name, f in bad)
     verdict = "yes" if not bad else ("no" if len(bad) == len(fitted) else "partly")
-    return Finding(1, claim, f"{len(fitted) - len(bad)} of {len(fitted)} fits trustworthy"
-                   + (f"; untrustworthy: {detail}" if bad else ""), verdict)
+    return Finding(1, claim, f"{len(good)} of {len(fitted)} fits trustworthy"
+                   + (f": {', '.join(good)}" if good else "")
+                   + (f"; not: {detail} — why, once per fit: 'Scaling-law fits' below" if bad else ""), verdict)
 
 
 def recipe_in_range(recipe: dict[str, Any] | None) -> Finding:
@@ -186,7 +191,7 @@ def loss_vs_mteb(fits: dict[str, Any]) -> Finding:
     rho, p = m["spearman_rho"], m["p_value"]
     sig = rho < 0 and p < 0.05
     verdict = "yes" if sig else ("partly" if rho < 0 else "no")
-    return Finding(1, claim, f"Spearman ρ = {rho:.3f} (p = {p:.2g}, n = {m['n']})", verdict)
+    return Finding(1, claim, f"Spearman ρ = {rho:.3g} (p = {p:.2g}, n = {m['n']})", verdict)
 
 
 def paper1_findings(runs: pl.DataFrame, fits: dict[str, Any], recipe: dict[str, Any] | None) -> list[Finding]:
@@ -212,7 +217,7 @@ def multilingual_vs_english(tables: dict[str, pl.DataFrame], measure: str = "cos
               .agg((pl.col("errors").sum() / pl.col("total").sum()).alias("pnd")).sort("pnd"))
     multi = {m: p for m, p in pooled.iter_rows() if "multilingual" in m}
     english = {m: p for m, p in pooled.iter_rows() if "multilingual" not in m}
-    text = ", ".join(f"{m} {p:.4f}" for m, p in pooled.iter_rows())
+    text = ", ".join(f"{m} {_g(p)}" for m, p in pooled.iter_rows())
     if not multi or not english:
         return Finding(2, claim, f"XNLI PND ({measure}, all language pairs, both relations): {text}; "
                        "needs a multilingual and an English-only model", "n/a")

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from embtune.models import methods as registry
 from embtune.plots import figures as F
 from embtune.plots.failed import failed_markdown
+from embtune.plots.fits_text import fits_markdown, recipe_markdown
 from embtune.scaling.fit_laws import law_rows, methods_of
 from embtune.scaling.frontier import fit_line
 from embtune.scaling.isoflop import isoflop, ok_rows, optimal_points
@@ -216,7 +217,7 @@ def law_specs(runs: pl.DataFrame, fits: dict[str, Any], metric: str, ylab: str) 
     bad = ", ".join(f"{u['method']}/{u['law']}" for u in fits.get("untrustworthy", []))
     specs.append(_spec("fig16_predicted_vs_actual", "Fig. 16: predicted vs actual loss, both laws "
                        "(red: fitted rows, blue: held-out largest model)"
-                       + (f". UNTRUSTWORTHY fits (a parameter at a bound): {bad}" if bad else ""), pa,
+                       + (f". UNTRUSTWORTHY fits (why: the report's scaling-law section): {bad}" if bad else ""), pa,
                        lambda d: F.predicted_vs_actual_figure(d, "Predicted vs actual loss")))
     return specs
 
@@ -234,64 +235,6 @@ def paper2_specs(tables: dict[str, pl.DataFrame]) -> list[Spec]:
 
 def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in str(text))
-
-
-def _g(x: Any) -> str:
-    return "—" if x is None else (f"{x:.6g}" if isinstance(x, float) else str(x))
-
-
-def _fit_row(method: str, name: str, f: dict[str, Any]) -> str:
-    ps = ", ".join(f"{k}={_g(v)}" for k, v in f["params"].items())
-    trust = "yes" if f.get("trustworthy", True) else f"**NO** ({'; '.join(f.get('trust_issues', []))})"
-    ms = f.get("multistart", {})
-    starts = f"{ms['n_at_best']}/{ms['n_starts']}" if ms else "—"
-    return (f"| {method} | {name} | {ps} | {trust} | {', '.join(f.get('at_bound', [])) or '—'} | "
-            f"{f['converged']} | {starts} | {f['grad_norm']:.1e} | {f['train_rmse_log']:.4f} | "
-            f"{_g(f.get('holdout', {}).get('rmse_log'))} |")
-
-
-def fits_markdown(fits: dict[str, Any]) -> list[str]:
-    """The fits table: parameters (6 significant digits here; full precision in fits.json)."""
-    st = fits["settings"]
-    out = ["## Scaling-law fits", "",
-           f"Loss column `{st['loss_column']}`, Huber δ = {st['huber_delta']} on ln L residuals, "
-           f"bootstrap = {st['bootstrap']}, held out: {st['holdout']}.", ""]
-    out += [f"- {name}: `{formula}`" for name, formula in st.get("laws", {}).items()] + [""]
-    bad = fits.get("untrustworthy", [])
-    if bad:
-        out += ["**Untrustworthy fits** — a parameter at a bound (an optimum on the boundary is a failed "
-                "fit, not a result) or a failed optimizer; do not read their parameters:", ""]
-        out += [f"- **{u['method']} / {u['law']}**: {'; '.join(u['issues'])}" for u in bad] + [""]
-    out += ["| method | law | parameters | trustworthy | at bound | converged | starts at best | ‖grad‖ "
-            "| train RMSE(log) | held-out RMSE(log) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for method, laws in fits.get("laws", {}).items():
-        if "skipped" in laws:
-            out.append(f"| {method} | — | skipped: {laws['skipped']} | | | | | | | |")
-            continue
-        for name in LAWS:
-            f = laws.get(name, {})
-            out.append(f"| {method} | {name} | skipped: {f['skipped']} | | | | | | | |" if "skipped" in f
-                       else _fit_row(method, name, f))
-        if "comparison" in laws:
-            out.append(f"| {method} | **better on held-out ({laws['holdout_model']})** | "
-                       f"{laws['comparison']['better']} | | | | | | | |")
-    out += ["", "## Frontier lines: ln(loss) = slope·ln(C) + intercept", "",
-            "| method | slope | intercept | points | C range |", "|---|---|---|---|---|"]
-    for method, line in fits.get("frontier", {}).get("lines", {}).items():
-        if "slope" in line:
-            out.append(f"| {method} | {line['slope']!r} | {line['intercept']!r} | {line['n_points']} | "
-                       f"{line['x_min']:.3g}–{line['x_max']:.3g} |")
-        else:
-            out.append(f"| {method} | skipped: {line.get('skipped')} | | | |")
-    out += ["", "Crossovers (exact, from unrounded lines):", ""]
-    for c in fits.get("frontier", {}).get("crossovers", []):
-        out.append(f"- {c['methods'][0]} / {c['methods'][1]}: C = {_g(c.get('budget'))} "
-                   f"({c.get('better_below', '?')} better below, {c.get('better_above', '?')} above)"
-                   + ("" if c.get("in_fitted_range", True) else " — outside the fitted budget range"))
-    mteb = fits.get("mteb", {})
-    out += ["", "Loss vs MTEB average: " + (f"Spearman ρ = {mteb['spearman_rho']:.4f} (p = {mteb['p_value']:.2g}, "
-                                             f"n = {mteb['n']})" if "spearman_rho" in mteb else f"skipped ({mteb.get('skipped')})"), ""]
-    return out
 
 
 def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, Any] | None,
@@ -314,9 +257,7 @@ def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, A
                   f"({'; '.join(r['run_id'] + (': ' + r['reason'] if r.get('reason') else '') for r in dropped['runs'])})", ""]
     lines += fits_markdown(fits)
     if recipe:
-        lines += ["## Recipe", "", "```json"]
-        import json
-        lines += [json.dumps(recipe, indent=2, sort_keys=True), "```", ""]
+        lines += recipe_markdown(recipe)
     lines += ["## Figures", ""]
     rel = os.path.relpath(fig_dir, report_path.parent)
     for s in specs:

@@ -118,9 +118,9 @@ def bound_issues(prob: Problem, theta: np.ndarray) -> dict[str, str]:
         width = (hi - lo) if lo is not None and hi is not None else max(1.0, abs(lo or hi or 0.0))
         name = law.raw_names[i]
         if lo is not None and theta[i] <= lo + NEAR_BOUND * width:
-            out[name] = f"{name}: {law.params[i]} = {theta[i]:.4g} at its lower bound {lo:g}"
+            out[name] = f"{name}: {law.params[i]} = {theta[i]:.3g} at its lower bound {lo:g}"
         elif hi is not None and theta[i] >= hi - NEAR_BOUND * width:
-            out[name] = f"{name}: {law.params[i]} = {theta[i]:.4g} at its upper bound {hi:g}"
+            out[name] = f"{name}: {law.params[i]} = {theta[i]:.3g} at its upper bound {hi:g}"
     share = term_shares(law, theta, prob.x)
     for j in range(law.n_coef):
         name = law.raw_names[j]
@@ -156,7 +156,7 @@ def near_bound_issues(prob: Problem, theta: np.ndarray, se: np.ndarray, skip: se
             continue
         for side, bound, gap in (("lower", lo, theta[i] - (lo or 0.0)), ("upper", hi, (hi or 0.0) - theta[i])):
             if bound is not None and gap <= NEAR_SE * se[k]:
-                out[name] = (f"{name}: {law.params[i]} = {theta[i]:.4g} ± {se[k]:.2g} (1 s.e.), within "
+                out[name] = (f"{name}: {law.params[i]} = {theta[i]:.3g} ± {se[k]:.2g} (1 s.e.), within "
                              f"{NEAR_SE:g} standard errors of its {side} bound {bound:g}")
                 break
     return out
