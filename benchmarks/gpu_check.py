@@ -1,11 +1,14 @@
-"""``make gpu-check``: what only a CUDA GPU can check, in three steps.
+"""``make gpu-check``: what only a CUDA GPU can check, in four steps.
 
 1. ``pytest -m gpu``: the CUDA and bf16 code paths (tests/test_gpu.py).
 2. ``bench_train.py``, Pythia-410M-shaped (d 1024, 24 layers, 16 heads), batch 1024, context 75,
    bf16, GradCache chunk 128, against sentence-transformers' CachedMNRL on the same config:
    tokens/s, MFU (target: >= 40 %) and the hardware FLOP/s to calibrate
    profiles/default/throughput.yaml.
-3. ``bench_pnd.py --paper-eval``: one encoder's whole paper-2 evaluation at paper size,
+3. ``bench_memory.py``: ``torch.cuda.max_memory_allocated`` against the peak-memory estimate
+   (``embtune.models.memory``; fails if an estimate is > 5 % low) and the MFU per model size,
+   written as ``benchmarks/mfu_curve.yaml`` in profiles/default/throughput.yaml's format.
+4. ``bench_pnd.py --paper-eval``: one encoder's whole paper-2 evaluation at paper size,
    multilingual-e5-small-shaped (target: <= 3 min on one H100; paper 2: 1.2-1.3 h on an A100).
 
 Targets are printed, not asserted. Without a usable CUDA device it says why and exits 0; it exits 1
@@ -27,6 +30,8 @@ STEPS = [
      [sys.executable, str(HERE / "bench_train.py"), "--hidden", "1024", "--layers", "24", "--heads", "16",
       "--batch", "1024", "--chunk", "128", "--ctx", "75", "--steps", "3", "--repeats", "1",
       "--modes", "ours", "st", "--skip-memory", "--threads", "8"]),
+    ("peak memory vs estimate and MFU per model size (Pythia 70m-1b shapes, full and LoRA)",
+     [sys.executable, str(HERE / "bench_memory.py"), "--write-curve", str(HERE / "mfu_curve.yaml")]),
     ("evaluation benchmark (paper 2 at paper size, e5-small shape)",
      [sys.executable, str(HERE / "bench_pnd.py"), "--paper-eval", "--threads", "8"]),
 ]

@@ -54,5 +54,18 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_tokenizer(tmp_path_factory.mktemp("tok") / "tok")
 
 
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo pipeline (presets/demo.yaml + presets/test.yaml), finished, on a copy of the repo:
+    once per session for every test that reads a finished pipeline (tests/helpers_pipeline.py)."""
+    from helpers_pipeline import run_demo
+
+    work = tmp_path_factory.mktemp("pipeline") / "repo"
+    failure = run_demo(work)
+    if failure:
+        pytest.fail(failure)
+    return work
+
+
 # A running single-node SLURM (module scope; skips loudly when SLURM cannot be had).
 from slurm_cluster import slurm_cluster  # noqa: E402,F401  (the fixture, shared by the SLURM tests)

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: The preset stacks CI runs end to end through Snakemake, and the test that runs each.
 CI_STACKS = {
-    "tests/test_pipeline_demo.py": ["presets/demo.yaml", "presets/test.yaml"],
+    "tests/helpers_pipeline.py": ["presets/demo.yaml", "presets/test.yaml"],   # test_pipeline_demo.py
     "tests/test_dvc_roundtrip.py": ["presets/demo.yaml", "presets/ci.yaml"],
     # params.yaml's hub paths (models, tokenizer, encoder, hf:// datasets) against a loopback hub
     "tests/test_rehearsal.py": ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"],
@@ -181,7 +181,7 @@ def ci_dag(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, int], li
     rule and the argv of every planned shell command."""
     tmp = tmp_path_factory.mktemp("ci-dag")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    stack = CI_STACKS["tests/test_pipeline_demo.py"]
+    stack = CI_STACKS["tests/helpers_pipeline.py"]
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", *stack, "--config",
                            f"paths={{raw: data/raw, processed: {tmp}/processed, results: {tmp}/results}}"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -189,8 +189,9 @@ def ci_dag(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, int], li
     out = proc.stdout + proc.stderr
     table = out.split("Job stats:", 1)[1].split("total", 1)[0]
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
-    commands = [shlex.split(re.sub(r"^Shell command: (exec )?", "", line).split(" > ")[0])
-                for line in out.splitlines() if re.match(r"Shell command: (exec )?embtune ", line)]
+    # (training: `exec {launcher} embtune train`, the launcher empty for one process)
+    commands = [shlex.split(re.sub(r"^Shell command: (exec +)?", "", line).split(" > ")[0])
+                for line in out.splitlines() if re.match(r"Shell command: (exec +)?embtune ", line)]
     return counts, commands
 
 

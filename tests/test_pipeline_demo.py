@@ -8,41 +8,18 @@ evaluation, query-tower tuning, scaling fits, recipe and figures — and checks 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers_pipeline import snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-IGNORE = shutil.ignore_patterns(".venv", "results", "processed", ".snakemake", ".git", "__pycache__",
-                                ".pytest_cache", "*.egg-info", "raw")
-
-
-def _snakemake(workdir: Path, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", "presets/demo.yaml", "presets/test.yaml",
-           "--cores", "2", *args]
-    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("pipeline") / "repo"
-    shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
-    proc = _snakemake(work)
-    if proc.returncode != 0:
-        logs = sorted((work / "results/demo/logs").rglob("*.log"))
-        tails = "\n".join(f"--- {p}\n{p.read_text()[-1500:]}" for p in logs[-6:])
-        pytest.fail(f"snakemake failed:\n{proc.stderr[-6000:]}\n{tails}")
-    return work
+_snakemake = snakemake          # demo_run: the session's finished demo (conftest.py)
 
 
 def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:

@@ -174,10 +174,8 @@ def test_import_forms_resolve_to_files(package_tree) -> None:
 
 
 def _flip_one_byte(path: Path) -> None:
-    data = bytearray(path.read_bytes())
-    i = data.index(b"\n") - 1          # last character of the first line (a comment or docstring)
-    data[i] ^= 0x01
-    path.write_bytes(bytes(data))
+    """One statement more (the hash ignores comments and docstrings: tests/test_rerun_identity.py)."""
+    path.write_bytes(path.read_bytes() + b"\n_EDITED = 1\n")
 
 
 @pytest.mark.parametrize(("module", "importers"), [

@@ -18,6 +18,12 @@ stage, found statically:
 
 The closure is a superset of what a plain ``import`` loads (lazy imports are included), which is
 what tests/test_rerun_hashes.py checks against ``sys.modules`` in a fresh interpreter.
+
+The hash covers each file's *normalised* source (:func:`normalised_source`: the AST without
+docstrings), so editing a comment, a docstring or the formatting re-runs nothing, while any change
+to what the code does re-runs the stages that import it (tests/test_rerun_identity.py). DVC's
+``deps`` of the same files still hash bytes (DVC has no such hook): ``dvc repro`` re-runs the
+Snakemake phase, and Snakemake then finds nothing to do.
 """
 
 from __future__ import annotations
@@ -130,11 +136,36 @@ def stage_closure(stage: str, root: Path = ROOT) -> list[str]:
     return closure([f"{PACKAGE}.cli", modules[stage]], root)
 
 
+_DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def normalised_source(path: Path) -> bytes:
+    """What of a module can change a result: its AST without docstrings, as ``ast.dump`` writes it
+    (no line or column numbers), so comments, docstrings and formatting do not count (issue 23:
+    one comment in io.py re-planned every training run). Not Python: the raw bytes."""
+    stat = path.stat()
+    return _normalised_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=1024)
+def _normalised_cached(path: Path, _mtime_ns: int, _size: int) -> bytes:
+    if path.suffix != ".py":
+        return path.read_bytes()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None) if isinstance(node, _DOCSTRING_OWNERS) else None
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False).encode()
+
+
 def digest(files: Iterable[str], root: Path = ROOT) -> str:
-    """Hash of the files' relative paths and bytes, in sorted order (a rename changes it too)."""
+    """Hash of the files' relative paths and normalised sources (:func:`normalised_source`), in
+    sorted order (a rename changes it too)."""
     h = hashlib.sha256()
     for rel in sorted(set(files)):
-        h.update(rel.encode() + b"\0" + (Path(root) / rel).read_bytes() + b"\0")
+        h.update(rel.encode() + b"\0" + normalised_source(Path(root) / rel) + b"\0")
     return h.hexdigest()[:DIGEST_CHARS]
 
 

@@ -58,11 +58,20 @@ def _json_arg(raw: str | None) -> Any:
         return None
 
 
+def _run_json(ns: Any) -> Any:
+    """The run config, with train's ``--runtime-json`` paths (embtune.run_identity) joined in."""
+    run = _json_arg(ns.run_config_json)
+    runtime = _json_arg(getattr(ns, "runtime_json", None))
+    if isinstance(run, dict) and isinstance(runtime, dict):
+        run = {**run, **{k: v for k, v in runtime.items() if k != "train"}}
+    return run
+
+
 def _run_config_paths(ns: Any) -> Iterator[tuple[str, Any]]:
     """The base model and data directories a train/tune-query run config names."""
     if ns.run_config_json and ns.run_config_json.lstrip()[:1] not in "{[":
         yield "--run-config-json", ns.run_config_json
-    run = _json_arg(ns.run_config_json)
+    run = _run_json(ns)
     if not isinstance(run, dict):
         return
     if run.get("base_model_dir"):
@@ -146,7 +155,7 @@ def _pnd_files(ns: Any) -> Iterator[tuple[str, Any]]:
 def _train_need(ns: Any) -> int:
     """A run directory and its checkpoints hold about the base model three times (weights,
     merged copy, optimizer moments): checked before training, not after it."""
-    run = _json_arg(ns.run_config_json)
+    run = _run_json(ns)
     base = Path(run["base_model_dir"]) if isinstance(run, dict) and run.get("base_model_dir") else None
     if base is None or not base.is_dir():
         return 0

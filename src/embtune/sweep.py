@@ -143,6 +143,12 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                         skipped.append(Skipped(run_id, f"budget allows ~{est_steps:.1f} steps "
                                                        f"< train.min_steps={train['min_steps']}"))
                         continue
+                    pairs = train.get("planned_pairs")      # the loop's max_epochs check, at plan time
+                    if pairs and est_steps * train["batch_size"] > train["max_epochs"] * pairs:
+                        skipped.append(Skipped(run_id, f"budget needs ~{est_steps * train['batch_size']:.3g} "
+                                               f"pairs > train.max_epochs={train['max_epochs']:g} x "
+                                               f"train.planned_pairs={pairs:.3g}"))
+                        continue
                     runs.append(RunConfig(
                         run_id=run_id,
                         model=dict(model),
@@ -194,8 +200,12 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
 
 
 def _run_identity(run: RunConfig) -> str:
-    """Everything a training run depends on (its config without the id), as a comparable key."""
-    return json.dumps({k: v for k, v in run.to_dict().items() if k != "run_id"}, sort_keys=True, default=str)
+    """Everything a training run's result depends on (its identity, ``embtune.run_identity``,
+    without the id), as a comparable key."""
+    from embtune.run_identity import identity
+
+    return json.dumps({k: v for k, v in identity(run.to_dict()).items() if k != "run_id"}, sort_keys=True,
+                      default=str)
 
 
 def training_plan(params: dict[str, Any], *, flops_per_second: float | None = None,

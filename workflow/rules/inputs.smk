@@ -11,7 +11,9 @@ import glob
 import json
 from pathlib import Path
 
+from embtune import launch as _launch
 from embtune import pnd_sets as _pnd_sets
+from embtune import run_identity as _run_identity
 from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.io import link_tree
 from embtune.layout import MANIFEST_JSON
@@ -233,7 +235,22 @@ def corpus_args(wildcards, input):
 
 
 def run_json(wildcards):
-    return json.dumps(RUNS[wildcards.run], sort_keys=True)
+    """The run's identity (embtune.run_identity): what its result depends on, a rerun trigger."""
+    return json.dumps(_run_identity.identity(RUNS[wildcards.run]), sort_keys=True)
+
+
+def run_runtime_json(wildcards, resources):
+    """The run's runtime settings (intervals, paths, the GradCache chunk of its resources). It
+    reads `resources`, so Snakemake counts it as derived: never a rerun trigger."""
+    chunk = int(resources.get("gradcache_chunk", 0) or 0)
+    extra = {"gradcache_chunk": chunk} if chunk > 0 else {}
+    return json.dumps(_run_identity.runtime(RUNS[wildcards.run], **extra), sort_keys=True)
+
+
+def train_launcher(wildcards, resources):
+    """Nothing, or torchrun starting `embtune` once per process (embtune.launch): resources `nproc`,
+    else `gpu`. Derived from resources: not a rerun trigger."""
+    return _launch.launcher(resources)
 
 
 def run_base_model(wildcards):

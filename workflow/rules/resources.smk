@@ -24,10 +24,18 @@ import math as _math
 import os as _os
 
 from embtune import cost as _cost
+from embtune import gpus as _gpus
 
 try:
     FLOPS_PER_SECOND = _cost.flops_per_second()  # also a param of `rule plan` (analyze.smk)
 except _cost.CostError as _err:
+    raise WorkflowError(str(_err)) from None
+# Each training run's GPU class and GradCache chunk from its peak-memory estimate (embtune.gpus,
+# classes: profiles/default/gpu_classes.yaml); a run that fits no class stops the workflow here.
+try:
+    GPU_CLASSES = _gpus.read_classes()
+    GPU_FITS = _gpus.check(list(RUNS.values()), config, GPU_CLASSES)
+except _gpus.GpuClassError as _err:
     raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
 _MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
@@ -205,8 +213,41 @@ def bge_shards_mem_mb(wildcards, attempt):
     return _mb(4096 + config["data"]["bge"]["shard_rows"] * 4 / 1024, attempt)
 
 
-# What the rules splice in with `resources: **TRAIN_RESOURCES` etc.
-TRAIN_RESOURCES = {"runtime": train_runtime, "mem_mb": train_mem_mb, "attempt": job_attempt, "retries": job_retries}
+def train_gradcache_chunk(wildcards):
+    """Sequences per GradCache chunk: the largest (at most train.gradcache_chunk) that fits the
+    run's GPU class (embtune.gpus). A resource, not a param: it changes no result (GradCache is
+    exact), so it must not re-run anything (embtune.run_identity)."""
+    fit = GPU_FITS.get(wildcards.run)
+    return int(fit.chunk) if fit is not None and fit.chunk else 0
+
+
+def _class_resource(key):
+    def value(wildcards):
+        fit = GPU_FITS.get(wildcards.run)
+        return (fit.gpu_class.resources().get(key) or "") if fit is not None and fit.gpu_class else ""
+
+    value.__name__ = f"train_{key}"
+    return value
+
+
+def train_gpu_mem_mb(wildcards):
+    """The run's peak GPU-memory estimate in MB (embtune.models.memory; informational)."""
+    fit = GPU_FITS.get(wildcards.run)
+    return int(_math.ceil(fit.estimate.peak / 2**20)) if fit is not None else 0
+
+
+# What the rules splice in with `resources: **TRAIN_RESOURCES` etc. The GPU class's selector
+# (gpu_model or constraint; the slurm profile's EMBTUNE_SLURM_GPU_MODEL overrides gpu_model).
+_CLASS_KEYS = sorted({k for c in GPU_CLASSES.classes for k in c.resources()})
+TRAIN_RESOURCES = {
+    "runtime": train_runtime,
+    "mem_mb": train_mem_mb,
+    "gradcache_chunk": train_gradcache_chunk,
+    "gpu_mem_mb": train_gpu_mem_mb,
+    "attempt": job_attempt,
+    "retries": job_retries,
+    **{k: _class_resource(k) for k in _CLASS_KEYS},
+}
 QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt, "retries": job_retries}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 EVAL_MTEB_BATCH_RESOURCES = {"runtime": eval_mteb_batch_runtime, "mem_mb": eval_mteb_batch_mem_mb}

@@ -60,17 +60,21 @@ rule train_contrastive:
     params:
         code=code_version("train"),
         run=run_json,
+        # functions of the job's resources: not rerun triggers (embtune.run_identity)
+        runtime=run_runtime_json,
+        launch=train_launcher,
         out_dir=str(L.results.runs.dir("{run}")),
         ckpt=str(L.results.checkpoint("{run}")),
-    # `exec`: embtune replaces the job's bash, so on SLURM's SIGTERM (pre-emption, time limit)
-    # no shell dies first; Snakemake waits while it checkpoints and reports its exit status 75
-    # (EX_TEMPFAIL), then a retry / SLURM requeue resumes it (tests/test_slurm.py). A run that
-    # fails for good (diverged, data too small; out of memory or time limit on the last attempt)
-    # writes a failure record into these outputs and exits 0 (docs/architecture.md, Failed runs).
+    # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.launch) replaces the job's bash,
+    # so on SLURM's SIGTERM (pre-emption, time limit) no shell dies first; Snakemake waits while
+    # it checkpoints and reports its exit status 75 (EX_TEMPFAIL), then a retry / SLURM requeue
+    # resumes it (tests/test_slurm.py). A run that fails for good (diverged, data too small; out of
+    # memory or time limit on the last attempt) writes a failure record into these outputs and
+    # exits 0 (docs/architecture.md, Failed runs).
     shell:
-        "exec embtune train --run-config-json {params.run:q} --out-dir {params.out_dir:q} "
-        "--checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} --threads {threads:q} "
-        "--attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
+        "exec {params.launch:q} embtune train --run-config-json {params.run:q} --runtime-json {params.runtime:q} "
+        "--out-dir {params.out_dir:q} --checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} "
+        "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
 
 
 rule tune_query:

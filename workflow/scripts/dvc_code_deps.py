@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parents[2]
 BEGIN = "# >>> code deps of stage {stage}: written by workflow/scripts/dvc_code_deps.py"
 END = "# <<< code deps of stage {stage}"
 RULE = re.compile(r"^rule (\w+):", re.M)
-# the CLI stage of a shell command: "embtune train ..." / "exec embtune train ..."
-SHELL_STAGE = re.compile(r"\"(?:exec )?embtune ([a-z][a-z0-9-]*)")
+# the CLI stage of a shell command: "embtune train ..." / "exec embtune train ..." /
+# "exec {params.launch:q} embtune train ..." (a process launcher, embtune.launch)
+SHELL_STAGE = re.compile(r"\"(?:exec )?(?:\{params\.launch:q\} )?embtune ([a-z][a-z0-9-]*)")
 CODE_PARAM = re.compile(r"\bcode=code_version\(([^)]*)\)")
 IMPORT_LINE = re.compile(r"^\s*(?:from\s+embtune[\w.]*\s+import\s+.+|import\s+embtune[\w.]*.*)$", re.M)
 

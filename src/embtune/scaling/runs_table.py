@@ -51,7 +51,8 @@ from embtune.train.failures import failure_of
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
-              "wall_seconds", "device_seconds", "hardware_flops", "logit_scale")
+              "wall_seconds", "device_seconds", "hardware_flops", "logit_scale", "peak_memory_bytes",
+              "estimated_peak_memory_bytes")
 INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
 STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "excluded", "device", "study",
             "failure_reason")
@@ -170,7 +171,9 @@ def cost_columns(metrics: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]
     device = metrics.get("device_name") or metrics.get("device")
     return {"wall_seconds": wall, "device_seconds": wall * procs if wall is not None else None,
             "device": str(device) if device is not None else None,
-            "hardware_flops": measured_hardware_flops(metrics, cfg) if metrics.get("status", "ok") == "ok" else None}
+            "hardware_flops": measured_hardware_flops(metrics, cfg) if metrics.get("status", "ok") == "ok" else None,
+            "peak_memory_bytes": _num(metrics.get("peak_memory_bytes")),
+            "estimated_peak_memory_bytes": _num(metrics.get("estimated_peak_memory_bytes"))}
 
 
 def skipped_row(run_id: str, reason: str, status: str = "skipped") -> dict[str, Any]:

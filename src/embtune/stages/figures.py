@@ -23,6 +23,7 @@ import polars as pl
 
 from embtune.io import atomic_dir, check_replaceable, write_json, write_text
 from embtune.plots.findings import findings_markdown, paper1_findings, paper2_findings
+from embtune.plots.memory_report import memory_markdown
 from embtune.plots.render import make_all, query_tables
 from embtune.plots.report import cost_markdown, encoder_notes, query_table_sections, report_markdown
 from embtune.scaling.artifacts import read_fits, read_recipe, read_runs_table
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               encoder_notes(qmodels))
     write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report, found)
                + query_table_sections(args.query_table_dir)
-               + "\n".join(cost_markdown(runs, cost)) + "\n")
+               + "\n".join(cost_markdown(runs, cost)) + "\n" + "\n".join(memory_markdown(runs)) + "\n")
     made = [s for s in specs if not s.skipped]
     print(f"{STAGE}: {len(made)} written to {args.out}, {len(specs) - len(made)} skipped; report {args.report}")
     for s in specs:

@@ -25,8 +25,9 @@ from embtune import io
 from embtune.config import ParamsError, load_plan
 from embtune.cost import CostError, flops_per_second, thin_methods
 from embtune.errors import EXIT_DATA_ERROR
+from embtune.gpus import GpuClassError, check, read_classes
 from embtune.plan import cost_summary, format_summary, plan_tables
-from embtune.sweep import expand
+from embtune.sweep import StudyPlan, expand
 
 STAGE = "plan"
 
@@ -64,6 +65,43 @@ def _print_cap(params: dict[str, Any], cost: pl.DataFrame, n_dropped: int) -> No
                   f"or law over D for it", file=sys.stderr)
 
 
+def gpu_class_lines(params: dict[str, Any], plan: StudyPlan, run_ids: list[str]) -> list[str]:
+    """Planned runs per GPU class (embtune.gpus); a GpuClassError when one fits none."""
+    keep = set(run_ids)
+    classes = read_classes()
+    fits = check([r.to_dict() for r in plan.candidates if r.run_id in keep], params, classes)
+    counts: dict[str, int] = {}
+    for f in fits.values():
+        counts[f.gpu_class.name] = counts.get(f.gpu_class.name, 0) + 1
+    peak = max((f.estimate.peak for f in fits.values()), default=0.0)
+    return [f"GPU classes ({classes.source}): " + ", ".join(f"{n} on {c}" for c, n in counts.items())
+            + f"; largest peak-memory estimate {peak / 2**30:.1f} GiB"]
+
+
+def whole_study_lines(params: dict[str, Any], plan: StudyPlan, run_ids: list[str], fps: float) -> list[str]:
+    """GPU-hours of every phase and the disk the study writes (embtune.study_cost), from the one plan."""
+    from pathlib import Path
+
+    from embtune.study_cost import study_lines
+    from embtune.sweep import mteb_run_ids
+
+    keep = set(run_ids)
+    runs = [r.to_dict() for r in plan.runs if r.run_id in keep]
+    qruns = [q.to_dict() for q in plan.qruns]
+    return study_lines(runs, mteb_run_ids(params, runs, plan.members), qruns, params, fps, Path.cwd())
+
+
+def _gpu_classes_refused(params: dict[str, Any], plan: StudyPlan, run_ids: list[str]) -> bool:
+    """Print the runs per GPU class; True (after naming it) when a run fits none."""
+    try:
+        for line in gpu_class_lines(params, plan, run_ids):
+            print(line)
+    except GpuClassError as err:      # a run that fits no GPU class: refused before any GPU time
+        print(f"embtune plan: {err}", file=sys.stderr)
+        return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -77,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = "--flops-per-second" if args.flops_per_second else "calibrated: embtune.cost.flops_per_second"
     plan = plan if plan is not None else expand(params, flops_per_second=fps)     # once per invocation
     planned, skipped, cost = plan_tables(params, fps, plan)
+    if _gpu_classes_refused(params, plan, planned["run_id"].to_list()):
+        return EXIT_DATA_ERROR
     n_query = f"; {len(plan.qruns)} query-tuning runs" if "query_tuning" in params else ""
     n_dropped = int((skipped["status"] == "dropped").sum())
     print(f"{planned.height} training runs planned, {skipped.height - n_dropped} skipped, "
@@ -84,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in format_summary(cost_summary(cost), fps, source):
         print(line)
     _print_cap(params, cost, n_dropped)
+    if "query_tuning" in params and "evaluate" in params:     # the whole study (embtune.study_cost)
+        for line in whole_study_lines(params, plan, planned["run_id"].to_list(), fps):
+            print(line)
     for row in skipped.filter(pl.col("status") != "dropped").iter_rows(named=True):
         print(f"  {row['status']} {row['run_id']}: {row['reason']}")
     for (reason,), group in skipped.filter(pl.col("status") == "dropped").group_by(

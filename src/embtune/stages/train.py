@@ -97,12 +97,22 @@ def write_outputs(out_dir: Path, result: Result, run: RunConfig) -> None:
         write_json(tmp / MANIFEST_JSON, manifest)
 
 
-def read_run_config(raw: str) -> RunConfig:
-    """The ``--run-config-json`` argument (JSON, or a file holding it), read by
+def _json_arg(raw: str) -> Any:
+    return json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw)
+
+
+def read_run_config(raw: str, runtime: str | None = None) -> RunConfig:
+    """The ``--run-config-json`` argument (JSON, or a file holding it), joined with the
+    ``--runtime-json`` settings when given (``embtune.run_identity``), read by
     :meth:`RunConfig.from_dict`: a missing, unknown or mistyped key is a data error naming it,
     before any training. Returns the typed config the training loop reads."""
+    from embtune.run_identity import merge
+
     try:
-        return RunConfig.from_dict(json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "{[" else raw))
+        run = _json_arg(raw)
+        if runtime:
+            run = merge(run, _json_arg(runtime))
+        return RunConfig.from_dict(run)
     except ValueError as err:       # json.JSONDecodeError is one too
         raise DataError(f"--run-config-json: {one_line(err)}") from None
 
@@ -111,6 +121,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
     ap.add_argument("--run-config-json", required=True, help="one run config from sweep.training_runs")
     ap.add_argument("--out-dir", required=True, help="the run's own directory; replaced as a whole")
+    ap.add_argument("--runtime-json", default=None,
+                    help="settings that change no result (log/checkpoint intervals, GradCache chunk, paths)")
     ap.add_argument("--checkpoint-dir", required=True,
                     help="resumable state; refused (exit 3) if made by another config or data")
     ap.add_argument("--threads", type=int, default=None)
@@ -131,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    run = read_run_config(args.run_config_json)
+    run = read_run_config(args.run_config_json, args.runtime_json)
     if args.no_progress:
         progress.disable()
     check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it

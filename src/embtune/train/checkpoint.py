@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from embtune.run_identity import RUNTIME_KEYS
+
 STATE_FILE = "state.json"
 LEGACY_FILES = ("state.pt",)          # pickle checkpoints of embtune < this format: never loaded
 FORMAT = "embtune-checkpoint/1"
@@ -41,7 +43,8 @@ TENSORS_GLOB = "tensors-*.safetensors"
 
 # Run-config keys that change how a run is logged or checkpointed, not what it computes; a
 # changed value does not make a checkpoint stale (e.g. checkpointing more often after a requeue).
-RESUME_NEUTRAL_KEYS = ("train.checkpoint_every_steps", "train.log_every_steps")
+# The run's runtime keys (embtune.run_identity: intervals, GradCache chunk, paths) are the same set.
+RESUME_NEUTRAL_KEYS = RUNTIME_KEYS
 
 
 class CheckpointError(ValueError):

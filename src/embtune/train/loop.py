@@ -285,6 +285,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
 
     ``stop_after_steps`` is a test hook that behaves like a pre-emption signal after that many
     steps of this invocation."""
+    from embtune.models.memory import run_memory_metrics
     from embtune.models.methods import apply_method, count_params
     from embtune.train import tracking
     from embtune.train.gradcache import gradcache_step
@@ -375,6 +376,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
                    throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
                    world_size=world, device=str(acc.device),
                    device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
+    metrics.update(run_memory_metrics(as_json, counts, model, chunk, acc))   # issue 23: vs the estimate
     peak = peak_bf16_flops(torch.cuda.get_device_name(acc.device)) if acc.device.type == "cuda" else None
     if peak and prog.wall:
         metrics["mfu"] = model_flops_utilisation(counts, prog.tokens / prog.wall, peak, world)

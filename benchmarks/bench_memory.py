@@ -1,0 +1,104 @@
+"""Peak GPU memory and throughput per model size on a CUDA GPU (``make gpu-check``, issue 23).
+
+For Pythia-shaped models (random weights, vocab 50304) and each method, a few real training steps
+as ``embtune train`` runs them (bf16 autocast, GradCache chunks, activation checkpointing, AdamW)
+compare ``torch.cuda.max_memory_allocated`` with ``embtune.models.memory.estimate``, and time the
+steps: the achieved hardware FLOP/s over the dense bf16 peak is the MFU of that size. With
+``--write-curve FILE`` the measured ``mfu_curve`` (and ``peak_flops_per_gpu``) are written to FILE
+in profiles/default/throughput.yaml's format (merge them there; ``embtune.study_cost`` reads them).
+Exits 1 if an estimate is more than 5 % below its measured peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+SHAPES = {"pythia-70m": (512, 6), "pythia-160m": (768, 12), "pythia-410m": (1024, 24), "pythia-1b": (2048, 16)}
+
+
+def main() -> int:
+    import torch
+    import yaml
+    from transformers import AutoModel, GPTNeoXConfig
+
+    from embtune.cost import hardware_per_token, two_pass
+    from embtune.models.flops import peak_bf16_flops
+    from embtune.models.memory import estimate
+    from embtune.models.methods import apply_method, count_params, planned_counts
+    from embtune.train.gradcache import gradcache_step
+    from embtune.train.loop import contrastive_loss_fn, embed, enable_checkpointing
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=list(SHAPES))
+    ap.add_argument("--methods", nargs="+", default=["full", "lora"])
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--chunk", type=int, default=128)
+    ap.add_argument("--ctx", type=int, default=75)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--write-curve", default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_memory: no CUDA device")
+        return 0
+    dev = torch.device("cuda")
+    peak_flops = peak_bf16_flops(torch.cuda.get_device_name(dev)) or 3.12e14
+    bad, curve = 0, []
+    for name in args.models:
+        d, layers = SHAPES[name]
+        spec = {"name": name, "hidden_size": d, "num_layers": layers}
+        for method in args.methods:
+            cfg = {"method": method, **({"lora_rank": 8, "lora_alpha": 8.0, "lora_dropout": 0.0} if method == "lora" else {})}
+            c = planned_counts(spec, cfg)
+            run = {"run_id": f"{name}__{method}", "model": spec, **cfg, "peak_lr": 1e-4, "_planned_steps": args.steps,
+                   "planned": {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward, "n_update": c.n_update},
+                   "train": {"batch_size": args.batch, "context_length": args.ctx, "gradcache_chunk": args.chunk,
+                             "gradient_checkpointing": True, "weight_decay": 0.1, "warmup_fraction": 0.1,
+                             "final_lr_fraction": 0.1}}
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(dev)
+            model = AutoModel.from_config(GPTNeoXConfig(hidden_size=d, num_hidden_layers=layers, num_attention_heads=d // 64,
+                                                        intermediate_size=4 * d, rotary_pct=0.25, vocab_size=50304,
+                                                        use_parallel_residual=True)).to(dev)
+            model = apply_method(model, run)
+            enable_checkpointing(model)
+            model.train()
+            opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4,
+                                    weight_decay=0.1)     # the loop's optimizer
+            loss_fn = contrastive_loss_fn(0.025)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(args.steps):
+                ids = torch.randint(3, 50304, (2 * args.batch, args.ctx))
+                chunks = [(ids[i:i + args.chunk], torch.ones_like(ids[i:i + args.chunk]))
+                          for i in range(0, len(ids), args.chunk)]
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    gradcache_step(lambda ch, m=model: embed(m, ch, "mean", dev), chunks, loss_fn,
+                                   single_pass=2 * args.batch <= args.chunk)
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            secs = time.perf_counter() - t0
+            measured = torch.cuda.max_memory_allocated(dev)
+            est = estimate(run, vocab=50304, mixed_precision=True).peak
+            counts = count_params(model, method)
+            flops = hardware_per_token(counts, method, gradcache_two_pass=two_pass(args.batch, args.chunk),
+                                       checkpointing=True) * 2 * args.batch * args.ctx * args.steps
+            mfu = flops / secs / peak_flops
+            ratio = est / measured
+            bad += ratio < 0.95
+            if method == "full":
+                curve.append([float(counts.n_total), round(mfu, 4)])
+            print(f"{name:12s} {method:5s} measured {measured / 2**30:7.2f} GiB  estimate {est / 2**30:7.2f} GiB  "
+                  f"estimate/measured {ratio:5.2f}  MFU {mfu:.3f}", flush=True)
+            del model, opt
+    if args.write_curve and curve:
+        with open(args.write_curve, "w") as f:
+            yaml.safe_dump({"peak_flops_per_gpu": float(peak_flops), "mfu_curve": sorted(curve)}, f)
+        print(f"bench_memory: mfu_curve written to {args.write_curve}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

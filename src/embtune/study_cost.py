@@ -1,0 +1,165 @@
+"""The whole study's cost before it runs (issue 23): GPU-hours of training, MTEB evaluation, query
+tuning and PND evaluation at a throughput per model size, and the disk it will write.
+
+Why: ``embtune plan`` used to print training only, at one throughput for every size, while small
+models run far below a GPU's peak; and nothing said that the run folders alone are terabytes.
+
+**Throughput per model size**: ``profiles/default/throughput.yaml`` holds ``peak_flops_per_gpu``
+and ``mfu_curve``, [non-embedding parameters, MFU] points, log-linear in the parameters between
+them and flat outside. The shipped curve is a documented default (small models are
+overhead-bound: 5 % at 1e7 parameters, 15 % at 1e8, 30 % at 1e9, 40 % at 3e9 of an A100's dense
+bf16 peak; 1e9 matches the calibrated 7.8e13 FLOP/s) until ``make gpu-check`` measures one
+(benchmarks/gpu_check.py writes the same keys). Training is priced both ways: at the calibrated
+single throughput (what the SLURM time requests use, ``embtune.cost``) and on the curve.
+
+**Evaluation and query tuning** are priced as forward (2·N per token) and training (6·N per token)
+FLOPs over planning constants of this module, each an order-of-magnitude reading of the data
+(stated where they are defined), so the totals are estimates to plan with, not measurements.
+
+**Disk**: every planned run's model folder in fp32 (LoRA: its adapter plus the merged folder),
+its checkpoint while it runs (weights + AdamW moments; deleted when the run ends), each query run's
+tuned tower, and a DVC cache holding one more copy of what ``dvc commit`` records. A warning names
+the default DVC remote when it lies under ``$HOME`` (.dvc/config).
+"""
+
+from __future__ import annotations
+
+import configparser
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from embtune.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, run_cost
+from embtune.models.memory import DEFAULT_VOCAB, trainable, vocab_size
+from embtune.runconfig import RunConfig
+
+#: Texts an MTEB task embeds (test splits of the paper's tasks: 1e3-1e5; SciFact's corpus 5e3).
+MTEB_TEXTS_PER_TASK = 20_000
+#: Tokens per text in the query-tuning and PND data (MSMARCO passages, XNLI sentences, arXiv titles).
+TOKENS_PER_TEXT = 64
+#: Texts one PND evaluation embeds: MSMARCO 7,000 samples with their positives and negatives
+#: (~360k triplets share ~1.5e5 texts), XNLI 2 x 5,010 sentences in 15 languages, arXiv levels.
+PND_TEXTS_PER_EVAL = 400_000
+#: Paper 2's encoders: non-embedding and total parameters (e5-small: 12 layers x 384; multilingual
+#: vocabularies of 250k tokens make the embedding table most of the folder).
+QUERY_PARAMS, QUERY_TOTAL_PARAMS = 2.2e7, 1.2e8
+DEFAULT_PEAK = 3.12e14
+DEFAULT_CURVE = ((1e7, 0.05), (1e8, 0.15), (1e9, 0.30), (3e9, 0.40))
+
+
+def mfu_curve(path: str | Path | None = None) -> tuple[float, tuple[tuple[float, float], ...], str]:
+    """(peak FLOP/s per GPU, [(parameters, MFU)] sorted, source) from throughput.yaml."""
+    from embtune.config import read_yaml
+
+    file = Path(path) if path is not None else THROUGHPUT_FILE
+    data = read_yaml(file) if file.exists() else {}
+    points = data.get("mfu_curve")
+    if not points:
+        return float(data.get("peak_flops_per_gpu") or DEFAULT_PEAK), DEFAULT_CURVE, "default MFU curve"
+    curve = tuple(sorted((float(n), float(m)) for n, m in points))
+    if any(n <= 0 or not 0 < m <= 1 for n, m in curve):
+        raise ValueError(f"{file}: mfu_curve: expected [parameters > 0, MFU in (0, 1]] points, got {points}")
+    return float(data.get("peak_flops_per_gpu") or DEFAULT_PEAK), curve, f"{file.name}: mfu_curve"
+
+
+def flops_per_second_at(n_params: float, peak: float, curve: Sequence[tuple[float, float]]) -> float:
+    """Sustained FLOP/s of one GPU for a model of ``n_params``: peak x MFU(log-linear in N)."""
+    x = math.log10(max(n_params, 1.0))
+    pts = [(math.log10(n), m) for n, m in curve]
+    if x <= pts[0][0]:
+        return peak * pts[0][1]
+    for (x0, m0), (x1, m1) in zip(pts, pts[1:]):
+        if x <= x1:
+            return peak * (m0 + (m1 - m0) * (x - x0) / (x1 - x0))
+    return peak * pts[-1][1]
+
+
+def gpu_hours(runs: Sequence[Mapping[str, Any]], mteb_ids: Sequence[str], qruns: Sequence[Mapping[str, Any]],
+              params: Mapping[str, Any], fps: float) -> dict[str, float]:
+    """GPU-hours per part of the study (training twice: calibrated single throughput, curve)."""
+    peak, curve, _ = mfu_curve()
+    at = lambda n: flops_per_second_at(n, peak, curve) * SECONDS_PER_HOUR  # noqa: E731
+    costs = [run_cost(RunConfig.from_dict(r), fps) for r in runs]   # runs: the JSON form of the plan
+    out = {"training (calibrated)": sum(c["gpu_hours"] for c in costs)}
+    out["training (MFU curve)"] = sum(c["hardware_flops"] / at(float(r["planned"]["n_total"]))
+                                      for c, r in zip(costs, runs))
+    ev = params.get("evaluate", {}).get("mteb", {})
+    by_id = {r["run_id"]: r for r in runs}
+    tasks = len(ev.get("tasks") or [])
+    mteb = 0.0
+    for rid in mteb_ids:
+        r = by_id.get(rid)
+        if r is not None:
+            length = int(ev.get("max_length") or r["train"]["context_length"])
+            n = float(r["planned"]["n_total"])
+            mteb += 2 * n * tasks * MTEB_TEXTS_PER_TASK * length / at(n)
+    out["MTEB evaluation"] = mteb
+    tune = 0.0
+    for q in qruns:   # the planned maximum (early stopping usually ends sooner); query fwd+bwd, doc fwd
+        samples = int(q["max_epochs"]) * int(q["batches_per_epoch"]) * int(q["batch_size"])
+        per_sample = (6 + 2 * 2 * (3 if q.get("tune_doc_tower") else 1)) * QUERY_PARAMS * TOKENS_PER_TEXT
+        tune += samples * per_sample / at(QUERY_PARAMS)
+    out["query tuning"] = tune
+    n_evals = len(qruns) + len((params.get("query_tuning") or {}).get("models") or [])
+    out["PND evaluation"] = n_evals * 2 * QUERY_PARAMS * PND_TEXTS_PER_EVAL * TOKENS_PER_TEXT / at(QUERY_PARAMS)
+    return out
+
+
+def disk_bytes(runs: Sequence[Mapping[str, Any]], qruns: Sequence[Mapping[str, Any]],
+               params: Mapping[str, Any]) -> dict[str, float]:
+    """Bytes the study writes: run folders (fp32), the largest checkpoint and all of them at once,
+    query towers, and the DVC cache's copy."""
+    tok = (params.get("tokenizer") or {}).get("vocab_size")
+    folders = ckpt_max = ckpt_all = 0.0
+    for r in runs:
+        vocab = vocab_size(r["model"], tok) if r["model"].get("hidden_size") else DEFAULT_VOCAB
+        full = 4.0 * (float(r["planned"]["n_total"]) + vocab * int(r["model"]["hidden_size"]))
+        lora = r["method"] == "lora"
+        folders += full + (4.0 * float(r["planned"]["n_update"]) if lora else 0.0)
+        ck = full + 8.0 * trainable(r, vocab)
+        ckpt_max, ckpt_all = max(ckpt_max, ck), ckpt_all + ck
+    query = 4.0 * QUERY_TOTAL_PARAMS * len(qruns)
+    return {"run folders (fp32)": folders, "query-tuned towers": query,
+            "checkpoints (largest one)": ckpt_max, "checkpoints (all at once, upper bound)": ckpt_all,
+            "DVC cache (a copy of the folders)": folders + query}
+
+
+def dvc_remote_warning(repo: Path, home: Path | None = None) -> str | None:
+    """A warning when the default DVC remote (.dvc/config, .dvc/config.local) is under $HOME."""
+    cfg = configparser.ConfigParser()
+    cfg.read([repo / ".dvc" / "config", repo / ".dvc" / "config.local"])
+    name = cfg.get("core", "remote", fallback=None)
+    url = cfg.get(f"'remote \"{name}\"'", "url", fallback=None) if name else None
+    if not url or "://" in url:
+        return None
+    path = Path(os.path.expanduser(url))
+    path = path if path.is_absolute() else (repo / ".dvc" / path)
+    home = (home or Path.home()).resolve()
+    if path.resolve().is_relative_to(home):
+        return (f"warning: the default DVC remote {name!r} ({url}) lies under $HOME ({home}): point it at "
+                f"shared storage before the study (slurm/README.md, 'Remotes')")
+    return None
+
+
+def _size(n: float) -> str:
+    for unit, f in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= f:
+            return f"{n / f:.3g} {unit}"
+    return f"{n:.3g} B"
+
+
+def study_lines(runs: Sequence[Mapping[str, Any]], mteb_ids: Sequence[str], qruns: Sequence[Mapping[str, Any]],
+                params: Mapping[str, Any], fps: float, repo: Path) -> list[str]:
+    hours = gpu_hours(runs, mteb_ids, qruns, params, fps)
+    _, _, source = mfu_curve()
+    lines = [f"Study GPU-hours ({len(runs)} training runs, {len(mteb_ids)} MTEB evaluations, {len(qruns)} "
+             f"query-tuning runs; calibrated {fps:.3g} FLOP/s, else {source}):"]
+    total = sum(v for k, v in hours.items() if k != "training (calibrated)")
+    lines += [f"  {k:<24} {v:>10.4g}" for k, v in hours.items()]
+    lines.append(f"  {'total (MFU curve)':<24} {total:>10.4g}   (paper 1 reports 30-40k GPU-hours)")
+    lines.append("Disk the study writes:")
+    lines += [f"  {k:<40} {_size(v):>10}" for k, v in disk_bytes(runs, qruns, params).items()]
+    warning = dvc_remote_warning(repo)
+    return lines + ([warning] if warning else [])
