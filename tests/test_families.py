@@ -241,7 +241,10 @@ def _params(models: list[dict], methods: list[str]) -> dict:
     from embtune.config import load_params
 
     return load_params([REPO / "params.yaml"], overrides={"models": models, "train": {"methods": methods, "studies": [],
-                                                                                 "lora": {"ranks": [8]}}})
+                                                                                 "lora": {"ranks": [8]},
+                                                                                 # these tiny models' budgets
+                                                                                 # need > 1 epoch: plan all
+                                                                                 "planned_pairs": None}})
 
 
 def test_sweep_plans_each_family_and_skips_bias_only_without_biases() -> None:

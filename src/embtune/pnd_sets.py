@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 ARXIV_PREFIX = "arxiv-"
 #: evaluate-pnd's pnd.json keys that are not an evaluation set (no set may take these names)
-PND_META_KEYS = ("encoder_calls", "arxiv_levels", "model")
+PND_META_KEYS = ("encoder_calls", "arxiv_levels", "model", "over_length")
 KINDS = ("grouped", "triplets", "xnli")
 TABLES = ("table1", "table2", "xnli")
 
