@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from embtune.plots.paper2 import specs
 from embtune.plots.render import render
+from embtune.plots.report import paper2_specs as specs  # paper2 + paper2_sweeps
 
 
 def _grid_table(factor: str, values: list[float]) -> pl.DataFrame:

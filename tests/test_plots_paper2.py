@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from embtune.plots import paper2
+from embtune.plots.report import paper2_specs
 
 LANGS = ("ar", "de", "en")
 
@@ -60,7 +60,7 @@ def _filled_markers(ax) -> int:
 
 @pytest.fixture(scope="module")
 def specs():
-    return {s.name: s for s in paper2.specs(_tables())}
+    return {s.name: s for s in paper2_specs(_tables())}   # paper2 + paper2_sweeps (Figs 7-8)
 
 
 def test_one_figure_per_model_and_run_nothing_capped(specs):

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from embtune.io import atomic_path, sha256_file, write_json
-from embtune.models.encoders import OUTPUT_TAG, PRECISIONS, Encoder, check_precision
+from embtune.models.encoders import OUTPUT_TAG, PRECISIONS, Encoder, check_precision, local_folder
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model")
 SKIP_DIRS = frozenset({"onnx", "openvino", ".git", "checkpoints"})
@@ -42,24 +42,13 @@ def model_fingerprint(path_or_id: str) -> str:
     A hub id that is not a local folder is resolved through the local HF cache; when that fails
     the id string itself is the fingerprint (documented limitation: a changed hub revision under
     the same id would then reuse stale embeddings)."""
-    folder = _local_folder(path_or_id)
+    folder = local_folder(path_or_id)
     if folder is None:
         return hashlib.sha256(f"id:{path_or_id}".encode()).hexdigest()
     digest = hashlib.sha256()
     for file in _weight_files(folder):
         digest.update(f"{file.relative_to(folder).as_posix()}\0{sha256_file(file)}\n".encode())
     return digest.hexdigest()
-
-
-def _local_folder(path_or_id: str) -> Path | None:
-    if Path(path_or_id).is_dir():
-        return Path(path_or_id)
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(path_or_id, local_files_only=True))
-    except Exception:  # noqa: BLE001 - any resolution failure falls back to the id string
-        return None
 
 
 def _weight_files(folder: Path) -> list[Path]:

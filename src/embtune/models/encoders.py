@@ -200,9 +200,7 @@ def folder_max_seq_length(path: str) -> int | None:
     or None when the folder (or its hub cache copy) has none."""
     import json
 
-    from embtune.models.embed_cache import _local_folder
-
-    folder = _local_folder(path)
+    folder = local_folder(path)
     config = folder / "sentence_bert_config.json" if folder else None
     if config is None or not config.is_file():
         return None
@@ -237,3 +235,16 @@ class LengthCounter:
                             verbose=False)["input_ids"]
             n_over += sum(len(x) > self.max_seq_length for x in ids)
         return n_over
+
+
+def local_folder(path_or_id: str) -> Path | None:
+    """A model's folder: the directory itself, or its hub cache copy (never downloaded); None
+    when neither is there. Here (not in embed_cache, which imports this module) so both read it."""
+    if Path(path_or_id).is_dir():
+        return Path(path_or_id)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(path_or_id, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any resolution failure falls back to the id string
+        return None

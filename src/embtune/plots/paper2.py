@@ -239,8 +239,6 @@ def _has(frame: pl.DataFrame | None, cols: set[str]) -> bool:
 
 def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
     """Every paper-2 figure the query tables support (see the module docstring)."""
-    from embtune.plots import paper2_sweeps  # it draws with this module's helpers
-
     out: list[Any] = []
     for folder, files in sorted(_by_folder(tables).items()):
         pre = f"p2_{_safe(folder)}_" if folder else "p2_"
@@ -249,11 +247,7 @@ def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
         out += _fig02(files.get("lr_curves.parquet"), files.get("lr_xnli_counts.parquet"), pre, where)
         out += _fig04_05(files.get("xnli_base.parquet"), pre, where)
         out += _fig06(files.get("arxiv_levels_base.csv"), files.get("arxiv_levels.csv"), pre, where)
-        if not folder:   # Figs 7-8; Figs 3, 11a, 12-14 from groups/grid-fig<N>.csv (issue 24)
-            out += paper2_sweeps.models_specs(files.get("xnli_heatmap.parquet"))
-        if folder == "groups":
-            out += paper2_sweeps.group_specs(files)
-    return out
+    return out   # Figs 3, 7-8, 11a, 12-14: embtune.plots.paper2_sweeps.specs
 
 
 def _spec(name: str, caption: str, data: pl.DataFrame | None, draw: Any,

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 from matplotlib.figure import Figure
 
-from embtune.plots.paper2 import RELATION_TITLE, _draw_panel, _has, _heatmap, _panels, _safe, _spec
+from embtune.plots.paper2 import RELATION_TITLE, _by_folder, _draw_panel, _has, _heatmap, _panels, _safe, _spec
 
 FIG_GROUP = re.compile(r"^grid-(fig\d+[a-z]?)\.csv$")
 RESULT = re.compile(r"^(.+)_([cd])_pct$")
@@ -133,4 +133,17 @@ def models_specs(heat: pl.DataFrame | None, where: str = "") -> list[Any]:
         out.append(_spec(f"p2_{fig}_xnli_models_{_safe(measure)}", title,
                          sub.select("model", "query_lang", "text_lang", "improvement", "significant"),
                          lambda d, t=title: models_heatmaps_figure(d, t)))
+    return out
+
+
+def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
+    """Figs 7-8 (every model's default run side by side) from the top folder's XNLI heat map,
+    and Figs 3, 11a, 12-14 from ``groups/grid-fig<N>.csv`` (issue 24). Apart from
+    :func:`embtune.plots.paper2.specs` because this module draws with that one's helpers."""
+    out: list[Any] = []
+    for folder, files in sorted(_by_folder(tables).items()):
+        if not folder:
+            out += models_specs(files.get("xnli_heatmap.parquet"))
+        if folder == "groups":
+            out += group_specs(files)
     return out

@@ -220,10 +220,11 @@ def read_table(path: Path) -> pl.DataFrame:
 
 
 def paper2_specs(tables: dict[str, pl.DataFrame]) -> list[Spec]:
-    """Paper 2's figures from the query-table folder (:mod:`embtune.plots.paper2`)."""
-    from embtune.plots.paper2 import specs
+    """Paper 2's figures from the query-table folder (:mod:`embtune.plots.paper2`, then the
+    sweep and model-panel figures of :mod:`embtune.plots.paper2_sweeps`)."""
+    from embtune.plots import paper2, paper2_sweeps
 
-    return specs(tables)
+    return paper2.specs(tables) + paper2_sweeps.specs(tables)
 
 
 def _safe(text: str) -> str:
