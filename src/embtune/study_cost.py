@@ -31,9 +31,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, run_cost
+from embtune.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, hardware_per_token, two_pass
+from embtune.models import methods
+from embtune.models.flops import ParamCounts
 from embtune.models.memory import DEFAULT_VOCAB, trainable, vocab_size
-from embtune.runconfig import RunConfig
 
 #: Texts an MTEB task embeds (test splits of the paper's tasks: 1e3-1e5; SciFact's corpus 5e3).
 MTEB_TEXTS_PER_TASK = 20_000
@@ -76,15 +77,24 @@ def flops_per_second_at(n_params: float, peak: float, curve: Sequence[tuple[floa
     return peak * pts[-1][1]
 
 
+def _hardware_flops(r: Mapping[str, Any]) -> float:
+    """Hardware FLOPs of one planned run from its JSON form: what :func:`embtune.cost.run_cost`
+    computes from the typed config (same counts, GradCache passes and recomputation)."""
+    p, t = r["planned"], r["train"]
+    counts = ParamCounts(int(p["n_total"]), int(p["n_forward"]), int(p["n_backward"]), int(p["n_update"]))
+    passes = two_pass(int(t["batch_size"]), int(t["gradcache_chunk"]))
+    return hardware_per_token(counts, str(r["method"]), gradcache_two_pass=passes,
+                              checkpointing=bool(t["gradient_checkpointing"])) * float(p["tokens"])
+
+
 def gpu_hours(runs: Sequence[Mapping[str, Any]], mteb_ids: Sequence[str], qruns: Sequence[Mapping[str, Any]],
               params: Mapping[str, Any], fps: float) -> dict[str, float]:
     """GPU-hours per part of the study (training twice: calibrated single throughput, curve)."""
     peak, curve, _ = mfu_curve()
     at = lambda n: flops_per_second_at(n, peak, curve) * SECONDS_PER_HOUR  # noqa: E731
-    costs = [run_cost(RunConfig.from_dict(r), fps) for r in runs]   # runs: the JSON form of the plan
-    out = {"training (calibrated)": sum(c["gpu_hours"] for c in costs)}
-    out["training (MFU curve)"] = sum(c["hardware_flops"] / at(float(r["planned"]["n_total"]))
-                                      for c, r in zip(costs, runs))
+    flops = [_hardware_flops(r) for r in runs]
+    out = {"training (calibrated)": sum(flops) / fps / SECONDS_PER_HOUR}
+    out["training (MFU curve)"] = sum(f / at(float(r["planned"]["n_total"])) for f, r in zip(flops, runs))
     ev = params.get("evaluate", {}).get("mteb", {})
     by_id = {r["run_id"]: r for r in runs}
     tasks = len(ev.get("tasks") or [])
@@ -116,8 +126,8 @@ def disk_bytes(runs: Sequence[Mapping[str, Any]], qruns: Sequence[Mapping[str, A
     for r in runs:
         vocab = vocab_size(r["model"], tok) if r["model"].get("hidden_size") else DEFAULT_VOCAB
         full = 4.0 * (float(r["planned"]["n_total"]) + vocab * int(r["model"]["hidden_size"]))
-        lora = r["method"] == "lora"
-        folders += full + (4.0 * float(r["planned"]["n_update"]) if lora else 0.0)
+        adapter = methods.get(r["method"]).merged_export   # model/ holds the adapter, model_merged/ the rest
+        folders += full + (4.0 * float(r["planned"]["n_update"]) if adapter else 0.0)
         ck = full + 8.0 * trainable(r, vocab)
         ckpt_max, ckpt_all = max(ckpt_max, ck), ckpt_all + ck
     query = 4.0 * QUERY_TOTAL_PARAMS * len(qruns)

@@ -19,7 +19,7 @@ over chunks of ``gradcache_chunk`` sequences, activation checkpointing per block
 - **activations of one GradCache chunk** (the second pass keeps one chunk's graph at a time):
   per token and back-propagated block ``ACT_PER_LAYER_TOKEN`` hidden-size vectors (the saved
   inputs of the norms, the four dense layers, the rotary and attention outputs, the MLP's 4d
-  GELU input and output: 18·d; ``SAVED_VECTORS`` for bias-only and LoRA) plus the attention's
+  GELU input and output: 18·d; ``Method.saved_vectors`` for bias-only and LoRA) plus the attention's
   per-head row statistics, and ``BACKWARD_TRANSIENT`` vectors while a block back-propagates;
   with checkpointing a block keeps only its input (d) and one block is re-built during its
   backward; frozen blocks below the first trainable tensor keep nothing
@@ -42,16 +42,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from embtune.models import methods
 from embtune.models.flops import arch_of
 
 FP32, BF16 = 4, 2
 #: Saved hidden-size vectors per token and back-propagated block (see the module docstring).
 ACT_PER_LAYER_TOKEN = 18
-#: Methods that save a different number: bias-only tuning needs no dense layer's input (no weight
-#: gradient) but keeps the norms' and GELU's; LoRA's adapters keep their inputs and low-rank
-#: outputs. Fitted to the live-byte counts of tests/test_memory.py (full 18: 19.7 measured with
-#: the transient below; bias 12.9; LoRA 19.9).
-SAVED_VECTORS = {"bias": 13, "lora": 20}
+#: Methods that save a different number (``Method.saved_vectors`` in the registry): bias-only
+#: tuning needs no dense layer's input (no weight gradient) but keeps the norms' and GELU's (13);
+#: LoRA's adapters keep their inputs and low-rank outputs (20). Fitted to the live-byte counts of
+#: tests/test_memory.py (full 18: 19.7 measured with the transient below; bias 12.9; LoRA 19.9).
 #: Hidden-size vectors per token that one block's backward holds at once (activation gradients,
 #: the 4d GELU gradient): measured 3.7-4.9 in tests/test_memory.py.
 BACKWARD_TRANSIENT = 5
@@ -62,8 +62,6 @@ ACT_PER_HEAD_TOKEN = 2
 ADAM_TEMP = 1
 #: Default vocabulary of a hub model without ``vocab_size`` (Pythia's padded GPT-NeoX vocabulary).
 DEFAULT_VOCAB = 50304
-#: Methods whose trainable tensors include the token embeddings.
-EMBEDDINGS_TRAINED = frozenset({"full"})
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,7 @@ def trainable(run: Mapping[str, Any], vocab: int) -> int:
     the r·vocab half of an adapter on the token embeddings."""
     n = int(run["planned"]["n_update"])
     d = int(run["model"]["hidden_size"])
-    if run["method"] in EMBEDDINGS_TRAINED:
+    if methods.get(run["method"]).trains_embeddings:
         n += vocab * d
     if run.get("lora_embed_in") and run.get("lora_rank"):
         n += int(run["lora_rank"]) * vocab
@@ -120,7 +118,7 @@ def activation_bytes(run: Mapping[str, Any], chunk: int, *, act_bytes: int, chec
     d, heads = a.dims.hidden, a.dims.heads
     tokens = chunk * int(run["train"]["context_length"])
     blocks = graph_blocks(run)
-    saved = SAVED_VECTORS.get(run["method"], ACT_PER_LAYER_TOKEN)
+    saved = methods.get(run["method"]).saved_vectors or ACT_PER_LAYER_TOKEN
     block = saved * d * act_bytes + ACT_PER_HEAD_TOKEN * heads * FP32
     if checkpointing and blocks:
         per_token = blocks * d * act_bytes + block      # block inputs + the block being re-built

@@ -77,6 +77,10 @@ class Method:
     #: model is the merged copy beside it, and the paragraph that says so
     merged_export: bool = False
     card_note: str = ""
+    #: peak-memory estimate (models/memory.py): hidden-size vectors its backward saves per token and
+    #: block (None: full fine-tuning's), and whether its trainable tensors include the embeddings
+    saved_vectors: int | None = None
+    trains_embeddings: bool = False
 
 
 #: name -> Method, in plot/table order. Tests may add a method with ``monkeypatch.setitem``.
@@ -305,7 +309,7 @@ def _parse_lora(tag: str) -> dict[str, Any]:
 _LAW = {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 30.0, "beta": 0.22}
 
 register(Method("full", "Full fine-tuning", "tab:blue", _apply_full, _counts_full,
-                isoflop_figure="fig02a", synthetic_law=_LAW))
+                isoflop_figure="fig02a", synthetic_law=_LAW, trains_embeddings=True))
 register(Method(
     "freeze", "Block freezing", "tab:green", _apply_freeze, _counts_freeze, _variants_freeze,
     Hyper("freeze_fraction", "fraction of frozen blocks", "Block freezing", False, "fig03_freeze_fraction",
@@ -313,14 +317,14 @@ register(Method(
     settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
     isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
 register(Method("bias", "Bias-only", "tab:red", _apply_bias, _counts_bias, _variants_bias,
-                isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}))
+                isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}, saved_vectors=13))
 register(Method(
     "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
     Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
           lambda r: f"r{r}", "fig19"),
     settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
     recompute_fraction=1.0,
-    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True,
+    isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True, saved_vectors=20,
     card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
                "base model), `model_merged/` the merged sentence-transformers model.\n")))
 
