@@ -56,15 +56,19 @@ def test_every_planned_run_id_reads_back(plan) -> None:
 
 
 def test_demo_ids_by_hand() -> None:
-    """The demo grid's ids at its smallest budget, written out: 3 models x 4 method variants, less
-    the largest model's full run (~9 optimizer steps < train.min_steps 10: planned as skipped)."""
+    """The demo grid's ids at its smallest budget (5e10), written out: the four smaller models x
+    the four variants that run there (full, freeze-1of2, bias, lora-r8; lora-r32 and freeze-0of1
+    run at 2e11 only: train.variant_budgets). The largest model (d192, ~0.9M non-embedding
+    parameters: a step of 32 pairs x 2 sides x 32 tokens costs ~4-6 N D ~ 0.7-1.1e10 FLOPs, so
+    5e10 allows < train.min_steps 10 steps) is planned as skipped for every method."""
     params = load_params([REPO / f for f in PRESETS["demo"]])
-    runs, _, _ = training_plan(params, apply_cap=False)
-    got = sorted(r["run_id"] for r in runs if "__c3e10__" in r["run_id"])
-    want = sorted(f"tiny-d{d}-l2__{tag}__c3e10__s0" for d in (64, 96, 128)
-                  for tag in ("full", "freeze-1of2", "bias", "lora-r8")
-                  if (d, tag) != (128, "full"))
+    runs, skipped, _ = training_plan(params, apply_cap=False)
+    got = sorted(r["run_id"] for r in runs if "__c5e10__" in r["run_id"])
+    tags = ("full", "freeze-1of2", "bias", "lora-r8")
+    want = sorted(f"tiny-d{d}-l2__{tag}__c5e10__s0" for d in (32, 64, 96, 128) for tag in tags)
     assert got == want
+    assert sorted(s.run_id for s in skipped if "__c5e10__" in s.run_id) == \
+        sorted(f"tiny-d192-l2__{tag}__c5e10__s0" for tag in tags)
 
 
 def test_training_ids_by_hand() -> None:
