@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -69,3 +70,22 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # A running single-node SLURM (module scope; skips loudly when SLURM cannot be had).
 from slurm_cluster import slurm_cluster  # noqa: E402,F401  (the fixture, shared by the SLURM tests)
+
+
+# the tiny saved model of the bad-input tests (tests/test_bad_input*.py)
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer_dir) -> Path:
+    """A tiny GPT-NeoX saved as ``embtune train`` saves a full model (run_dir/model)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer, GPTNeoXConfig
+
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    cfg = GPTNeoXConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                        vocab_size=len(tok), rotary_pct=0.25, max_position_embeddings=64,
+                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    out = tmp_path_factory.mktemp("run") / "model"
+    AutoModel.from_config(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    (out / "embedding_config.json").write_text(json.dumps({"pooling": "mean", "max_length": 16}))
+    return out

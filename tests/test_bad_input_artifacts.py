@@ -310,24 +310,6 @@ def test_broken_recipe_json_is_refused_by_summary(tmp_path, capsys, analysis, ca
 
 
 # --------------------------------------------------------------------------- model folders
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tokenizer_dir) -> Path:
-    """A tiny GPT-NeoX saved as ``embtune train`` saves a full model (run_dir/model)."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer, GPTNeoXConfig
-
-    torch.manual_seed(0)
-    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    cfg = GPTNeoXConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-                        vocab_size=len(tok), rotary_pct=0.25, max_position_embeddings=64,
-                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-    out = tmp_path_factory.mktemp("run") / "model"
-    AutoModel.from_config(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    (out / "embedding_config.json").write_text(json.dumps({"pooling": "mean", "max_length": 16}))
-    return out
-
-
 def _edit_config(model: Path, case: str) -> None:
     path = model / "config.json"
     cfg = json.loads(path.read_text())
