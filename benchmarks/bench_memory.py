@@ -5,7 +5,10 @@ as ``embtune train`` runs them (bf16 autocast, GradCache chunks, activation chec
 compare ``torch.cuda.max_memory_allocated`` with ``embtune.models.memory.estimate``, and time the
 steps: the achieved hardware FLOP/s over the dense bf16 peak is the MFU of that size. With
 ``--write-curve FILE`` the measured ``mfu_curve`` (and ``peak_flops_per_gpu``) are written to FILE
-in profiles/default/throughput.yaml's format (merge them there; ``embtune.study_cost`` reads them).
+in profiles/default/throughput.yaml's format (merge them there; ``embtune.study_cost`` reads them);
+with ``--write-measured FILE`` the peaks, as benchmarks/memory_measured.json holds them (the
+reference tests/test_memory.py checks the estimate against). One untimed warm-up step runs first
+(CUDA context, kernel selection), so the MFU is of steady steps.
 Exits 1 if an estimate is more than 5 % below its measured peak.
 """
 
@@ -38,13 +41,14 @@ def main() -> int:
     ap.add_argument("--ctx", type=int, default=75)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--write-curve", default=None)
+    ap.add_argument("--write-measured", default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench_memory: no CUDA device")
         return 0
     dev = torch.device("cuda")
     peak_flops = peak_bf16_flops(torch.cuda.get_device_name(dev)) or 3.12e14
-    bad, curve = 0, []
+    bad, curve, peaks = 0, [], []
     for name in args.models:
         d, layers = SHAPES[name]
         spec = {"name": name, "hidden_size": d, "num_layers": layers}
@@ -69,7 +73,10 @@ def main() -> int:
             loss_fn = contrastive_loss_fn(0.025)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            for _ in range(args.steps):
+            for step in range(args.steps + 1):
+                if step == 1:                               # step 0 is the untimed warm-up
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
                 ids = torch.randint(3, 50304, (2 * args.batch, args.ctx))
                 chunks = [(ids[i:i + args.chunk], torch.ones_like(ids[i:i + args.chunk]))
                           for i in range(0, len(ids), args.chunk)]
@@ -90,6 +97,7 @@ def main() -> int:
             bad += ratio < 0.95
             if method == "full":
                 curve.append([float(counts.n_total), round(mfu, 4)])
+            peaks.append({"model": name, "method": method, "measured_gib": round(measured / 2**30, 2)})
             print(f"{name:12s} {method:5s} measured {measured / 2**30:7.2f} GiB  estimate {est / 2**30:7.2f} GiB  "
                   f"estimate/measured {ratio:5.2f}  MFU {mfu:.3f}", flush=True)
             del model, opt
@@ -97,7 +105,31 @@ def main() -> int:
         with open(args.write_curve, "w") as f:
             yaml.safe_dump({"peak_flops_per_gpu": float(peak_flops), "mfu_curve": sorted(curve)}, f)
         print(f"bench_memory: mfu_curve written to {args.write_curve}")
+    if args.write_measured:
+        _write_measured(args, torch.cuda.get_device_name(dev), peaks)
     return 1 if bad else 0
+
+
+def _write_measured(args: argparse.Namespace, device: str, peaks: list[dict]) -> None:
+    """The measured peaks in benchmarks/memory_measured.json's format."""
+    import datetime
+    import json
+
+    import peft
+    import torch
+    import transformers
+
+    data = {"what": "torch.cuda.max_memory_allocated over training steps as embtune train runs them (bf16 autocast, "
+                    "GradCache, activation checkpointing, AdamW; random weights, vocab 50304, LoRA r8 alpha 8)",
+            "source": f"benchmarks/bench_memory.py via make gpu-check, {datetime.date.today()}",
+            "device": f"{device} (torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__})",
+            "config": {"batch_size": args.batch, "gradcache_chunk": args.chunk, "context_length": args.ctx,
+                       "gradient_checkpointing": True},
+            "shapes": {m: list(SHAPES[m]) for m in args.models}, "peaks_gib": peaks,
+            "note": "GiB to two decimals"}
+    with open(args.write_measured, "w") as f:
+        f.write(json.dumps(data, indent=1) + "\n")
+    print(f"bench_memory: peaks written to {args.write_measured}")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ STEPS = [
       "--batch", "1024", "--chunk", "128", "--ctx", "75", "--steps", "3", "--repeats", "1",
       "--modes", "ours", "st", "--skip-memory", "--threads", "8"]),
     ("peak memory vs estimate and MFU per model size (Pythia 70m-1b shapes, full and LoRA)",
-     [sys.executable, str(HERE / "bench_memory.py"), "--write-curve", str(HERE / "mfu_curve.yaml")]),
+     [sys.executable, str(HERE / "bench_memory.py"), "--write-curve", str(HERE / "mfu_curve.yaml"),
+      "--write-measured", str(HERE / "memory_measured.json")]),
     ("evaluation benchmark (paper 2 at paper size, e5-small shape)",
      [sys.executable, str(HERE / "bench_pnd.py"), "--paper-eval", "--threads", "8"]),
 ]

