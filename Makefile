@@ -11,7 +11,7 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test bench gpu-check plan lint clean-demo
+.PHONY: install demo test test-fast bench gpu-check plan lint clean-demo
 
 install: $(VENV)/.installed
 
@@ -35,7 +35,11 @@ demo: install
 test: install lint
 	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"
 	bash .ci/install_chromium.sh || echo "WARNING: could not install chromium; the report's browser test will skip LOUDLY"
-	$(BIN)/pytest -v --durations=15
+	$(BIN)/pytest -v -n $(CORES) --dist loadgroup --durations=25
+
+# The inner loop: unit and contract tests without the slow ones, on $(CORES) xdist workers.
+test-fast: install
+	$(BIN)/pytest -q -n $(CORES) -m "not slow" tests/unit tests/contracts
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install headless Chromium (Debian's `chromium` package) for the report's browser test
-# (tests/test_pipeline_demo.py::test_report_renders_in_headless_chromium). Idempotent and quiet;
+# (tests/e2e/test_pipeline_demo.py::test_report_renders_in_headless_chromium). Idempotent and quiet;
 # needs root (or passwordless sudo) and apt.
 # Exit status: 0 = installed; 1 = could not install (the browser test then skips LOUDLY).
 set -euo pipefail

@@ -7,7 +7,7 @@ steps: the achieved hardware FLOP/s over the dense bf16 peak is the MFU of that 
 ``--write-curve FILE`` the measured ``mfu_curve`` (and ``peak_flops_per_gpu``) are written to FILE
 in profiles/default/throughput.yaml's format (merge them there; ``embtune.study_cost`` reads them);
 with ``--write-measured FILE`` the peaks, as benchmarks/memory_measured.json holds them (the
-reference tests/test_memory.py checks the estimate against). One untimed warm-up step runs first
+reference tests/unit/models/test_memory.py checks the estimate against). One untimed warm-up step runs first
 (CUDA context, kernel selection), so the MFU is of steady steps.
 Exits 1 if an estimate is more than 5 % below its measured peak.
 """

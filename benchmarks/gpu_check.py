@@ -1,6 +1,6 @@
 """``make gpu-check``: what only a CUDA GPU can check, in four steps.
 
-1. ``pytest -m gpu``: the CUDA and bf16 code paths (tests/test_gpu.py).
+1. ``pytest -m gpu``: the CUDA and bf16 code paths (tests/unit/train/test_gpu.py).
 2. ``bench_train.py``, Pythia-410M-shaped (d 1024, 24 layers, 16 heads), batch 1024, context 75,
    bf16, GradCache chunk 128, against sentence-transformers' CachedMNRL on the same config:
    tokens/s, MFU (target: >= 40 %) and the hardware FLOP/s to calibrate

@@ -1,4 +1,10 @@
-"""Shared test set-up: offline always, few threads, repo-root paths."""
+"""Shared test set-up: offline always, few threads, repo-root paths, and the xdist groups.
+
+The suite is in tiers: ``tests/unit/<subpackage>/`` (one library module's behaviour against an
+independent reference), ``tests/contracts/`` (how the code is put together: import layers, the
+path layout, registries, params coverage, rerun hashes, security rules) and ``tests/e2e/`` (the
+workflow through Snakemake, DVC, SLURM, a browser). ``make test-fast`` runs the first two without
+the slow tests; ``make test`` runs everything on two xdist workers."""
 
 from __future__ import annotations
 
@@ -12,7 +18,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+# two xdist workers share the 2 cores: one BLAS thread each (a lone pytest keeps two)
+os.environ.setdefault("OMP_NUM_THREADS", "1" if os.environ.get("PYTEST_XDIST_WORKER") else "2")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,6 +27,20 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+#: Fixtures whose tests must share one xdist worker (``--dist loadgroup``): the one demo pipeline
+#: run of the session (``demo_run``: else each worker would run its own) and the SLURM cluster
+#: (one per machine: its daemons and ports).
+XDIST_GROUPS = {"demo_run": "demo", "slurm_cluster": "slurm"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, group in XDIST_GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 # ------------------------------------------------------------------ fixtures shared by several modules
@@ -72,7 +93,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 from slurm_cluster import slurm_cluster  # noqa: E402,F401  (the fixture, shared by the SLURM tests)
 
 
-# the tiny saved model of the bad-input tests (tests/test_bad_input*.py)
+# the tiny saved model of the bad-input tests (tests/unit/core/test_bad_input*.py)
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, tokenizer_dir) -> Path:
     """A tiny GPT-NeoX saved as ``embtune train`` saves a full model (run_dir/model)."""

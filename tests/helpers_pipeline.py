@@ -1,5 +1,5 @@
 """The demo pipeline through Snakemake on a copy of the repo, shared by the tests that need a
-finished pipeline (tests/test_pipeline_demo.py, tests/test_rerun_identity.py): it runs once per
+finished pipeline (tests/e2e/test_pipeline_demo.py, tests/e2e/test_rerun_identity.py): it runs once per
 session (conftest.py's ``demo_run``)."""
 
 from __future__ import annotations

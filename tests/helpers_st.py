@@ -2,7 +2,7 @@
 
 Why a helper: transformers' library logger does not propagate to the root logger (pytest's
 ``caplog`` listens there), so its warnings (missing weights, tokenizer issues) would pass
-unseen; the handler is attached to it explicitly. tests/test_st_export.py shows that both kinds
+unseen; the handler is attached to it explicitly. tests/unit/models/test_st_export.py shows that both kinds
 of warning (sentence-transformers' and transformers') make it fail."""
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ stage, found statically:
   environment, not by this hash.
 
 The closure is a superset of what a plain ``import`` loads (lazy imports are included), which is
-what tests/test_rerun_hashes.py checks against ``sys.modules`` in a fresh interpreter.
+what tests/contracts/test_rerun_hashes.py checks against ``sys.modules`` in a fresh interpreter.
 
 The hash covers each file's *normalised* source (:func:`normalised_source`: the AST without
 docstrings), so editing a comment, a docstring or the formatting re-runs nothing, while any change
-to what the code does re-runs the stages that import it (tests/test_rerun_identity.py). DVC's
+to what the code does re-runs the stages that import it (tests/e2e/test_rerun_identity.py). DVC's
 ``deps`` of the same files still hash bytes (DVC has no such hook): ``dvc repro`` re-runs the
 Snakemake phase, and Snakemake then finds nothing to do.
 """

@@ -26,7 +26,7 @@ real tokens. This is the budget a run spends; the scaling laws are in these unit
   re-runs: ρ = 1.
 
 Checked against ``torch.utils.flop_counter`` on a tiny GPT-NeoX for every method, with and without
-either overhead (tests/test_cost.py). Not counted, as in the paper (docs/fidelity.md#P1-FLOPS):
+either overhead (tests/unit/core/test_cost.py). Not counted, as in the paper (docs/fidelity.md#P1-FLOPS):
 attention-score FLOPs (~4·n_ctx·d per layer and token, ~1 % at context 75), padding tokens
 (length-sorted chunks keep them few), bias/LayerNorm arithmetic, the held-out loss pass at the end.
 For LoRA the paper's N_B (docs/fidelity.md#P1-LORA-FLOPS) includes back-propagation into the first

@@ -2,7 +2,7 @@
 
 Why a launcher: ``gpu: N`` on a SLURM job only reserves N GPUs; one ``embtune train`` process
 would use one of them. The loop is data-parallel through accelerate (DDP, a global batch split
-over the processes, gradients all-reduced once per step: tests/test_train_distributed.py), so it
+over the processes, gradients all-reduced once per step: tests/e2e/test_train_distributed.py), so it
 needs N processes with the usual rendezvous variables (RANK, WORLD_SIZE, MASTER_ADDR, ...).
 ``torchrun`` (shipped with torch) sets them; ``--standalone`` runs the rendezvous on this node at
 a free port, ``--no-python`` starts the ``embtune`` console script itself.

@@ -4,7 +4,7 @@ Why a module of its own (issue 16): the layout used to be spelled out by the Sna
 the PND evaluation, the query-tower trainer and the arxiv writer, each joining strings itself, so
 moving one folder meant finding every copy. Now the rules (``workflow/rules/common.smk`` builds
 one :class:`Layout` from ``config["paths"]``), the stage writers and the table readers all ask
-this module; ``tests/test_layout.py`` pins every path against hand-written strings and fails when
+this module; ``tests/contracts/test_layout.py`` pins every path against hand-written strings and fails when
 a rule spells a path again.
 
 The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml)::

@@ -3,7 +3,7 @@
 Why: a path of the study that only the paper-scale params.yaml selects (a narrow-domain sweep, the
 held-out model, both towers tuned) is first run on a cluster, after days of GPU time, unless CI
 runs it at micro scale. This module turns "does CI exercise everything params.yaml uses?" into a
-set difference that a test can assert (tests/test_params_coverage.py).
+set difference that a test can assert (tests/contracts/test_params_coverage.py).
 
 Definitions (pure functions on already-loaded, validated, default-filled params):
 

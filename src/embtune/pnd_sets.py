@@ -20,7 +20,7 @@ query tables silently dropped a set they did not know. Each set here declares
   App. K's domain exclusions and App. H's difficulty levels apply to them only.
 
 Adding a set takes a loader for a new ``kind`` (none for an existing one), one :func:`register`
-call and its data; the schema enum is held equal to :func:`names` by tests/test_pnd_sets.py.
+call and its data; the schema enum is held equal to :func:`names` by tests/unit/evaluate/test_pnd_sets.py.
 
 The ``arxiv-`` prefix of an arxiv set or a narrow tuning domain (``arxiv-math``, App. K) is
 parsed here only (:func:`arxiv_domain`, :func:`arxiv_set`).

@@ -6,7 +6,7 @@ moving a folder, re-queued the whole grid (issue 23). Those keys are:
 
 - ``train.log_every_steps``, ``train.checkpoint_every_steps``: when the loop prints and saves;
 - ``train.gradcache_chunk``: GradCache gives the same gradients at any chunk size (paper 1
-  §3.4; tests/test_gradcache.py); the chunk is a memory knob, chosen per run from the GPU-memory
+  §3.4; tests/unit/train/test_gradcache.py); the chunk is a memory knob, chosen per run from the GPU-memory
   estimate (``embtune.gpus``) and handed to the job as a Snakemake resource;
 - ``data`` and ``base_model_dir``: paths; what lies there is tracked by the rule's inputs.
 

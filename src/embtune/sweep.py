@@ -85,7 +85,7 @@ def check_variant_budgets(models: list[dict[str, Any]], train: dict[str, Any]) -
                          f"{sorted(methods.REGISTRY)}; tags look like lora-r32, freeze-1of2)")
 
 
-#: How often this process expanded each part of the plan (tests/test_one_plan.py: ``snakemake -n``
+#: How often this process expanded each part of the plan (tests/contracts/test_one_plan.py: ``snakemake -n``
 #: expands each once: validation does, and the workflow reads what it returns).
 EXPANSIONS = {"training": 0, "query": 0}
 

@@ -94,7 +94,7 @@ def code_version(stage):
 
     Used as the `code` param of a rule; Snakemake's params trigger then re-runs exactly the rules
     whose code changed (e.g. editing evaluate/pnd.py re-runs the PND evaluations and the query tables that
-    import it, never training or data). tests/test_rerun_hashes.py checks that each rule names
+    import it, never training or data). tests/contracts/test_rerun_hashes.py checks that each rule names
     the stage its shell command runs."""
     return _codeversion.code_version(stage, root=SRC)
 

@@ -68,7 +68,7 @@ rule train_contrastive:
     # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.launch) replaces the job's bash,
     # so on SLURM's SIGTERM (pre-emption, time limit) no shell dies first; Snakemake waits while
     # it checkpoints and reports its exit status 75 (EX_TEMPFAIL), then a retry / SLURM requeue
-    # resumes it (tests/test_slurm.py). A run that fails for good (diverged, data too small; out of
+    # resumes it (tests/e2e/test_slurm.py). A run that fails for good (diverged, data too small; out of
     # memory or time limit on the last attempt) writes a failure record into these outputs and
     # exits 0 (docs/architecture.md, Failed runs).
     shell:

@@ -22,7 +22,7 @@ paper's 1,670 (N = 2,788,900) detect 0.0007 / 0.0009 / 0.0011 (0.7 / 0.5 / 0.4 %
 it is used here exactly as the paper uses it.
 
 Usage: python workflow/scripts/build_demo_xnli.py [--source data/demo/xnli-source/pairs.tsv]
-       [--out data/demo/xnli]. Deterministic: same TSV -> same frames (tests/test_demo_xnli_source.py).
+       [--out data/demo/xnli]. Deterministic: same TSV -> same frames (tests/unit/data/test_demo_xnli_source.py).
 """
 
 from __future__ import annotations

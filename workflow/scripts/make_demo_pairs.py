@@ -352,7 +352,7 @@ def provenance_md(counts: dict[str, tuple[int, int]], dpkg_versions: dict[str, s
         "",
         f"Generated with Python {platform.python_version()} on {platform.system()} (Debian image below); the "
         "shipped files are byte-identical on a re-run with the same image and packages "
-        "(tests/test_demo_pairs.py checks their format and content rules).",
+        "(tests/unit/data/test_demo_pairs.py checks their format and content rules).",
         "",
         "Licences: Debian package descriptions and man pages are distributed with their packages under "
         "the packages' licences (see /usr/share/doc/<package>/copyright); the docstrings are those of "

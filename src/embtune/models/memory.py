@@ -34,7 +34,7 @@ over chunks of ``gradcache_chunk`` sequences, activation checkpointing per block
 Not counted: the CUDA context and the allocator's cached-but-free blocks (not in
 ``torch.cuda.max_memory_allocated``); ``embtune.gpus`` plans on ``usable_fraction`` of a card
 for them. The estimate is checked against an independent count of live tensor bytes over real
-training steps of tiny GPT-NeoX models for every method (tests/test_memory.py) and, at scale,
+training steps of tiny GPT-NeoX models for every method (tests/unit/models/test_memory.py) and, at scale,
 against ``torch.cuda.max_memory_allocated`` by the GPU check (benchmarks/gpu_check.py).
 """
 
@@ -54,9 +54,9 @@ ACT_PER_LAYER_TOKEN = 18
 #: Methods that save a different number (``Method.saved_vectors`` in the registry): bias-only
 #: tuning needs no dense layer's input (no weight gradient) but keeps the norms' and GELU's (13);
 #: LoRA's adapters keep their inputs and low-rank outputs (20). Fitted to the live-byte counts of
-#: tests/test_memory.py (full 18: 19.7 measured with the transient below; bias 12.9; LoRA 19.9).
+#: tests/unit/models/test_memory.py (full 18: 19.7 measured with the transient below; bias 12.9; LoRA 19.9).
 #: Hidden-size vectors per token that one block's backward holds at once (activation gradients,
-#: the 4d GELU gradient): measured 3.7-4.9 in tests/test_memory.py.
+#: the 4d GELU gradient): measured 3.7-4.9 in tests/unit/models/test_memory.py.
 BACKWARD_TRANSIENT = 5
 #: Hidden-size bf16 vectors per token that a block holds under bf16 autocast on top of the fp32
 #: count (fp32 norm outputs beside the bf16 casts the matmuls save). Fitted to the H200 peaks of
@@ -66,7 +66,7 @@ AUTOCAST_BLOCK_EXTRA = 18
 #: Saved per-head floats per token and block (softmax row statistics of the attention).
 ACT_PER_HEAD_TOKEN = 2
 #: Extra fp32 copies of the trainable parameters while the foreach AdamW update runs (the
-#: square root of the second moment; tests/test_memory.py measured at most 1.6 on a tiny full run).
+#: square root of the second moment; tests/unit/models/test_memory.py measured at most 1.6 on a tiny full run).
 ADAM_TEMP = 1
 #: Default vocabulary of a hub model without ``vocab_size`` (Pythia's padded GPT-NeoX vocabulary).
 DEFAULT_VOCAB = 50304

@@ -5,7 +5,7 @@ accounting counts it, the fits and figures order and colour it, and the params s
 Each :class:`Method` declares all of that in one place (also the method tag of the run ids its
 variants write and ``parse_tag`` reads back, and its own run-config keys: :mod:`embtune.runconfig`),
 so adding a method is one declaration here (or a :func:`register` call from its own module)
-plus its name in the schema's ``$defs.method`` enum (tests/test_method_registry.py checks the
+plus its name in the schema's ``$defs.method`` enum (tests/contracts/test_method_registry.py checks the
 two agree and that no other module lists names).
 
 Methods: ``full`` (everything), ``freeze`` (first k blocks and the embedding lookups frozen),

@@ -161,7 +161,7 @@ def finite_json(obj: Any) -> Any:
 
 
 #: Draws Fig. 20 (predicted vs actual points, title) into a PNG path; the driver passes the plotting
-#: code in, so the scaling layer never imports plots/ (tests/test_import_layers.py).
+#: code in, so the scaling layer never imports plots/ (tests/contracts/test_import_layers.py).
 FigureWriter = Callable[[pl.DataFrame, str, Path], None]
 
 

@@ -7,5 +7,5 @@ an argv. Every driver has the same shape: ``main(argv) -> int``; bad input raise
 :class:`embtune.errors.DataError`, which :mod:`embtune.cli` prints as one line and exits 2; a
 traceback means a bug. ``validate-params`` and ``plan`` print a params error (which can list
 several keys, one per line) and exit 2 too. No module outside this package parses arguments
-or exits the process (tests/test_stage_drivers.py).
+or exits the process (tests/contracts/test_stage_drivers.py).
 """

@@ -256,7 +256,7 @@ def enable_checkpointing(model: torch.nn.Module) -> None:
     reentrant checkpointing); the hook is removed again, else the backward runs through the frozen
     blocks of ``freeze`` and re-runs them (measured with torch's FLOP counter, one active block
     of three: +38 % executed FLOPs with GradCache's two passes, +59 % in one; ``embtune.cost``).
-    Gradients are unchanged (tests/test_cost.py)."""
+    Gradients are unchanged (tests/unit/core/test_cost.py)."""
     if hasattr(model, "activation_checkpointing_enable"):
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     else:                                                # transformers < 5

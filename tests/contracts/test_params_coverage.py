@@ -1,0 +1,232 @@
+"""CI exercises everything the paper-scale params.yaml selects (issue 13, item 6).
+
+Why: a path only params.yaml selects (a narrow-domain sweep, the held-out model, both towers) is
+otherwise first run on a cluster after days of GPU time. Two checks:
+
+1. Keys and value kinds (embtune.params_coverage): every (key path, value kind) params.yaml uses
+   is used by the EFFECTIVE params (params.yaml + presets, merged by embtune.config.load_params as
+   the workflow merges them) of some preset stack CI runs end to end, and every choice the schema
+   allows for a per-run key (study base/cross, query sweeps/grids) is too. What CI cannot run
+   offline is listed in EXEMPT with the reason; an exemption that is no longer needed fails.
+2. The DAG: `snakemake -n` of the pipeline test's stack plans every rule of workflow/rules/ (but
+   the two download rules), every evaluation set and tuning set of the schema, the held-out fit,
+   the difficulty levels, the App. K exclusions and the tuned document tower.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from embtune import params_coverage as pc
+from embtune.config import load_params, load_schema
+from embtune.sweep import training_plan
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: The preset stacks CI runs end to end through Snakemake, and the test that runs each.
+CI_STACKS = {
+    "tests/helpers_pipeline.py": ["presets/demo.yaml", "presets/test.yaml"],   # test_pipeline_demo.py
+    "tests/e2e/test_dvc_roundtrip.py": ["presets/demo.yaml", "presets/ci.yaml"],
+    # params.yaml's hub paths (models, tokenizer, encoder, hf:// datasets) against a loopback hub
+    "tests/e2e/test_rehearsal.py": ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"],
+}
+
+#: (key path, kind) of params.yaml that no CI preset can exercise, and why.
+EXEMPT = {
+    ("data.mteb.source", "=mteb"): "downloads MTEB data through the mteb library (network); CI copies "
+                                   "data/demo/mteb (source: local)",
+    ("data.mteb.local_dir", "null"): "only meaningful with data.mteb.source: mteb (above)",
+    ("train.freeze.fractions", "=auto"): "planning-time alias resolved by sweep.freeze_fractions to "
+                                         "k/6 or k/8 (tests/unit/core/test_sweep.py); the 2-block tiny suite "
+                                         "resolves it to nothing, a 6-block one would add 10 runs; "
+                                         "the freeze runs themselves use explicit fractions",
+    ("train.variant_budgets", "{}"): "params.yaml's default (every variant at train.budgets): a preset "
+                                     "layered on demo.yaml cannot empty the mapping it sets (mappings "
+                                     "merge key by key); the paper plan (tests/unit/scaling/test_studies.py) runs it",
+}
+EXEMPT_ALTERNATIVES = {("train.freeze.fractions", "=auto"): EXEMPT[("train.freeze.fractions", "=auto")]}
+
+
+def _effective(stack: list[str]) -> dict:
+    return load_params([REPO / "params.yaml", *(REPO / p for p in stack)])
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    return load_params([REPO / "params.yaml"])
+
+
+@pytest.fixture(scope="module")
+def ci_params() -> list[dict]:
+    return [_effective(stack) for stack in CI_STACKS.values()]
+
+
+def test_ci_stacks_are_the_ones_the_tests_run() -> None:
+    """The stacks above are what those tests pass to Snakemake (so this file cannot drift)."""
+    for test, stack in CI_STACKS.items():
+        text = (REPO / test).read_text()
+        assert ", ".join(f'"{p}"' for p in stack) in text, (test, stack)
+
+
+def test_kinds_by_hand() -> None:
+    """The definitions on a hand-made file and schema (expected set written out)."""
+    schema = {"type": "object", "properties": {
+        "m": {"enum": ["x", "y"]},
+        "l": {"type": "array", "items": {"enum": ["p", "q"]}},
+        "o": {"oneOf": [{"const": "auto"}, {"type": "array", "items": {"type": "number"}}]},
+        "query_tuning": {"type": "object", "properties": {"defaults": {"type": "object", "properties": {
+            "freeze": {"type": "string"}, "scheduler": {"enum": ["none", "E0.95", "E0.98"]}}}}},
+    }}
+    params = {"m": "x", "l": ["p", "q"], "o": "auto", "n": None, "s": "free text", "e": [], "f": {},
+              "b": True, "k": 3, "r": [{"z": 1.5}],
+              "query_tuning": {"defaults": {"freeze": "emb_b0ai"},
+                               "sweeps": {"freeze": ["emb_b0-5", "none"], "scheduler": ["E0.98"]},
+                               "grids": [{"points": [{"scheduler": "E0.95"}]}]}}
+    assert pc.pairs(params, schema) == {
+        ("m", "=x"), ("l", "[..]"), ("l[]", "=p"), ("l[]", "=q"), ("o", "=auto"), ("n", "null"),
+        ("s", "str"), ("e", "[]"), ("f", "{}"), ("b", "=true"), ("k", "number"), ("r", "[..]"),
+        ("r[].z", "number"),
+        ("query_tuning.defaults.freeze", "=emb_b0<part>"),
+        ("query_tuning.sweeps.freeze", "[..]"), ("query_tuning.sweeps.freeze[]", "=emb_b0-K"),
+        ("query_tuning.sweeps.freeze[]", "=none"),
+        ("query_tuning.sweeps.scheduler", "[..]"), ("query_tuning.sweeps.scheduler[]", "=E<gamma>"),
+        ("query_tuning.grids", "[..]"), ("query_tuning.grids[].points", "[..]"),
+        ("query_tuning.grids[].points[].scheduler", "=E<gamma>"),
+    }
+    # a choice set elsewhere is the choice it sets: a swept scheduler is defaults.scheduler
+    assert ("query_tuning.defaults.scheduler", "=E<gamma>") in pc.schema_kinds(params, schema)
+    # query-run values count under the defaults key of the run config they make; the place keeps `set`
+    assert pc.run_pairs({"query_tuning": params["query_tuning"]}, schema) == {
+        ("query_tuning.defaults.freeze", "=emb_b0<part>"), ("query_tuning.defaults.freeze", "=emb_b0-K"),
+        ("query_tuning.defaults.freeze", "=none"), ("query_tuning.defaults.scheduler", "=E<gamma>"),
+        ("query_tuning.sweeps.freeze", "[..]"), ("query_tuning.sweeps.freeze", "set"),
+        ("query_tuning.sweeps.scheduler", "[..]"), ("query_tuning.sweeps.scheduler", "set"),
+        ("query_tuning.grids", "[..]"), ("query_tuning.grids[].points", "[..]"),
+        ("query_tuning.grids[].points[].scheduler", "set"),
+    }
+
+
+def test_ci_presets_exercise_every_key_params_yaml_uses(reference: dict, ci_params: list[dict]) -> None:
+    missing = pc.missing(reference, ci_params) - set(EXEMPT)
+    assert not missing, ("params.yaml uses these (key, kind) pairs but no CI preset "
+                         f"({', '.join(CI_STACKS)}) exercises them:\n{pc.format_pairs(missing)}")
+
+
+def test_ci_presets_exercise_every_per_run_choice(reference: dict, ci_params: list[dict]) -> None:
+    """Reading options params.yaml leaves at the text's default (logit_scale: exp, LoRA alpha =
+    rank, triplet distance dist, Adadelta, ...) still run in CI."""
+    missing = pc.missing_alternatives(reference, ci_params) - set(EXEMPT_ALTERNATIVES)
+    assert not missing, f"schema choices no CI preset exercises:\n{pc.format_pairs(missing)}"
+
+
+def test_exemptions_are_still_needed(reference: dict, ci_params: list[dict]) -> None:
+    stale = set(EXEMPT) - pc.missing(reference, ci_params)
+    stale |= set(EXEMPT_ALTERNATIVES) - pc.missing_alternatives(reference, ci_params)
+    assert not stale, f"exemptions no longer needed (remove them): {sorted(stale)}"
+
+
+def _without(tmp_path: Path, *keys: str) -> dict:
+    """presets/test.yaml with dotted ``keys`` removed, layered like CI's pipeline test."""
+    preset = yaml.safe_load((REPO / "presets/test.yaml").read_text())
+    for key in keys:
+        *parents, leaf = key.split(".")
+        node = preset
+        for part in parents:
+            node = node[part]
+        del node[leaf]
+    out = tmp_path / "test.yaml"
+    out.write_text(yaml.safe_dump(preset))
+    return load_params([REPO / "params.yaml", REPO / "presets/demo.yaml", out])
+
+
+def test_checker_reports_a_removed_key(tmp_path: Path, reference: dict, ci_params: list[dict]) -> None:
+    """The check can fail: drop the narrow-domain sweep from a copy of the CI preset and it shows
+    up (demo.yaml's empty train_data comes back). (The held-out model is no longer a witness: the
+    demo itself holds its largest size out.)"""
+    other = ci_params[1:]
+    reduced = _without(tmp_path, "query_tuning.sweeps.train_data")
+    missing = pc.missing(reference, [reduced, *other])
+    assert missing - set(EXEMPT) == {
+        ("query_tuning.sweeps.train_data", "[..]"), ("query_tuning.sweeps.train_data", "set"),
+        ("query_tuning.defaults.train_data", "=arxiv-math")}   # the grid points still tune on physics, cs
+    # one grid form and one per-run option
+    preset = yaml.safe_load((REPO / "presets/test.yaml").read_text())
+    preset["query_tuning"]["grids"] = [g for g in preset["query_tuning"]["grids"]
+                                       if g["name"] not in ("points-micro", "variants-micro")
+                                       and not g["name"].startswith("fig")]   # fig03 freezes emb_odw too
+    (tmp_path / "grids.yaml").write_text(yaml.safe_dump(preset))
+    reduced = load_params([REPO / "params.yaml", REPO / "presets/demo.yaml", tmp_path / "grids.yaml"])
+    assert {("query_tuning.grids[].points", "[..]"), ("query_tuning.grids[].points[].scheduler", "set"),
+            ("query_tuning.defaults.freeze", "=emb_odw")} <= pc.missing(reference, [reduced, *other])
+    assert ("query_tuning.defaults.optimizer", "=adadelta") in pc.missing_alternatives(reference, [reduced, *other])
+
+
+# ------------------------------------------------------------------------------------ the DAG
+def _rules(stage: str) -> set[str]:
+    return set(re.findall(r"^rule (\w+):", (REPO / "workflow/rules" / f"{stage}.smk").read_text(), flags=re.M))
+
+
+@pytest.fixture(scope="module")
+def ci_dag(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, int], list[list[str]]]:
+    """`snakemake -n -p` of the pipeline test's stack into empty output folders: job counts per
+    rule and the argv of every planned shell command."""
+    tmp = tmp_path_factory.mktemp("ci-dag")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    stack = CI_STACKS["tests/helpers_pipeline.py"]
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--configfile", *stack, "--config",
+                           f"paths={{raw: data/raw, processed: {tmp}/processed, results: {tmp}/results}}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    table = out.split("Job stats:", 1)[1].split("total", 1)[0]
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
+    # (training: `exec {launcher} embtune train`, the launcher empty for one process)
+    commands = [shlex.split(re.sub(r"^Shell command: (exec +)?", "", line).split(" > ")[0])
+                for line in out.splitlines() if re.match(r"Shell command: (exec +)?embtune ", line)]
+    return counts, commands
+
+
+def _args(argv: list[str], flag: str) -> list[str]:
+    """Values after ``flag`` up to the next ``--option``."""
+    if flag not in argv:
+        return []
+    rest = argv[argv.index(flag) + 1:]
+    return rest[:next((i for i, a in enumerate(rest) if a.startswith("--")), len(rest))]
+
+
+def test_ci_dag_runs_every_rule_dataset_and_analysis_path(ci_dag, reference: dict) -> None:
+    counts, commands = ci_dag
+    every = set().union(*(_rules(s) for s in ("data", "train", "evaluate", "analyze")))
+    downloads = {"fetch_hf", "require_raw", "stage_snapshot", "stage_in"}   # network / hand-placed sources: demo data is local
+    assert every - downloads - set(counts) == set(), "rules the CI pipeline never runs"
+    schema = load_schema()
+    by_stage: dict[str, list[list[str]]] = {}
+    for argv in commands:
+        by_stage.setdefault(argv[1], []).append(argv)
+    pnd = by_stage["evaluate-pnd"]
+    # every evaluation set of the schema (Table 1, Table 2) and every tuning set (App. K)
+    evaluated = {d for argv in pnd for d in _args(argv, "--datasets")}
+    assert evaluated == set(schema["properties"]["query_tuning"]["properties"]["evaluate_on"]["items"]["enum"])
+    tuned = [json.loads(_args(argv, "--run-config-json")[0]) for argv in by_stage["tune-query"]]
+    assert {r["train_data"] for r in tuned} == set(
+        schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]["train_data"]["enum"])
+    assert {pc._freeze_family(r["freeze"]) for r in tuned} == {pc._freeze_family(s) for s in pc.FREEZE_SPECS}
+    assert any(r["tune_doc_tower"] for r in tuned) and any("--doc-model-dir" in argv for argv in pnd)
+    # App. K: base and tuned evaluations exclude each tuned domain alike
+    assert all(_args(argv, "--exclude-domains") == ["cs", "math", "physics"] for argv in pnd)
+    # App. H, Fig. 6: every difficulty level params.yaml builds is scored
+    assert all(sorted(map(int, _args(argv, "--arxiv-levels"))) == reference["data"]["arxiv"]["levels"] for argv in pnd)
+    # paper 1: every method trained (presets/ci.yaml's main grid has freeze and bias), the held-out model on
+    methods = {json.loads(_args(argv, "--run-config-json")[0])["method"] for argv in by_stage["train"]}
+    methods |= {r["method"] for r in training_plan(_effective(CI_STACKS["tests/e2e/test_dvc_roundtrip.py"]))[0]}
+    assert methods == {"full", "freeze", "bias", "lora"}
+    assert [_args(argv, "--holdout") for argv in by_stage["fit-scaling"]] == [["largest_model"]]

