@@ -35,7 +35,7 @@ demo: install
 test: install lint
 	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"
 	bash .ci/install_chromium.sh || echo "WARNING: could not install chromium; the report's browser test will skip LOUDLY"
-	$(BIN)/pytest -v -n $(CORES) --dist loadgroup --durations=25
+	$(BIN)/pytest -v -n $(CORES) --durations=25
 
 # The inner loop: unit and contract tests without the slow ones, on $(CORES) xdist workers.
 test-fast: install
