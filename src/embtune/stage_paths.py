@@ -198,6 +198,7 @@ SPECS: dict[str, Spec] = {
     "query-table": Spec(inputs=("query_runs_dir",), outputs=("out",)),
     "appendix-tables": Spec(inputs=("runs",), outputs=("out",)),
     "stage-in": Spec(inputs=("snapshots", "records", "extra_files"), outputs=("out",)),
+    "link-outputs": Spec(inputs=("src",), outputs=("out",)),
     "status": Spec(inputs=("files", "results")),      # reads only: prints, writes nothing
 }
 

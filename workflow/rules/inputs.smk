@@ -15,7 +15,6 @@ from embtune import launch as _launch
 from embtune import pnd_sets as _pnd_sets
 from embtune import run_identity as _run_identity
 from embtune.evaluate.pnd_eval import narrow_domain
-from embtune.io import link_tree
 from embtune.layout import MANIFEST_JSON
 
 
@@ -354,12 +353,6 @@ def mteb_batch_json(wildcards):
             for run in MTEB_BATCHES[wildcards.batch]
         ]
     )
-
-
-def link_mteb_outputs(staged, output, log):
-    """evaluate_mteb's job: the run's three outputs linked from its batch's folder, mteb.json last."""
-    link_tree(staged, [output.table, output.results, output.scores])
-    Path(log).write_text(f"linked from {staged}\n")
 
 
 def mteb_batch_of_run(wildcards):

