@@ -65,6 +65,7 @@ rule evaluate_mteb:
     log:
         L.results.log("link_mteb/{run}"),
     params:
+        code=code_version("link-outputs"),
         src=lambda wildcards, input: str(Path(input.staged) / wildcards.run),
     shell:
         "embtune link-outputs --src {params.src:q} "
