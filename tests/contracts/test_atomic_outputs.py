@@ -202,6 +202,7 @@ def test_killed_stage_leaves_old_output_or_nothing(tmp_path, name) -> None:
     _check_stage(stage, tmp_path)
 
 
+@pytest.mark.slow   # ~9 s: make test runs it, make test-fast does not
 def test_killed_arxiv_negatives_leaves_old_output_or_nothing(tmp_path) -> None:
     _check_stage(Stage("build-arxiv-negatives", _arxiv(60), _arxiv(80)), tmp_path)
 

@@ -187,6 +187,7 @@ def test_local_task_keeps_real_metadata_and_subsets_on_disk() -> None:
     assert mteb_eval.local_task("SciFact", DEMO).metadata.main_score == "ndcg_at_10"
 
 
+@pytest.mark.slow   # ~9 s: make test runs it, make test-fast does not
 def test_evaluate_mteb_cli_all_pinned_tasks(model_dirs: dict[str, Path], tmp_path: Path) -> None:
     """The real mteb evaluators, offline, on every pinned task (full model)."""
     out = tmp_path / "mteb.json"
