@@ -114,7 +114,7 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict:
     _run(["git", "add", "-A"], origin, env)
     _run(["git", "commit", "-q", "-m", "code"], origin, env)
     t0 = time.monotonic()
-    _run(["dvc", "repro", "analyze@ci"], origin, env, timeout=900)
+    _run(["dvc", "repro", "analyze@ci"], origin, env, timeout=1500)
     repro_s = time.monotonic() - t0
     _run(["git", "add", "-A"], origin, env)
     _run(["git", "commit", "-q", "-m", "results (dvc.lock)"], origin, env)

@@ -198,7 +198,7 @@ def test_ci_pipeline_through_slurm(slurm_cluster: SlurmCluster, pipeline_copy: P
 
     before = set(slurm_cluster.submitted_job_ids())
     t0 = time.monotonic()
-    proc = _snakemake(pipeline_copy, env, *TARGETS, "--configfile", *PRESETS, timeout=540)
+    proc = _snakemake(pipeline_copy, env, *TARGETS, "--configfile", *PRESETS, timeout=1200)
     elapsed = time.monotonic() - t0
     if proc.returncode != 0:
         logs = sorted((pipeline_copy / "results/ci/logs").rglob("*.log"))
@@ -376,7 +376,7 @@ def test_preempted_training_resumes_through_slurm(slurm_cluster: SlurmCluster, p
             assert rel.returncode == 0, rel.stderr
 
         # 3. the retry / requeue runs to the end
-        rc = proc.wait(timeout=300)
+        rc = proc.wait(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
