@@ -54,14 +54,38 @@ def file_hashes(folder: Path) -> dict[str, str]:
     return out
 
 
+def pickle_ignore_patterns(repo_id: str, revision: str, files: Sequence[str]) -> tuple[str, ...]:
+    """Patterns that keep a model's pickle weights out of the store, or a DataError at once.
+
+    Why here: a staged folder holding ``pytorch_model.bin`` beside ``model.safetensors`` (many
+    hub repos carry both) would be refused whole by the no-pickle check when a compute job loads
+    it, hours later; and a revision with only pickle weights can never be loaded. So the pickle
+    files are not downloaded where safetensors weights exist, and a revision without them is
+    refused on the login node, naming it."""
+    from embtune.model_files import PICKLE_SUFFIXES
+
+    pickles = [f for f in files if f.endswith(PICKLE_SUFFIXES)]
+    if not pickles:
+        return ()
+    if any(f.endswith(".safetensors") for f in files):
+        return tuple(f"*{suffix}" for suffix in PICKLE_SUFFIXES)
+    raise DataError(f"{repo_id}@{revision}: only pickle weights ({', '.join(sorted(pickles)[:3])}); embtune "
+                    "never unpickles (it runs code); expected model.safetensors at this revision: pin a "
+                    "revision that has it (e.g. the hub's safetensors-conversion PR, refs/pr/N)")
+
+
 def snapshot(repo_id: str, revision: str, dest: Path, repo_type: str = "model",
              ignore_patterns: Sequence[str] = IGNORE_PATTERNS) -> dict[str, Any]:
     """Download ``repo_id`` at ``revision`` into the (new, empty) folder ``dest``; returns its
     record. The revision is resolved to a commit first and the files are fetched at that commit,
-    so the record names exactly what was downloaded even if the branch moves meanwhile."""
+    so the record names exactly what was downloaded even if the branch moves meanwhile. A model's
+    pickle weights are never staged (:func:`pickle_ignore_patterns`)."""
     from huggingface_hub import HfApi, snapshot_download
 
     info = HfApi().repo_info(repo_id, repo_type=repo_type, revision=revision)
+    if repo_type == "model":
+        listed = [s.rfilename for s in (info.siblings or [])]
+        ignore_patterns = (*ignore_patterns, *pickle_ignore_patterns(repo_id, revision, listed))
     snapshot_download(repo_id, repo_type=repo_type, revision=info.sha, local_dir=dest,
                       ignore_patterns=list(ignore_patterns))
     shutil.rmtree(dest / ".cache", ignore_errors=True)   # huggingface_hub's local_dir bookkeeping

@@ -65,6 +65,32 @@ def test_snapshot_at_revision_records_commit_and_hashes(hub: LoopbackHub, tmp_pa
     assert bad.returncode != 0 and not (tmp_path / "bad").exists()
 
 
+def test_pickle_weights_beside_safetensors_are_not_staged_and_alone_are_refused(hub: LoopbackHub,
+                                                                              tmp_path: Path) -> None:
+    """Many hub repos carry pytorch_model.bin beside model.safetensors: the pickle is not staged
+    (the load's no-pickle check would refuse the whole folder); a revision with only pickle
+    weights is refused at stage-in, naming it, before anything is downloaded."""
+    pickle = b"\x80\x04K\x01."                                  # a real pickle: protocol 4, the int 1
+    both = {**MODEL_FILES, "pytorch_model.bin": pickle}
+    hub.add("model", "org/both", both, revisions=("main",))
+    out = tmp_path / "both"
+    proc = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/both",
+                    "--revision", "main", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "model.safetensors").is_file() and not (out / "pytorch_model.bin").exists()
+    assert "pytorch_model.bin" not in json.loads((out / STAGE_RECORD).read_text())["files"]
+
+    only = {k: v for k, v in both.items() if k != "model.safetensors"}
+    hub.add("model", "org/only-pickle", only, revisions=("step143000",))
+    bad = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/only-pickle",
+                   "--revision", "step143000", "--out", str(tmp_path / "only"))
+    assert bad.returncode == 2, bad.stderr
+    last = bad.stderr.strip().splitlines()[-1]
+    assert "org/only-pickle@step143000: only pickle weights (pytorch_model.bin)" in last and "safetensors" in last
+    assert not (tmp_path / "only").exists()
+    assert not any("/resolve/" in r and "only-pickle" in r for r in hub.requests)   # nothing downloaded
+
+
 def test_fetch_records_dataset_file_and_manifest(hub: LoopbackHub, tmp_path: Path) -> None:
     sha = hub.add("dataset", "sentence-transformers/embedding-training-data", {"msmarco-triplets.jsonl.gz": DATA})
     hub.add("model", "intfloat/multilingual-e5-small", {"modules.json": b"[]"})
