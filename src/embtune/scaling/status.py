@@ -35,7 +35,7 @@ from embtune.cost import run_cost
 from embtune.io import read_json
 from embtune.layout import BASE_RUN, METRICS_JSON, PND_JSON, Results
 from embtune.runconfig import RunConfig
-from embtune.sweep import expand_training, query_runs
+from embtune.sweep import expand_training, query_runs, run_batches
 from embtune.train.checkpoint import STATE_FILE
 from embtune.train.failures import failure_of
 
@@ -129,15 +129,21 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
     cap drops), query-tuning runs and PND evaluations (base and tuned) of paper 2."""
     slurm, now = slurm or {}, time.time() if now is None else now
     _, runs, skipped, _ = expand_training(dict(params), flops_per_second=fps)
+    per_job = int(params["train"].get("runs_per_job", 1))
+    batch_of = {rid: batch for batch, members in run_batches([r.run_id for r in runs], per_job).items()
+                for rid in members} if per_job > 1 else {}
     jobs: list[dict[str, Any]] = []
     for run in runs:
         rid = run.run_id
         metrics_path = results.runs.file(rid, METRICS_JSON)
-        metrics = _read(metrics_path)
+        done = Path(f"{results.checkpoint(rid)}.done") / "run" / METRICS_JSON   # finished in a running batch
+        metrics = _read(metrics_path) or _read(done)
+        metrics_path = metrics_path if metrics_path.is_file() or not done.is_file() else done
         state_file = results.checkpoint(rid) / STATE_FILE
         age = now - state_file.stat().st_mtime if state_file.is_file() else None
-        state, reason = job_state(metrics, slurm.get(slurm_comment("train_contrastive", rid)), age,
-                                  running_window_s)
+        job = slurm.get(slurm_comment("train_contrastive", rid)) or (
+            slurm.get(slurm_comment("train_batch", batch_of[rid])) if rid in batch_of else None)
+        state, reason = job_state(metrics, job, age, running_window_s)
         cols = RunConfig.parse_id(rid).columns()
         jobs.append({"kind": "train", "id": rid, "study": cols["study"], "model": run.model["name"],
                      "method": run.method, "state": state, "reason": reason,

@@ -24,12 +24,16 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--src", type=Path, required=True, help="the batch job's folder of this run")
     ap.add_argument("--out", type=Path, nargs="+", required=True,
                     help="outputs, each linked from SRC/<its name>, in this order (commit marker last)")
+    ap.add_argument("--extra", type=Path, nargs="*", default=[],
+                    help="linked first, from SRC/<its name>, where SRC has it (an undeclared folder a run "
+                         "may write beside its outputs: LoRA's model_merged/)")
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        io.link_tree(args.src, [p for p in args.extra if (args.src / p.name).exists()])
         io.link_tree(args.src, args.out)
     except FileNotFoundError as e:
         raise DataError(str(e)) from None

@@ -74,7 +74,7 @@ def save_model_dir(path: Path, result: Result, run: RunConfig, card: str) -> Non
     write_json(path / "embedding_config.json", {"pooling": pooling, "max_length": context})
 
 
-def write_outputs(out_dir: Path, result: Result, run: RunConfig) -> None:
+def write_outputs(out_dir: Path, result: Result, run: RunConfig, code_version: str | None = None) -> None:
     """The run directory appears whole or not at all: built in a temporary sibling and renamed
     onto ``out_dir`` (an older run directory, with any evaluation of the old model in it, goes
     with it); ``manifest.json`` is written last."""
@@ -84,8 +84,9 @@ def write_outputs(out_dir: Path, result: Result, run: RunConfig) -> None:
     check_replaceable(out_dir, RUN_SUBDIRS)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     as_json = run.to_dict()              # the config's JSON form, as the manifest records it
+    extra = {"code_version": code_version} if code_version else {}   # train-batch's reuse check
     manifest = provenance(stage="train", run=as_json, seed=run.seed, device=device,
-                          threads=torch.get_num_threads())
+                          threads=torch.get_num_threads(), **extra)
     with atomic_dir(out_dir) as tmp:
         (tmp / MODEL_DIR).mkdir()
         if result.status == "ok":
@@ -186,7 +187,7 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
 
     if PartialState().is_main_process:
         result.metrics["wall_seconds_total"] = time.time() - t0
-        write_outputs(Path(args.out_dir), result, run)
+        write_outputs(Path(args.out_dir), result, run, getattr(args, "code_version", None))
         if args.tracking_dir:
             tracking.publish(Path(args.checkpoint_dir) / tracking.DIR, Path(args.tracking_dir))
         shutil.rmtree(args.checkpoint_dir, ignore_errors=True)
@@ -214,7 +215,7 @@ def _failed(args: argparse.Namespace, run: RunConfig, stop: StopFlag, reason: st
                                        " ".join(detail.split()), partial)
     metrics["world_size"] = PartialState().num_processes
     if PartialState().is_main_process:
-        write_outputs(Path(args.out_dir), Result("failed", metrics, curve), run)
+        write_outputs(Path(args.out_dir), Result("failed", metrics, curve), run, getattr(args, "code_version", None))
         if args.tracking_dir:           # a declared output: what the tracker saw before the failure
             tracking.publish(Path(args.checkpoint_dir) / tracking.DIR, Path(args.tracking_dir))
         if reason in failures.DETERMINISTIC:

@@ -14,7 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from embtune.io import link_tree  # noqa: E402
 from embtune.stages import evaluate_mteb  # noqa: E402
-from embtune.sweep import mteb_batches  # noqa: E402
+from embtune.sweep import run_batches  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "data" / "demo" / "mteb"
@@ -24,18 +24,18 @@ def test_batches_by_hand() -> None:
     ids = ["b-m__full__c1e11__s0", "a-m__lora-r8__c1e11__s0", "a-m__full__c3e11__s0",
            "a-m__full__c1e11__s0", "b-m__bias__c1e11__s0", "a-m__bias__c1e11__s0"]
     # per model, in run-id order, chunks of 2: a-m has 4 runs (2 batches), b-m 2 (1 batch)
-    assert mteb_batches(ids, 2) == {
+    assert run_batches(ids, 2) == {
         "a-m__b0": ["a-m__bias__c1e11__s0", "a-m__full__c1e11__s0"],
         "a-m__b1": ["a-m__full__c3e11__s0", "a-m__lora-r8__c1e11__s0"],
         "b-m__b0": ["b-m__bias__c1e11__s0", "b-m__full__c1e11__s0"]}
-    assert mteb_batches(ids, 8) == {"a-m__b0": sorted(ids)[:4], "b-m__b0": sorted(ids)[4:]}
-    assert list(mteb_batches(ids, 1)) == ["a-m__b0", "a-m__b1", "a-m__b2", "a-m__b3", "b-m__b0", "b-m__b1"]
+    assert run_batches(ids, 8) == {"a-m__b0": sorted(ids)[:4], "b-m__b0": sorted(ids)[4:]}
+    assert list(run_batches(ids, 1)) == ["a-m__b0", "a-m__b1", "a-m__b2", "a-m__b3", "b-m__b0", "b-m__b1"]
     # another model's runs never move a batch: b-m's change leaves a-m's batches as they were
     changed = [i for i in ids if i.startswith("a-m")] + ["b-m__full__c1e12__s0"]
-    assert {k: v for k, v in mteb_batches(changed, 2).items()
-            if k.startswith("a-m")} == {k: v for k, v in mteb_batches(ids, 2).items() if k.startswith("a-m")}
+    assert {k: v for k, v in run_batches(changed, 2).items()
+            if k.startswith("a-m")} == {k: v for k, v in run_batches(ids, 2).items() if k.startswith("a-m")}
     with pytest.raises(ValueError, match="runs_per_job"):
-        mteb_batches(ids, 0)
+        run_batches(ids, 0, key="evaluate.mteb.runs_per_job")
 
 
 def test_link_tree_links_files_and_folders_in_order(tmp_path: Path) -> None:

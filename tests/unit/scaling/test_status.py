@@ -137,3 +137,17 @@ def test_one_screen_folds_settled_groups_beyond_the_limit() -> None:
     assert "(20 groups all done: 20 done" in text and "(13 groups not started: 0 done, 13 pending" in text
     assert len(text.splitlines()) < 20
     assert sum(1 for line in st.render(s, every_group=True).splitlines() if line.startswith("main ")) == 40
+
+
+def test_batched_training_reads_its_batch_job_and_finished_members(params, tree) -> None:
+    """train.runs_per_job > 1: a run's SLURM job is its batch's (rule train_batch), and a member
+    already finished inside a running batch (``<checkpoint>.done``) counts as done."""
+    batched = {**params, "train": {**params["train"], "runs_per_job": 3}}
+    (batch,) = {f"{BIAS.split('__')[0]}__b0"}                         # one model, three runs: one batch
+    later = time.time() + 2 * st.RUNNING_WINDOW_S
+    slurm = {st.slurm_comment("train_batch", batch): "RUNNING"}
+    assert _group(st.summarize(st.collect_jobs(batched, tree, now=later, slurm=slurm)), "main", "bias")["running"] == 1
+    write_json(Path(f"{tree.checkpoint(BIAS)}.done") / "run" / "metrics.json",
+               {"status": "ok", "run_id": BIAS, "method": "bias", "final_train_loss": 3.0, "wall_seconds": 30.0})
+    bias = _group(st.summarize(st.collect_jobs(batched, tree, now=later, slurm=slurm)), "main", "bias")
+    assert (bias["done"], bias["running"]) == (1, 0)

@@ -1,0 +1,161 @@
+"""Stage ``train-batch``: several training runs of one base model, one after another, in one process.
+
+Why: a demo-sized run trains in ~10 s, while starting its process (torch, transformers,
+sentence-transformers, the tracker) and loading the base model takes ~8 s more; at paper scale a
+run is GPU-hours and ``train.runs_per_job`` stays 1 (rule ``train_contrastive``, one job per run).
+With ``train.runs_per_job`` > 1 the rule ``train_batch`` runs this stage for a batch
+(:func:`embtune.sweep.run_batches`) and ``train_contrastive`` hard-links each member's outputs
+out of the batch's transient folder (``embtune link-outputs``), where every reader expects them.
+
+Each member is trained exactly as ``embtune train`` trains it (:func:`embtune.stages.train._train`:
+the same loop, checkpoints, failure records and exit codes), into ``<checkpoint>.done/``, beside
+its resumable state, and then linked into the batch folder. A member is **reused, not retrained**,
+when finished outputs with the same run identity (:mod:`embtune.run_identity`) and the same code
+version already exist: in ``<checkpoint>.done/`` (a batch stopped by a pre-emption and retried)
+or in the run's own folder (a batch re-run because another member changed). So a changed run
+re-trains itself alone, and a pre-empted batch resumes where it stopped. The ``.done`` folders go
+when the whole batch has finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from embtune import progress
+from embtune.errors import DataError, one_line
+from embtune.io import atomic_dir, link_tree
+from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+
+STAGE = "train-batch"
+MEMBER_KEYS = ("run", "stage", "checkpoint", "previous", "previous_tracking")
+# What `embtune train` writes into a run folder (LoRA adds model_merged/ beside model/)
+RUN_FILES = (METRICS_JSON, CURVE_CSV, MODEL_DIR, "model_merged", MANIFEST_JSON)
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
+    ap.add_argument("--batch-json", required=True,
+                    help="JSON list (or a file holding it) of members: {run: the run's identity, stage: its folder "
+                         "in the batch's output, checkpoint: its checkpoint dir, previous: its run folder, "
+                         "previous_tracking: its tracker folder}")
+    ap.add_argument("--runtime-json", default=None,
+                    help="JSON object run_id -> that run's runtime settings (embtune.run_identity.runtime)")
+    ap.add_argument("--code-version", required=True, help="the train stage's code version (reuse needs the same)")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--log-with", default=None, help="tracker, as `embtune train --log-with`")
+    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--attempt", type=int, default=1, help="Snakemake's attempt (1 = first)")
+    ap.add_argument("--retries", type=int, default=None, help="Snakemake's --retries, as `embtune train`")
+    ap.add_argument("--stop-after-steps", type=int, default=None, help=argparse.SUPPRESS)
+    return ap.parse_args(list(argv))
+
+
+def read_members(raw: str) -> list[dict[str, Any]]:
+    """The ``--batch-json`` members, each checked for its keys: a data error names what is missing."""
+    try:
+        members = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "[{" else raw)
+    except ValueError as err:
+        raise DataError(f"--batch-json: {one_line(err)}") from None
+    if not isinstance(members, list) or not members:
+        raise DataError("--batch-json: expected a non-empty JSON list of members")
+    for i, member in enumerate(members):
+        missing = [k for k in MEMBER_KEYS if not isinstance(member, dict) or k not in member]
+        if missing:
+            raise DataError(f"--batch-json: member {i}: missing {', '.join(missing)} (expected {', '.join(MEMBER_KEYS)})")
+    return members
+
+
+def done_dir(checkpoint: str | Path) -> Path:
+    """Where a member's finished outputs wait until the whole batch has finished."""
+    return Path(f"{Path(checkpoint)}.done")
+
+
+def up_to_date(run_dir: Path, identity: dict[str, Any], code_version: str) -> bool:
+    """Whether ``run_dir`` holds a finished run (ok or a failure record) of this identity, made by
+    this code version. Runs made by ``embtune train`` record no code version: never reused."""
+    from embtune.run_identity import identity as identity_of
+
+    try:
+        manifest = json.loads((run_dir / MANIFEST_JSON).read_text())
+        return manifest.get("code_version") == code_version and identity_of(manifest["run"]) == identity
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _stage_member(src_run: Path, src_tracking: Path, stage: Path, tracking_name: str) -> None:
+    """The member's folder in the batch output, hard-linked: the run files ``embtune train``
+    writes (not the evaluations a previous run folder may hold beside them) and its tracker
+    folder under ``tracking_name`` (an empty one where nothing was tracked)."""
+    with atomic_dir(stage) as tmp:
+        link_tree(src_run, [tmp / name for name in RUN_FILES if (src_run / name).exists()])
+        if src_tracking.is_dir():
+            link_tree(src_tracking.parent, [tmp / src_tracking.name])
+            if src_tracking.name != tracking_name:
+                (tmp / src_tracking.name).rename(tmp / tracking_name)
+        else:
+            (tmp / tracking_name).mkdir()
+
+
+def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None) -> int:
+    """``embtune train`` on one member, writing into its ``.done`` folder; its exit code."""
+    from embtune.run_identity import merge
+    from embtune.runconfig import RunConfig
+    from embtune.stage_paths import exclusive_lock
+    from embtune.stages import train
+
+    try:
+        run = RunConfig.from_dict(merge(member["run"], runtime) if runtime else member["run"])
+    except ValueError as err:
+        raise DataError(f"--batch-json: run {member['run'].get('run_id')}: {one_line(err)}") from None
+    done = done_dir(member["checkpoint"])
+    one = argparse.Namespace(out_dir=str(done / "run"), tracking_dir=str(done / "tracking"),
+                             checkpoint_dir=member["checkpoint"], code_version=args.code_version,
+                             attempt=args.attempt, retries=args.retries, log_with=args.log_with,
+                             stop_after_steps=args.stop_after_steps)
+    from embtune.model_files import check_model_folder
+
+    check_model_folder(run.base_model_dir)
+    with exclusive_lock(member["checkpoint"], f"run {run.run_id}"):
+        return train._train(one, run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.no_progress:
+        progress.disable()
+    members = read_members(args.batch_json)
+    runtimes = json.loads(args.runtime_json) if args.runtime_json else {}
+    trained = reused = 0
+    for member in members:
+        run_id = member["run"].get("run_id")
+        done, previous = done_dir(member["checkpoint"]), Path(member["previous"])
+        tracking_name = Path(member["previous_tracking"]).name
+        if up_to_date(done / "run", member["run"], args.code_version):
+            src, src_tracking = done / "run", done / "tracking"
+            reused += 1
+        elif up_to_date(previous, member["run"], args.code_version):
+            src, src_tracking = previous, Path(member["previous_tracking"])
+            reused += 1
+        else:
+            code = _train_member(args, member, runtimes.get(run_id))
+            if code:               # pre-empted (75) or a checkpoint to refuse (3): the batch stops
+                print(f"{STAGE}: stopped at {run_id} (exit {code}); {trained} trained, {reused} reused before it",
+                      file=sys.stderr)
+                return code
+            src, src_tracking = done / "run", done / "tracking"
+            trained += 1
+        _stage_member(src, src_tracking, Path(member["stage"]), tracking_name)
+    for member in members:
+        shutil.rmtree(done_dir(member["checkpoint"]), ignore_errors=True)
+    print(f"{STAGE}: {len(members)} runs: {trained} trained, {reused} reused (up to date)")
+    return 0
