@@ -20,11 +20,14 @@ import random
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
+from embtune.config import load_params
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
+from embtune.runconfig import QueryRunConfig
 from embtune.train import query_tower as qt
 
 WORDS = ("river bank money water loan city market bread planet orbit guitar string engine fuel "
@@ -76,15 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         p.requires_grad_(False)
     load_s = time.perf_counter() - t0
     rows = []
+    # the typed run config tune() reads, with params.yaml's defaults for the keys not varied here
+    defaults = load_params([str(Path(__file__).resolve().parents[1] / "params.yaml")])["query_tuning"]["defaults"]
     with tempfile.TemporaryDirectory() as cache_dir:
         docs = qt.DocSide(enc, EmbedCache(cache_dir, progress=False), model_fingerprint(path),
                           spec.get("doc_prefix", ""), 64)
         for lr in args.lrs:
-            run = {"qrun_id": f"lr-{lr:g}", "model": spec, "lr": lr, "lr_effective": lr,
-                   "batch_size": args.batch_size, "margin": 0.1, "distance": "cos",
-                   "batches_per_epoch": args.batches_per_epoch, "patience": args.patience,
-                   "max_epochs": args.max_epochs, "weight_decay": 0.0, "scheduler": "none",
-                   "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb", "train_data": "msmarco", "seed": 0}
+            run = QueryRunConfig.from_dict({
+                **defaults, "qrun_id": f"lr-{lr:g}", "model": spec, "lr": lr, "lr_effective": lr,
+                "batch_size": args.batch_size, "margin": 0.1, "distance": "cos",
+                "batches_per_epoch": args.batches_per_epoch, "patience": args.patience,
+                "max_epochs": args.max_epochs, "weight_decay": 0.0, "scheduler": "none",
+                "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb", "train_data": "msmarco",
+                "seed": 0, "tune_doc_tower": False})
             m = qt.tune(run, train, val, docs, log=lambda _: None).metrics
             rows.append({"lr": lr, "epochs": m["epochs"], "best_epoch": m["best_epoch"],
                          "stopped": m["stopped_reason"], "doc_forward_passes": m["doc_forward_passes"],

@@ -142,20 +142,24 @@ def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _train_batch_members(ns: Any) -> list[dict[str, Any]]:
-    from embtune.errors import DataError
-    from embtune.stages.train_batch import read_members
-
-    try:
-        return read_members(ns.batch_json) if getattr(ns, "batch_json", None) else []
-    except DataError:
-        return []                   # the stage itself reports it, naming the member
+    """train-batch --batch-json's members that name their paths (the stage itself reports a
+    malformed one, naming the member and key)."""
+    members = _json_arg(getattr(ns, "batch_json", None))
+    keys = ("stage", "previous", "previous_tracking", "checkpoint")
+    return [m for m in members if isinstance(m, dict) and all(isinstance(m.get(k), str) for k in keys)] \
+        if isinstance(members, list) else []
 
 
 def _train_batch_inputs(ns: Any) -> Iterator[tuple[str, Any]]:
-    """train-batch --batch-json: each member's previous run and tracker folders (read to reuse)."""
+    """train-batch --batch-json: each member's previous run and tracker folders (read to reuse)
+    and its checkpoint dir (read and written)."""
     for i, member in enumerate(_train_batch_members(ns)):
-        for key in ("previous", "previous_tracking"):
+        for key in ("previous", "previous_tracking", "checkpoint"):
             yield f"--batch-json[{i}].{key}", member[key]
+    runtime = _json_arg(getattr(ns, "runtime_json", None))
+    for run_id, settings in (runtime.items() if isinstance(runtime, dict) else ()):
+        if isinstance(settings, dict) and isinstance(settings.get("base_model_dir"), str):
+            yield f"--runtime-json[{run_id}].base_model_dir", settings["base_model_dir"]
 
 
 def _train_batch_outputs(ns: Any) -> Iterator[tuple[str, Any]]:

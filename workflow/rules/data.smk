@@ -174,6 +174,7 @@ rule split_msmarco:
         msmarco=directory(L.processed.msmarco()),
     log:
         L.results.log("split_msmarco"),
+    priority: PAPER2_GATE_PRIORITY
     params:
         code=code_version("split-msmarco"),
         cfg=config["data"]["msmarco"],
@@ -190,6 +191,7 @@ rule build_arxiv_negatives:
         arxiv=directory(L.processed.arxiv()),
     log:
         L.results.log("build_arxiv_negatives"),
+    priority: PAPER2_GATE_PRIORITY
     params:
         code=code_version("build-arxiv-negatives"),
         cfg=config["data"]["arxiv"],
@@ -206,14 +208,16 @@ rule prepare_xnli:
         xnli=L.processed.xnli_test(),
     log:
         L.results.log("prepare_xnli"),
+    priority: PAPER2_GATE_PRIORITY
     params:
         code=code_version("prepare-xnli"),
         cfg=config["data"]["xnli"],
         source=xnli_source,
         languages=config["data"]["xnli"]["languages"],
+        max_premises=xnli_max_premises_arg,
     shell:
         "embtune prepare-xnli --source {params.source:q} --split {params.cfg[split]:q} "
-        "--languages {params.languages:q} --out {output:q} > {log:q} 2>&1"
+        "--languages {params.languages:q} {params.max_premises:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule materialise_mteb:
@@ -239,6 +243,7 @@ rule prepare_squad:
         squad=directory(L.processed.squad()),
     log:
         L.results.log("prepare_squad"),
+    priority: PAPER2_GATE_PRIORITY
     params:
         code=code_version("prepare-squad"),
         rule=config["data"]["squad"]["positive_rule"],
@@ -254,6 +259,7 @@ rule prepare_hotpotqa:
         hotpotqa=directory(L.processed.hotpotqa()),
     log:
         L.results.log("prepare_hotpotqa"),
+    priority: PAPER2_GATE_PRIORITY
     params:
         code=code_version("prepare-hotpotqa"),
         cfg=config["data"]["hotpotqa"],

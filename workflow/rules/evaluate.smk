@@ -83,6 +83,7 @@ rule evaluate_pnd_base:
         L.results.log("evaluate_pnd/{qmodel}/base"),
     benchmark:
         L.results.benchmark("evaluate_pnd/{qmodel}/base")
+    priority: PAPER2_GATE_PRIORITY
     threads: 1
     resources:
         **EVAL_RESOURCES,

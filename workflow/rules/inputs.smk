@@ -256,6 +256,12 @@ def run_base_model(wildcards):
     return expand(rules.build_model.output.model, model=RUNS[wildcards.run]["model"]["name"])
 
 
+def xnli_max_premises_arg(wildcards):
+    """``--max-premises N`` when data.xnli.max_premises is set (an integer from the validated config)."""
+    n = config["data"]["xnli"].get("max_premises")
+    return ["--max-premises", str(int(n))] if n else []
+
+
 def train_batch_base_model(wildcards):
     """The base model of a training batch's runs (a batch holds one model's runs)."""
     models = {RUNS[run]["model"]["name"] for run in TRAIN_BATCHES[wildcards.batch]}

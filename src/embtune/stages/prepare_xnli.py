@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.data.xnli import LABELS, check_aligned, long_table, read_language, relative_file, resolver
+from embtune.data.xnli import LABELS, check_aligned, first_premises, long_table, read_language, relative_file, resolver
 from embtune.errors import DataError
 from embtune.io import provenance, sha256_file, write_json, write_parquet
 
@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--source", required=True, help="hf://datasets/facebook/xnli or a local directory")
     ap.add_argument("--split", default="test")
     ap.add_argument("--languages", nargs="+", required=True)
+    ap.add_argument("--max-premises", type=int, default=None,
+                    help="keep the first N premises with their hypotheses (the same rows in every language)")
     ap.add_argument("--out", required=True, help="output parquet (manifest.json is written beside it)")
     return ap
 
@@ -36,6 +38,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     paths = {lang: resolve(relative_file(lang, args.split)) for lang in args.languages}
     frames = {lang: read_language(path, lang) for lang, path in paths.items()}
     check_aligned(frames)
+    if args.max_premises is not None:
+        if args.max_premises < 1:
+            raise DataError(f"--max-premises must be >= 1, got {args.max_premises}")
+        frames = first_premises(frames, args.max_premises)
     table = long_table(frames)
     out = Path(args.out)
     write_parquet(out, table)
@@ -44,7 +50,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         stable=True, stage=STAGE, source=args.source, split=args.split,
         languages=list(args.languages),
         inputs={lang: {"file": relative_file(lang, args.split), "sha256": sha256_file(p)} for lang, p in paths.items()},
-        pairs_per_language=first.height, rows_out=table.height,
+        max_premises=args.max_premises, pairs_per_language=first.height, rows_out=table.height,
         label_counts={LABELS[k]: v for k, v in sorted(Counter(first["label"].to_list()).items())},
         output=out.name,
     )

@@ -114,3 +114,23 @@ def test_shipped_demo_is_aligned_in_15_languages(tmp_path: Path) -> None:
     for lang in DEMO_LANGS:
         prem = t.filter(pl.col("language") == lang)["premise"].to_list()
         assert all(prem[i] == prem[i + 1] == prem[i + 2] for i in range(0, len(prem), 3))
+
+
+def test_max_premises_keeps_the_first_premises_with_all_their_hypotheses(tmp_path: Path) -> None:
+    # three premises, each with its three hypotheses (rows 0-2, 3-5, 6-8), as XNLI pairs them
+    labels = [0, 1, 2] * 3
+    for lang in ("en", "de"):
+        write_lang(tmp_path / "src", lang, labels, [f"{lang} premise {i // 3}" for i in range(9)])
+    out = tmp_path / "xnli" / "test.parquet"
+    assert cli_main(["prepare-xnli", "--source", str(tmp_path / "src"), "--languages", "en", "de",
+                     "--max-premises", "2", "--out", str(out)]) == 0
+    t = pl.read_parquet(out)
+    for lang in ("en", "de"):          # by hand: premises 0 and 1, rows 0-5, renumbered 0-5
+        rows = t.filter(pl.col("language") == lang)
+        assert rows["pair_id"].to_list() == list(range(6))
+        assert rows["premise"].to_list() == [f"{lang} premise {i // 3}" for i in range(6)]
+        assert rows["hypothesis"].to_list() == [f"{lang} hyp {i}" for i in range(6)]
+    m = json.loads((out.parent / "manifest.json").read_text())
+    assert (m["max_premises"], m["pairs_per_language"], m["rows_out"]) == (2, 6, 12)
+    assert cli_main(["prepare-xnli", "--source", str(tmp_path / "src"), "--languages", "en",
+                     "--max-premises", "0", "--out", str(out)]) == 2
