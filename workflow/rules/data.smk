@@ -106,8 +106,11 @@ rule bge_shards:
     wildcard_constraints:
         part=r"\d+",
     priority: GRID_GATE_PRIORITY
-    # Tokenizer threads; the output does not depend on it. Snakemake scales it down to --cores.
-    threads: 4
+    # One tokenizer thread; the parallelism is the parts (data.bge.parts: 16 at paper scale). A
+    # multi-thread job waits for that many free cores, and Snakemake reserves none: on the demo's
+    # 2 cores this one (4 threads, scaled to 2) waited ~9 min behind paper 2's one-thread jobs,
+    # and with it the whole training grid.
+    threads: 1
     resources:
         **BGE_SHARDS_RESOURCES,
     params:
