@@ -54,8 +54,12 @@ def two_processes_match_one(done: Path, work: Path, presets: tuple[str, ...], re
     for rel in (cfg["data"]["train_dir"], cfg["base_model_dir"]):
         shutil.copytree(done / rel, work / rel)
     target = f"{results}/runs/{one['run_id']}/metrics.json"
+    # one job per run (params.yaml's train.runs_per_job; the demo trains in batches of 8): the
+    # launcher starts `embtune train` itself
+    (work / "presets" / "one_job_per_run.yaml").write_text("train:\n  runs_per_job: 1\n")
     proc = snakemake(work, target, "--allowed-rules", "train_contrastive", "--set-resources",
-                     "train_contrastive:nproc=2", "-p", presets=presets, timeout=1200)
+                     "train_contrastive:nproc=2", "-p", presets=(*presets, "presets/one_job_per_run.yaml"),
+                     timeout=1200)
     log = work / results / "logs" / "train" / f"{one['run_id']}.log"
     assert proc.returncode == 0, proc.stderr[-3000:] + (log.read_text()[-3000:] if log.exists() else "")
     assert "torchrun --standalone --nproc-per-node=2" in proc.stdout + proc.stderr
