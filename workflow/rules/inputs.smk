@@ -293,9 +293,8 @@ def train_batch_runtime_json(wildcards, resources):
     GPU fit). It reads `resources`, so Snakemake counts it as derived: never a rerun trigger."""
     out = {}
     for run in TRAIN_BATCHES[wildcards.batch]:
-        fit = GPU_FITS.get(run)
-        extra = {"gradcache_chunk": int(fit.chunk)} if fit is not None and fit.chunk else {}
-        out[run] = _run_identity.runtime(RUNS[run], **extra)
+        chunk = train_gradcache_chunk(_MemberWildcards(run=run))  # the per-run rule's resource
+        out[run] = _run_identity.runtime(RUNS[run], **({"gradcache_chunk": chunk} if chunk else {}))
     return json.dumps(out, sort_keys=True)
 
 

@@ -104,22 +104,19 @@ def _stage_member(src_run: Path, src_tracking: Path, stage: Path, tracking_name:
 
 def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None) -> int:
     """``embtune train`` on one member, writing into its ``.done`` folder; its exit code."""
-    from embtune.run_identity import merge
-    from embtune.runconfig import RunConfig
+    from embtune.model_files import check_model_folder
     from embtune.stage_paths import exclusive_lock
     from embtune.stages import train
 
-    try:
-        run = RunConfig.from_dict(merge(member["run"], runtime) if runtime else member["run"])
-    except ValueError as err:
-        raise DataError(f"--batch-json: run {member['run'].get('run_id')}: {one_line(err)}") from None
+    try:        # the same reader as `embtune train --run-config-json --runtime-json`
+        run = train.read_run_config(json.dumps(member["run"]), json.dumps(runtime) if runtime else None)
+    except DataError as err:
+        raise DataError(f"--batch-json: run {member['run'].get('run_id')}: {err}") from None
     done = done_dir(member["checkpoint"])
     one = argparse.Namespace(out_dir=str(done / "run"), tracking_dir=str(done / "tracking"),
                              checkpoint_dir=member["checkpoint"], code_version=args.code_version,
                              attempt=args.attempt, retries=args.retries, log_with=args.log_with,
                              stop_after_steps=args.stop_after_steps)
-    from embtune.model_files import check_model_folder
-
     check_model_folder(run.base_model_dir)
     with exclusive_lock(member["checkpoint"], f"run {run.run_id}"):
         return train._train(one, run)
