@@ -2,8 +2,8 @@
 
 1. ``pytest -m gpu``: the CUDA and bf16 code paths (tests/unit/train/test_gpu.py).
 2. ``bench_train.py``, Pythia-410M-shaped (d 1024, 24 layers, 16 heads), batch 1024, context 75,
-   bf16, GradCache chunk 128, against sentence-transformers' CachedMNRL on the same config:
-   tokens/s, MFU (target: >= 40 %) and the hardware FLOP/s to calibrate
+   bf16, GradCache chunk 512 (params.yaml's train.gradcache_chunk), against sentence-transformers'
+   CachedMNRL on the same config: tokens/s, MFU (target: >= 40 %) and the hardware FLOP/s to calibrate
    profiles/default/throughput.yaml.
 3. ``bench_memory.py``: ``torch.cuda.max_memory_allocated`` against the peak-memory estimate
    (``embtune.models.memory``; fails if an estimate is > 5 % low) and the MFU per model size,
@@ -28,7 +28,7 @@ STEPS = [
     ("CUDA/bf16 tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-v", "-rs", str(HERE.parent / "tests")]),
     ("training benchmark (Pythia-410M shape, batch 1024, bf16)",
      [sys.executable, str(HERE / "bench_train.py"), "--hidden", "1024", "--layers", "24", "--heads", "16",
-      "--batch", "1024", "--chunk", "128", "--ctx", "75", "--steps", "3", "--repeats", "1",
+      "--batch", "1024", "--chunk", "512", "--ctx", "75", "--steps", "3", "--repeats", "1",
       "--modes", "ours", "st", "--skip-memory", "--threads", "8"]),
     ("peak memory vs estimate and MFU per model size (Pythia 70m-1b shapes, full and LoRA)",
      [sys.executable, str(HERE / "bench_memory.py"), "--write-curve", str(HERE / "mfu_curve.yaml"),

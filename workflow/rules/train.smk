@@ -90,6 +90,11 @@ if TRAIN_RUNS_PER_JOB > 1:
             L.results.log("train/{run}"),
         params:
             code=code_version("link-outputs"),
+            # The run's identity and train code here too, not only on its batch job: the batch's
+            # output is temp(), so after a failed batch the rerun trigger must live on this job's
+            # own outputs, or a changed run would keep its old results (the diverged-bias demo).
+            run=run_json,
+            train_code=code_version("train"),
             src=lambda wildcards, input: str(Path(input.staged) / wildcards.run),
             merged=lambda wildcards: str(L.results.runs.file(wildcards.run, "model_merged")),
         shell:
