@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from embtune.cost import flops_per_second, run_cost, trim_to_cap
+from embtune.models import methods as registry
 from embtune.runconfig import RunConfig
 from embtune.sweep import Skipped, StudyPlan, expand
 
@@ -40,14 +41,16 @@ def plan_tables(params: dict, fps: float | None = None, plan: StudyPlan | None =
     if cap is not None:
         kept, dropped = trim_to_cap(runs, float(cap), fps)
         skipped = skipped + [Skipped(r.run_id, reason, "dropped") for r, reason in dropped]
+    hyper = registry.hyper_types()        # each method's own column (its registry entry)
     planned = pl.DataFrame(
         [{"run_id": r.run_id, "model": r.model["name"], "method": r.method,
-          "freeze_fraction": r.settings.get("freeze_fraction"), "lora_rank": r.settings.get("lora_rank"),
+          **{col: registry.hyper_value(col, r.settings.get(col)) for col in hyper},
           "budget": r.budget, "seed": r.seed, "peak_lr": r.peak_lr,
           "planned_tokens": r.planned.tokens, "planned_steps": r.planned.steps}
          for r in kept],
         schema={"run_id": pl.String, "model": pl.String, "method": pl.String,
-                "freeze_fraction": pl.Float64, "lora_rank": pl.Int64, "budget": pl.Float64,
+                **{col: pl.Int64 if integer else pl.Float64 for col, integer in hyper.items()},
+                "budget": pl.Float64,
                 "seed": pl.Int64, "peak_lr": pl.Float64, "planned_tokens": pl.Float64,
                 "planned_steps": pl.Float64})
     skipped_df = pl.DataFrame([{"run_id": s.run_id, "reason": s.reason, "status": s.status} for s in skipped],

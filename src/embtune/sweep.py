@@ -170,8 +170,11 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
 #: Factors a study may cross (``train.studies[].cross``); each sets one training setting.
 STUDY_FACTORS = ("temperature", "inv_temperature", "weight_decay", "pooling", "peak_lr",
                  "batch_size", "context_length")
-#: Columns a study table may group by besides its factors (they come from the runs table).
-STUDY_ROW_COLUMNS = ("model", "method", "budget", "seed", "lora_rank", "freeze_fraction")
+def study_row_columns() -> tuple[str, ...]:
+    """Columns a study table may group by besides its factors (they come from the runs table):
+    the run's coordinates and every method's hyper-parameter column (its registry entry). The
+    schema's ``train.studies[].rows`` enum is these plus :data:`STUDY_FACTORS` (a contract test)."""
+    return ("model", "method", "budget", "seed", *methods.hyper_columns())
 
 
 def study_points(study: dict[str, Any]) -> list[dict[str, Any]]:

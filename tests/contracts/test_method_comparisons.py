@@ -21,8 +21,6 @@ KNOWN: dict[tuple[str, str], int] = {
     ("plots/report.py", "full"): 1,          # the reference method of a figure: a Method flag
     ("plots/findings.py", "bias"): 1,        # paper 1's claim about bias-only tuning, by name
     ("config_checks.py", "freeze"): 1,       # freeze fractions' check: a Method.check hook
-    ("scaling/synthetic.py", "freeze"): 1,   # the synthetic tables' settings: Method.variants
-    ("scaling/synthetic.py", "lora"): 1,
 }
 
 

@@ -110,12 +110,12 @@ MODEL = {"name": "tiny-d64-l2", "source": "tiny", "hidden_size": 64, "num_layers
 HAND_N_U = 5 * 2 * 64
 
 
-def _params(tmp_path: Path) -> dict[str, Any]:
+def _params(tmp_path: Path, extra: str = "lnonly") -> dict[str, Any]:
     train = {k: v for k, v in TRAIN_DEFAULTS.items() if k != "log_every_steps"}   # 0: off, tests only
     return config.load_params([REPO / "params.yaml", REPO / "presets" / "demo.yaml"], overrides={
         "paths": {"results": str(tmp_path / "results"), "processed": str(tmp_path / "processed")},
         "models": [MODEL],
-        "train": {**train, "methods": ["full", "lnonly"], "budgets": [1.0e9], "seeds": [0], "studies": [],
+        "train": {**train, "methods": ["full", extra], "budgets": [1.0e9], "seeds": [0], "studies": [],
                   "tokens_per_pair_estimate": 14, "gpu_hours_cap": None}})
 
 
@@ -180,3 +180,62 @@ def test_fifth_method_counts_match_the_model(lnonly) -> None:
     counted = registry.count_params(registry.apply_method(model, {"method": "lnonly"}), "lnonly")
     assert counted == registry.planned_counts(spec, {"method": "lnonly"})
     assert counted.n_update == (2 * 3 + 1) * 2 * 32      # ln_1, ln_2 per block + ln_f, weight + bias
+
+
+# ------------------------------------------------------------------ a method with its own hyper-parameter
+def test_the_study_rows_enum_is_the_factors_and_the_registry_columns() -> None:
+    from embtune.sweep import STUDY_FACTORS, study_row_columns
+
+    rows = config.load_schema()["properties"]["train"]["properties"]["studies"]["items"]["properties"]["rows"]
+    assert rows["items"]["enum"] == [*STUDY_FACTORS, *study_row_columns()]
+    assert {"lora_rank", "freeze_fraction"} <= set(study_row_columns())   # the test's own copy of the two
+
+
+def _variants_toplast(model: dict[str, Any], train: dict[str, Any], name: str) -> list:
+    return [(f"{name}-k{k}", {"method": name, "top_blocks": k}, None) for k in (1, 2)]
+
+
+TOPLAST = registry.Method(
+    "toplast", "Last blocks only", "tab:brown", _apply_lnonly, _counts_lnonly, _variants_toplast,
+    registry.Hyper("top_blocks", "blocks trained", "Last blocks", False, "fig_top", "top blocks",
+                   lambda k: f"k{k}", integer=True),
+    settings=("top_blocks",), parse_tag=lambda tag: {"top_blocks": int(tag.rpartition("-k")[2])},
+    reported=(("top_blocks", "last {} blocks trained"),), card_row=("blocks trained", ("top_blocks",)))
+
+
+def test_a_method_with_its_own_column_reaches_plan_metrics_table_studies_and_card(tmp_path, monkeypatch) -> None:
+    """Declared here only: its column is in the planned-runs table, the run's metrics, the runs
+    table (as integers), the study tables' group-by and the model card, with no module edited."""
+    from embtune.models import st_export
+    from embtune.plan import plan_tables
+    from embtune.runconfig import RunConfig
+    from embtune.scaling import appendix, runs_table
+    from embtune.sweep import study_row_columns
+    from embtune.train.loop import base_metrics
+
+    monkeypatch.setitem(registry.REGISTRY, "toplast", TOPLAST)
+    schema = config.load_schema()
+    schema["$defs"]["method"]["enum"].append("toplast")
+    monkeypatch.setattr(config, "load_schema", lambda *a, **k: copy.deepcopy(schema))
+    planned, _, _ = plan_tables(_params(tmp_path, "toplast"))
+    mine = planned.filter(planned["method"] == "toplast")
+    assert mine["top_blocks"].to_list() == [1, 2] and planned.schema["top_blocks"] == __import__("polars").Int64
+    assert "top_blocks" in study_row_columns() and "top_blocks" in appendix.run_columns()
+
+    cfg = RunConfig.from_dict({**_run_dict(tmp_path), "method": "toplast", "top_blocks": 2,
+                               "run_id": "tiny-d64-l2__toplast-k2__c1e9__s0"})
+    metrics = {**base_metrics(cfg, None), "status": "ok", "steps": 3, "final_train_loss": 1.5}
+    assert metrics["top_blocks"] == 2
+    row = runs_table.build_table([runs_table.run_row(cfg.run_id, metrics, {}, None)]).row(0, named=True)
+    assert row["top_blocks"] == 2 and isinstance(row["top_blocks"], int)
+    assert st_export._method_text(metrics) == "Last blocks only (last 2 blocks trained)"
+    card = st_export.training_card(metrics, {"top_blocks": 2}, {})
+    assert "| blocks trained | 2 |" in card
+
+
+def _run_dict(tmp_path: Path) -> dict[str, Any]:
+    """One planned full run of the toy grid, as the sweep writes it."""
+    from embtune.sweep import training_runs
+
+    runs, _ = training_runs(_params(tmp_path, "toplast"), apply_cap=False)
+    return next(r for r in runs if r["method"] == "full")

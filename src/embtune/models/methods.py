@@ -48,6 +48,7 @@ class Hyper:
     caption: str
     point_label: Callable[[Any], str]       # annotation of an IsoFLOP point with this value
     loss_flops_figure: str | None = None    # loss-vs-FLOP figure by S (Figs 18, 19), if any
+    integer: bool = False                   # an integer column (a rank), else a float (a fraction)
 
 
 def _one_variant(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
@@ -77,6 +78,10 @@ class Method:
     #: model is the merged copy beside it, and the paragraph that says so
     merged_export: bool = False
     card_note: str = ""
+    #: settings a run's metrics.json records (and its model card's method line words each, one
+    #: ``{}`` for the value), and the card's hyper-parameter row: (label, run-config keys shown)
+    reported: tuple[tuple[str, str], ...] = ()
+    card_row: tuple[str, tuple[str, ...]] | None = None
     #: peak-memory estimate (models/memory.py): hidden-size vectors its backward saves per token and
     #: block (None: full fine-tuning's), and whether its trainable tensors include the embeddings
     saved_vectors: int | None = None
@@ -123,6 +128,18 @@ def hyper_column(name: str) -> str | None:
 def hyper_columns() -> list[str]:
     """Every method's hyper-parameter column, in registry order (runs-table columns)."""
     return [m.hyper.column for m in REGISTRY.values() if m.hyper]
+
+
+def hyper_types() -> dict[str, bool]:
+    """Every hyper-parameter column -> whether it holds integers (runs-table and plan dtypes)."""
+    return {m.hyper.column: m.hyper.integer for m in REGISTRY.values() if m.hyper}
+
+
+def hyper_value(column: str, value: Any) -> Any:
+    """``value`` in its column's type (int or float); None stays None."""
+    if value is None:
+        return None
+    return int(value) if hyper_types().get(column) else float(value)
 
 
 def point_label(name: str, row: Mapping[str, Any]) -> str:
@@ -315,14 +332,17 @@ register(Method(
     Hyper("freeze_fraction", "fraction of frozen blocks", "Block freezing", False, "fig03_freeze_fraction",
           "Fig. 3: effect of the frozen-block fraction per model", lambda f: f"{1 - f:.2g} active", "fig18"),
     settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
+    reported=(("frozen_blocks", "first {} transformer blocks frozen"),),
     isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
 register(Method("bias", "Bias-only", "tab:red", _apply_bias, _counts_bias, _variants_bias,
                 isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}, saved_vectors=13))
 register(Method(
     "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
     Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
-          lambda r: f"r{r}", "fig19"),
+          lambda r: f"r{r}", "fig19", integer=True),
     settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
+    reported=(("lora_rank", "rank {}"),),
+    card_row=("LoRA rank / alpha / dropout", ("lora_rank", "lora_alpha", "lora_dropout")),
     recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True, saved_vectors=20,
     card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "

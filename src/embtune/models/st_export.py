@@ -217,8 +217,7 @@ def _method_text(metrics: Mapping[str, Any]) -> str:
     if name not in methods.REGISTRY:
         return name
     method = methods.get(name)
-    words = {"frozen_blocks": "first {} transformer blocks frozen", "lora_rank": "rank {}"}
-    detail = ", ".join(w.format(metrics[k]) for k, w in words.items() if metrics.get(k) is not None)
+    detail = ", ".join(w.format(metrics[k]) for k, w in method.reported if metrics.get(k) is not None)
     merged = ", merged into the weights in `model_merged/`" if method.merged_export else ""
     return f"{method.label} ({detail}{merged})" if detail or merged else method.label
 
@@ -253,9 +252,10 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
                ("logit scale", t.get("logit_scale", "inverse")), ("weight decay", t.get("weight_decay")),
                ("warm-up fraction", t.get("warmup_fraction")), ("final LR fraction", t.get("final_lr_fraction")),
                ("seed", metrics.get("seed"))]
-    if metrics.get("lora_rank") is not None:
-        rows_hp.append(("LoRA rank / alpha / dropout",
-                        f"{run.get('lora_rank')} / {run.get('lora_alpha')} / {run.get('lora_dropout')}"))
+    method = _registered(metrics)
+    if method is not None and method.card_row is not None:
+        label, keys = method.card_row
+        rows_hp.append((label, " / ".join(str(run.get(k)) for k in keys)))
     rows_loss = [(f"final training loss (mean of the last "
                   f"{metrics.get('final_loss_steps', t.get('final_loss_window', '?'))} steps)",
                   metrics.get("final_train_loss")),

@@ -43,6 +43,7 @@ from typing import Any
 
 import polars as pl
 
+from embtune.models import methods as registry
 from embtune.scaling.isoflop import ok_rows
 
 PAPER1_FULL_LORA_CROSSOVER = 9.06e16  # paper 1, §4.4: full fine-tuning optimal below, LoRA above
@@ -116,7 +117,9 @@ def loss_falls_with_budget(best: pl.DataFrame) -> Finding:
     return Finding(1, claim, f"{sum(falls)} of {len(falls)} methods fall at every step; " + "; ".join(parts), verdict)
 
 
-def _best_hyper(runs: pl.DataFrame, method: str, column: str, metric: str) -> tuple[Counter, list]:
+def _best_hyper(runs: pl.DataFrame, method: str, metric: str) -> tuple[Counter, list]:
+    """How often each value of the method's hyper column (its registry entry) wins a cell."""
+    column = registry.hyper_column(method)
     rows = ok_rows(runs, metric).filter(pl.col("method") == method).drop_nulls(column)
     tried = sorted(rows[column].unique().to_list()) if rows.height else []
     if len(tried) < 2:
@@ -130,7 +133,7 @@ def _best_hyper(runs: pl.DataFrame, method: str, column: str, metric: str) -> tu
 
 def lora_rank(runs: pl.DataFrame, metric: str) -> Finding:
     claim = "LoRA's best rank is 32 or 128 (ranks 8 and 2048 worse)"
-    wins, tried = _best_hyper(runs, "lora", "lora_rank", metric)
+    wins, tried = _best_hyper(runs, "lora", metric)
     if not wins:
         return Finding(1, claim, f"ranks tried: {tried or 'none'} — needs >= 2 ranks at one (model, budget)", "n/a")
     mode = max(sorted(wins), key=lambda r: wins[r])
@@ -144,7 +147,7 @@ def lora_rank(runs: pl.DataFrame, metric: str) -> Finding:
 
 def freeze_fraction(runs: pl.DataFrame, metric: str) -> Finding:
     claim = "block freezing: for small models the fewest frozen blocks is best (Fig. 3)"
-    wins, tried = _best_hyper(runs, "freeze", "freeze_fraction", metric)
+    wins, tried = _best_hyper(runs, "freeze", metric)
     if not wins:
         return Finding(1, claim, f"frozen fractions tried: {tried or 'none'} — needs >= 2 at one (model, budget)", "n/a")
     counts = ", ".join(f"{f:g}: {n}" for f, n in sorted(wins.items()))

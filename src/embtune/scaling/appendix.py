@@ -42,8 +42,11 @@ from embtune.scaling.isoflop import ok_rows
 from embtune.scaling.laws import LAWS
 from embtune.sweep import STUDY_FACTORS
 
-RUN_COLUMNS = ("model", "method", "budget", "lora_rank", "freeze_fraction", "seed", "status",
-               "skip_reason", "N", "D", "S", "steps")
+
+def run_columns() -> tuple[str, ...]:
+    """The runs-table columns a study's table carries (every method's hyper column: the registry's)."""
+    return ("model", "method", "budget", *registry.hyper_columns(), "seed", "status", "skip_reason",
+            "N", "D", "S", "steps")
 
 
 def study_frame(runs: pl.DataFrame, members: list[dict[str, Any]], study: dict[str, Any],
@@ -54,10 +57,11 @@ def study_frame(runs: pl.DataFrame, members: list[dict[str, Any]], study: dict[s
     cols += [pl.Series(k, [m["factors"].get(k) for m in mine], pl.String if k == "pooling" else pl.Float64)
              for k in (study.get("cross") or {})]
     frame = pl.DataFrame(cols)
-    have = [c for c in (*RUN_COLUMNS, metric) if c in runs.columns]
+    wanted = (*run_columns(), metric)
+    have = [c for c in wanted if c in runs.columns]
     table = runs.select("run_id", *have).unique("run_id", keep="first")
     out = frame.join(table, on="run_id", how="left")
-    for c in (*RUN_COLUMNS, metric):
+    for c in wanted:
         if c not in out.columns:
             out = out.with_columns(pl.lit(None).alias(c))
     return out.with_columns(pl.col("status").fill_null("missing"))

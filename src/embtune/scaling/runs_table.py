@@ -6,8 +6,8 @@ Reads ``<runs-dir>/<run_id>/{metrics.json, manifest.json, mteb.json}`` and the p
 ``skip_reason`` so the analysis can say what is missing instead of silently dropping it.
 
 Columns: run_id, method, model, hidden_size, num_layers, N (non-embedding), N_F, N_B, N_U,
-S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, freeze_fraction, lora_rank,
-lora_alpha, lora_embed_in, peak_lr,
+S (trainable fraction N_U/N_F), D (tokens), C (FLOP), budget, each method's hyper-parameter
+column (its registry entry: freeze_fraction, lora_rank), lora_alpha, lora_embed_in, peak_lr,
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
 status, skip_reason, seed, nonfinite, excluded, logit_scale, study; and what the run cost: wall_seconds (training
 steps), device_seconds (wall_seconds x processes: GPU-seconds on a GPU), device (its name),
@@ -49,11 +49,11 @@ from embtune.runconfig import RunConfig
 from embtune.scaling.artifacts import apply_exclusions, excluded_runs, read_metrics
 from embtune.train.failures import failure_of
 
-FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "freeze_fraction", "lora_alpha",
+FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "lora_alpha",
               "peak_lr", "steps", "tokens_per_pair", "final_train_loss", "val_loss", "mteb_average",
               "wall_seconds", "device_seconds", "hardware_flops", "logit_scale", "peak_memory_bytes",
               "estimated_peak_memory_bytes")
-INT_COLS = ("hidden_size", "num_layers", "lora_rank", "batch_size", "seed")
+INT_COLS = ("hidden_size", "num_layers", "batch_size", "seed")
 STR_COLS = ("run_id", "method", "model", "status", "skip_reason", "nonfinite", "excluded", "device", "study",
             "failure_reason")
 BOOL_COLS = ("lora_embed_in",)
@@ -109,8 +109,6 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
         "N": n_total, "N_F": n_forward, "N_B": _num(metrics.get("n_backward")),
         "N_U": n_update, "S": s, "D": tokens, "C": _num(metrics.get("flops")),
         "budget": _num(metrics.get("budget")) or _num(cfg.get("budget")) or parsed.get("budget"),
-        "freeze_fraction": _num(cfg.get("freeze_fraction", parsed.get("freeze_fraction"))),
-        "lora_rank": cfg.get("lora_rank", parsed.get("lora_rank")),
         "lora_alpha": _num(cfg.get("lora_alpha")),
         "lora_embed_in": cfg.get("lora_embed_in") if isinstance(cfg.get("lora_embed_in"), bool) else None,
         "peak_lr": _num(metrics.get("peak_lr")) or _num(cfg.get("peak_lr")),
@@ -135,8 +133,8 @@ def run_row(run_id: str, metrics: dict[str, Any], manifest: dict[str, Any],
             nonfinite += [f"mteb_{task}"] if _is_nonfinite(score) else []
     row["nonfinite"] = ",".join(nonfinite) or None
     row["excluded"] = "; ".join(f"{k} is NaN/inf" for k in nonfinite) or None
-    for col in registry.hyper_columns():        # a registered method's own column, if not above
-        row.setdefault(col, _num(cfg.get(col, parsed.get(col))))
+    for col in registry.hyper_columns():        # each method's own column (lora_rank, freeze_fraction)
+        row[col] = registry.hyper_value(col, _num(cfg.get(col, parsed.get(col))))
     return row
 
 
@@ -190,7 +188,7 @@ def build_table(rows: list[dict[str, Any]]) -> pl.DataFrame:
     schema.update({c: pl.Float64 for c in FLOAT_COLS})
     schema.update({c: pl.Int64 for c in INT_COLS})
     schema.update({c: pl.Boolean for c in BOOL_COLS})
-    schema.update({c: pl.Float64 for c in registry.hyper_columns() if c not in schema})
+    schema.update({c: pl.Int64 if integer else pl.Float64 for c, integer in registry.hyper_types().items()})
     schema.update({t: pl.Float64 for t in tasks})
     data = {c: [r.get(c) for r in rows] for c in schema}
     return apply_exclusions(pl.DataFrame(data, schema=schema).sort("run_id"))

@@ -6,14 +6,13 @@ is, and a generator that knows its true parameters is what makes fitting tests h
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from embtune.models import methods as registry
-from embtune.models.methods import analytic_counts
+from embtune.models.families import DEFAULT_FAMILY
 from embtune.runconfig import RunConfig
 from embtune.scaling.laws import modified_loss
 from embtune.scaling.runs_table import build_table
@@ -30,14 +29,15 @@ TRUE_PARAMS: dict[str, dict[str, float]] = {m.name: dict(m.synthetic_law) for m 
                                             if m.synthetic_law is not None}
 
 
-def variants(method: str, num_layers: int, ranks: list[int]) -> list[dict[str, Any]]:
-    if method == "freeze":
-        denom = 6 if num_layers % 6 == 0 else 8
-        return [{"freeze_fraction": float(Fraction(k, denom)), "frozen_blocks": num_layers * k // denom,
-                 "tag": f"freeze-{k}of{denom}"} for k in range(denom)]
-    if method == "lora":
-        return [{"lora_rank": r, "tag": f"lora-r{r}"} for r in ranks]
-    return [{"tag": method}]
+def variants(model: dict[str, Any], method: str, ranks: list[int]) -> list[dict[str, Any]]:
+    """The method's own variants (its registry entry) of ``model``: paper 1's whole grid, every
+    frozen-block fraction k/6 or k/8 (``auto``) and the given LoRA ranks; each settings dict with
+    its id ``tag``."""
+    # the params' train.freeze and train.lora sections (params sections, not a list of methods)
+    train: dict[str, Any] = {"freeze": {"fractions": "auto"}}
+    train["lora"] = {"ranks": ranks, "alpha": 8, "embed_in": False, "dropout": 0.0}
+    return [{**settings, "tag": tag} for tag, settings, skip in registry.get(method).variants(model, train, method)
+            if skip is None]
 
 
 def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
@@ -53,9 +53,9 @@ def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
     rows = []
     for name, hidden, layers in models:
         for method in methods:
-            for v in variants(method, layers, ranks or LORA_RANKS):
-                counts = analytic_counts(hidden, layers, method, frozen_blocks=v.get("frozen_blocks", 0),
-                                         lora_rank=v.get("lora_rank"))
+            spec = {"family": DEFAULT_FAMILY, "hidden_size": hidden, "num_layers": layers}
+            for v in variants(spec, method, ranks or LORA_RANKS):
+                counts = registry.planned_counts(spec, v)
                 for c in budgets:
                     d = c / counts.per_token
                     s = counts.trainable_fraction
@@ -66,8 +66,8 @@ def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
                         "model": name, "hidden_size": hidden, "num_layers": layers,
                         "N": float(counts.n_total), "N_F": float(counts.n_forward),
                         "N_B": float(counts.n_backward), "N_U": float(counts.n_update), "S": s,
-                        "D": d, "C": c, "budget": c, "freeze_fraction": v.get("freeze_fraction"),
-                        "lora_rank": v.get("lora_rank"), "peak_lr": 1e-4, "batch_size": batch_size,
+                        "D": d, "C": c, "budget": c, **{col: v.get(col) for col in registry.hyper_columns()},
+                        "peak_lr": 1e-4, "batch_size": batch_size,
                         "steps": steps, "tokens_per_pair": tokens_per_pair, "seed": 0,
                         "final_train_loss": loss, "val_loss": loss * 1.05,
                         "mteb_average": float(0.7 - 0.2 * np.log(loss) + rng.normal(0, 0.01)),

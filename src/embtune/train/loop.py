@@ -266,6 +266,8 @@ def enable_checkpointing(model: torch.nn.Module) -> None:
 
 
 def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
+    from embtune.models import methods
+
     out: dict[str, Any] = {"run_id": run.run_id, "method": run.method, "model": run.model["name"],
                            "budget": float(run.budget), "peak_lr": float(run.peak_lr),
                            "seed": run.seed, "batch_size": run.train.batch_size,
@@ -273,7 +275,7 @@ def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
     if counts is not None:
         out.update(n_total=counts.n_total, n_forward=counts.n_forward, n_backward=counts.n_backward,
                    n_update=counts.n_update, trainable_fraction=counts.trainable_fraction)
-    for key in ("frozen_blocks", "lora_rank"):
+    for key, _ in methods.get(run.method).reported:      # the method's own settings (its registry entry)
         if run.settings.get(key) is not None:
             out[key] = run.settings[key]
     return out
