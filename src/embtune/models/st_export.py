@@ -260,7 +260,6 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
                   f"{metrics.get('final_loss_steps', t.get('final_loss_window', '?'))} steps)",
                   metrics.get("final_train_loss")),
                  ("held-out loss (validation pairs)", metrics.get("val_loss"))]
-    method = _registered(metrics)
     prompts_note = method.card_note if method else ""
     return "\n".join([
         _front_matter(["sentence-transformers", "feature-extraction", "sentence-similarity", "embtune",
