@@ -231,19 +231,29 @@ def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in str(text))
 
 
+def skipped_markdown(runs: pl.DataFrame) -> list[str]:
+    """Runs skipped (or dropped by the GPU-hour cap) grouped by reason, each reason once: its
+    per-run detail in parentheses (pairs, steps, FLOP) is left out. Failed runs are not listed
+    here: their own section (:func:`embtune.plots.failed.failed_markdown`) names each with its reason."""
+    skipped = runs.filter(~pl.col("status").is_in(["ok", "failed"]))
+    if not skipped.height:
+        return []
+    reason = pl.col("skip_reason").fill_null("no reason recorded").str.replace(r"\s*\(.*\)$", "")
+    groups = skipped.group_by(reason.alias("reason"), "status").len()
+    lines = ["Skipped runs by reason:", ""]
+    for why, status, n in groups.sort(["len", "reason"], descending=[True, False]).rows():
+        lines.append(f"- {n} × {why}" + ("" if status == "skipped" else f" ({status})"))
+    return lines + [""]
+
+
 def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, Any] | None,
                     runs: pl.DataFrame, fig_dir: Path, report_path: Path,
                     findings: list[str] | None = None) -> str:
     counts = runs.group_by("status").len().sort("status").rows()
     lines = ["# embtune analysis report", "",
              "Runs: " + ", ".join(f"{s}: {n}" for s, n in counts), ""]
-    skipped = runs.filter(pl.col("status") != "ok")
-    if skipped.height:
-        lines += ["Skipped/failed runs by reason:", ""]
-        for reason, n in skipped.group_by("skip_reason").len().sort(["len", "skip_reason"], descending=[True, False]).rows():
-            lines.append(f"- {n} × {reason}")
-        lines.append("")
-    lines += failed_markdown(runs, fits)      # embtune.plots.failed
+    lines += skipped_markdown(runs)
+    lines += failed_markdown(runs, fits)      # embtune.plots.failed: failed runs, each once
     lines += findings or []
     dropped = fits.get("dropped_nonfinite") or {}
     if dropped.get("count"):

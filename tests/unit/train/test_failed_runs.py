@@ -162,3 +162,21 @@ def test_report_names_the_failed_runs_and_reasons() -> None:
     assert "| tiny__bias__c3e+09__s0 | oom | CUDA out of memory |" in text
     assert "Rows the fits lost: bias 2." in text
     assert failed_markdown(table.filter(pl.col("status") == "ok"), {}) == []
+
+
+def test_the_report_lists_each_failed_run_once_and_groups_skips_by_reason() -> None:
+    """Failed runs appear in their own section only; skipped runs are grouped by their reason
+    without the per-run detail in parentheses (pairs, steps, FLOP differ from run to run)."""
+    from embtune.plots.failed import failed_markdown
+    from embtune.plots.report import skipped_markdown
+    from embtune.scaling.runs_table import build_table, skipped_row
+
+    epochs = "budget 2e+11 needs more than train.max_epochs=1.0 epochs"
+    table = pl.concat([_table(), build_table([
+        skipped_row("a__full__c2e+11__s0", f"{epochs} (17369 pairs; 542 steps spend only 1.21e+11 FLOP)"),
+        skipped_row("b__full__c2e+11__s0", f"{epochs} (17369 pairs; 542 steps spend only 8.04e+10 FLOP)"),
+        skipped_row("c__full__c1e+09__s0", "cut by the cap", "dropped")])], how="diagonal_relaxed")
+    skipped = skipped_markdown(table)
+    assert skipped == ["Skipped runs by reason:", "", f"- 2 × {epochs}", "- 1 × cut by the cap (dropped)", ""]
+    text = "\n".join(skipped + failed_markdown(table, {}))
+    assert text.count("loss is nan at step 3") == 1 and text.count("CUDA out of memory") == 1
