@@ -10,10 +10,20 @@ real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED
 3. The hub is stopped; HF_ENDPOINT keeps pointing at its closed port with HF_HUB_OFFLINE=0, so a
    compute job that tried the network would fail. ``snakemake --profile slurm`` then runs every
    job (training, MTEB, query tuning, PND through sbatch) to every analysis output.
-4. The run presets/rehearsal.yaml makes diverge is reported (failure record, report, fits) and
-   ``embtune status --json`` counts what the runs table holds.
+   Every job is checked against SLURM's own records (tests/e2e/test_slurm.py's
+   ``assert_jobs_went_through_slurm``: one COMPLETED job per non-local rule instance, the GPU
+   request, the time limit and memory of resources.smk), and the scattered BGE preparation (2
+   parts) goes through sbatch too.
+4. The run presets/rehearsal.yaml makes diverge is a result, not a stop (issue 22): its failure
+   record (with the controller's ``--retries`` that reached the job through SLURM), the report,
+   fits.json's lost rows, the recipe's warning, the runs table, and ``embtune status --json``
+   counting what the runs table holds.
 5. The store is tracked with ``dvc add`` and, with the results, pushed to a local remote, removed
    and pulled back byte-identical.
+
+This is CI's one run of the SLURM path: the assertions above share it (a module fixture), in
+place of a second SLURM pipeline and a separate failed-run pipeline, so ``make test`` pays for
+the pipeline once.
 
 Stack: params.yaml + presets/demo.yaml + presets/ci.yaml + presets/rehearsal.yaml (source: hub
 for the model suite, tokenizer and encoder; hf:// for MSMARCO and XNLI).
@@ -21,6 +31,8 @@ for the model suite, tokenizer and encoder; hf:// for MSMARCO and XNLI).
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -35,7 +47,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers_hub import LoopbackHub, folder_files  # noqa: E402
 from slurm_cluster import SlurmCluster  # noqa: E402
-from test_slurm import IGNORE, _env, executed_jobs, planned_jobs  # noqa: E402  (reuse, not copies)
+from test_slurm import GPU_RULES, IGNORE, _env, assert_jobs_went_through_slurm, executed_jobs, planned_jobs  # noqa: E402,E501
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -45,6 +57,9 @@ ENCODER = "intfloat/multilingual-e5-small"
 BIAS = "pythia-14m__bias__c1.5e11__s0"   # the run presets/rehearsal.yaml makes diverge
 MSMARCO = ("sentence-transformers/embedding-training-data", "msmarco-triplets.jsonl.gz")
 PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
+# `all`, and the arxiv negatives dvc.yaml's data@ci stage versions (this stack's PND sets skip them)
+TARGETS = ["all", "build_arxiv_negatives"]
+SM = ["snakemake", "--profile", "slurm"]
 DVC_STAGES = ["data@ci", "models@ci", "analyze@ci"]   # dvc.yaml's stages of data/processed/ci, results/ci
 
 
@@ -92,85 +107,159 @@ def _fail(what: str, proc: subprocess.CompletedProcess, work: Path, cluster: Slu
                 f"{cluster.diagnostics() if cluster else ''}")
 
 
-def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: LoopbackHub,
-                                           tmp_path_factory: pytest.TempPathFactory) -> None:
+@dataclasses.dataclass
+class Rehearsal:
+    work: Path
+    env: dict
+    cluster: SlurmCluster
+    hub: LoopbackHub
+    stage_remote: collections.Counter
+    stage_local: collections.Counter
+    planned: collections.Counter      # the offline run's dry run, after stage-in
+    remote: collections.Counter       # what the offline run submitted ...
+    local: collections.Counter        # ... and ran on this host
+    before: set                       # SLURM job ids of earlier tests
+    n_requests: int                   # hub requests at stage-in
+
+    @property
+    def results(self) -> Path:
+        return self.work / "results/ci"
+
+
+@pytest.fixture(scope="module")
+def rehearsal(slurm_cluster: SlurmCluster, hub: LoopbackHub, tmp_path_factory: pytest.TempPathFactory) -> Rehearsal:
+    """Stage-in on the login node, the hub stopped, then the whole study through SLURM: once."""
     t_start = time.monotonic()
     work = tmp_path_factory.mktemp("rehearsal") / "repo"
     shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
     env = {**_env(slurm_cluster), "HF_ENDPOINT": hub.url, "HF_HOME": str(work / ".hf-home"),
            "HF_HUB_DISABLE_TELEMETRY": "1"}
-    sm = ["snakemake", "--profile", "slurm"]
 
     # ---- the full dry run shows the downloads as jobs
-    dry = _run([*sm, "--configfile", *PRESETS, "-n"], work, env, 300)
+    dry = _run([*SM, "--configfile", *PRESETS, "-n"], work, env, 300)
     assert dry.returncode == 0, dry.stderr[-4000:]
     planned = planned_jobs(dry.stdout + dry.stderr)
     assert planned["stage_snapshot"] == 2 and planned["fetch_hf"] == 3, planned   # pythia (+ tokenizer), E5; msmarco, xnli en+de
 
     # ---- 1. login node: stage-in (local rules only: nothing is submitted)
     before = set(slurm_cluster.submitted_job_ids())
-    stage = _run([*sm, "stage_in", "--configfile", *PRESETS], work, env, 300)
+    stage = _run([*SM, "stage_in", "--configfile", *PRESETS], work, env, 300)
     if stage.returncode != 0:
         _fail("stage_in failed", stage, work, slurm_cluster)
-    remote, local = executed_jobs(stage.stdout + stage.stderr)
-    assert not remote and local["stage_snapshot"] == 2 and local["fetch_hf"] == 3, (remote, local)
-    assert set(slurm_cluster.submitted_job_ids()) == before, "stage-in submitted SLURM jobs"
+    stage_remote, stage_local = executed_jobs(stage.stdout + stage.stderr)
     t_stage = time.monotonic() - t_start
-    manifest = json.loads((work / "data/store/manifest.json").read_text())
-    pythia = manifest["artifacts"][f"data/store/models/{MODEL}/{REVISION}"]
-    assert pythia["commit"] == hub.repos[("model", MODEL)].sha and pythia["revision"] == REVISION
-    assert pythia["files"] == {k: hashlib.sha256(v).hexdigest() for k, v in hub.repos[("model", MODEL)].files.items()}
-    msmarco = manifest["artifacts"][f"data/raw/hf/{MSMARCO[0]}/{MSMARCO[1]}"]
-    assert msmarco["commit"] == hub.repos[("dataset", MSMARCO[0])].sha
 
     # ---- 2. the hub goes away; every compute job must still succeed
     n_requests = len(hub.requests)
     hub.stop()
     offline = {**env, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
+    dry = _run([*SM, *TARGETS, "--configfile", *PRESETS, "-n"], work, offline, 300)
+    assert dry.returncode == 0, dry.stderr[-4000:]
     t0 = time.monotonic()
-    # `all`, and the arxiv negatives dvc.yaml's data@ci stage versions (this stack's PND sets skip them)
-    run = _run([*sm, "all", "build_arxiv_negatives", "--configfile", *PRESETS], work, offline, 1500)
+    run = _run([*SM, *TARGETS, "--configfile", *PRESETS], work, offline, 1500)
     elapsed = time.monotonic() - t0
     if run.returncode != 0:
         _fail(f"offline run failed after {elapsed:.0f} s", run, work, slurm_cluster)
-    assert len(hub.requests) == n_requests
     remote, local = executed_jobs(run.stdout + run.stderr)
-    assert not local["stage_snapshot"] and not local["fetch_hf"], local
-    # evaluate_mteb_batch runs MTEB on the cluster; evaluate_mteb only links its results (a local rule)
-    for rule in ("train_contrastive", "evaluate_mteb_batch", "tune_query", "evaluate_pnd_base", "evaluate_pnd_query"):
-        assert remote[rule] >= 1, (rule, dict(remote))
-    for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/report.md", "analysis/query_tuning", "analysis/appendix", "analysis/figures", "metrics.json"):
-        assert (work / "results/ci" / out).exists(), out
-    assert (work / "results/ci/query_runs/multilingual-e5-small/base/pnd.json").is_file()
-    build_log = (work / "results/ci/base_models/pythia-14m/manifest.json").read_text()
+    print(f"\n[timing] rehearsal: stage-in {t_stage:.1f} s, offline run through SLURM {elapsed:.1f} s; "
+          f"{sum(remote.values())} SLURM jobs {dict(remote)}, {sum(local.values())} local {dict(local)}")
+    return Rehearsal(work=work, env=env, cluster=slurm_cluster, hub=hub, stage_remote=stage_remote,
+                     stage_local=stage_local, planned=planned_jobs(dry.stdout + dry.stderr), remote=remote,
+                     local=local, before=before, n_requests=n_requests)
+
+
+def test_stage_in_runs_on_the_login_node_and_records_the_commits(rehearsal: Rehearsal) -> None:
+    r, hub = rehearsal, rehearsal.hub
+    assert not r.stage_remote and r.stage_local["stage_snapshot"] == 2 and r.stage_local["fetch_hf"] == 3, \
+        (r.stage_remote, r.stage_local)
+    manifest = json.loads((r.work / "data/store/manifest.json").read_text())
+    pythia = manifest["artifacts"][f"data/store/models/{MODEL}/{REVISION}"]
+    assert pythia["commit"] == hub.repos[("model", MODEL)].sha and pythia["revision"] == REVISION
+    assert pythia["files"] == {k: hashlib.sha256(v).hexdigest() for k, v in hub.repos[("model", MODEL)].files.items()}
+    msmarco = manifest["artifacts"][f"data/raw/hf/{MSMARCO[0]}/{MSMARCO[1]}"]
+    assert msmarco["commit"] == hub.repos[("dataset", MSMARCO[0])].sha
+    build_log = (r.results / "base_models/pythia-14m/manifest.json").read_text()
     assert "data/store/models/EleutherAI/pythia-14m/step143000" in build_log
-    # ---- the run made to fail for good (presets/rehearsal.yaml: bias at lr 1e8) is a result
-    metrics = json.loads((work / f"results/ci/runs/{BIAS}/metrics.json").read_text())
-    assert metrics["status"] == "failed" and metrics["failure"]["reason"] == "diverged", metrics
+
+
+def test_the_offline_study_ran_every_job_through_slurm(rehearsal: Rehearsal) -> None:
+    """No hub request after stage-in; what was planned ran, the heavy rules through sbatch and
+    the analysis on this host; SLURM's records agree job by job; a second dry run has nothing."""
+    r = rehearsal
+    assert len(r.hub.requests) == r.n_requests
+    assert r.remote + r.local == r.planned, f"executed {dict(r.remote)} + local {dict(r.local)} != planned {dict(r.planned)}"
+    assert not r.local["stage_snapshot"] and not r.local["fetch_hf"], r.local
+    assert r.planned["bge_spill"] == r.planned["bge_sort"] == r.planned["bge_shards"] == 2, r.planned
+    for rule in GPU_RULES | {"prepare_bge", "bge_spill", "bge_sort", "bge_shards"}:  # heavy rules: SLURM
+        assert r.remote[rule] == r.planned[rule] and not r.local[rule], (rule, dict(r.remote), dict(r.local))
+    for rule in ("plan", "collect_runs", "fit_scaling", "recipe", "query_table", "build_tokenizer", "figures"):
+        assert r.local[rule] == r.planned[rule] >= 1 and not r.remote[rule], (rule, dict(r.local))
     # the two runs of one base model are one MTEB batch on the cluster, linked back per run locally
-    assert remote["train_contrastive"] == 2 and remote["evaluate_mteb_batch"] == 1, dict(remote)
-    assert local["evaluate_mteb"] == 2 and not remote["evaluate_mteb"], (dict(remote), dict(local))
-    analysis = work / "results/ci/analysis"
+    assert r.remote["train_contrastive"] == 2 and r.remote["evaluate_mteb_batch"] == 1, dict(r.remote)
+    assert r.local["evaluate_mteb"] == 2 and not r.remote["evaluate_mteb"], (dict(r.remote), dict(r.local))
+    assert_jobs_went_through_slurm(r.cluster, r.work, r.remote, set(r.local), r.before)
+    for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/report.md", "analysis/query_tuning",
+                "analysis/appendix", "analysis/figures", "metrics.json"):
+        assert (r.results / out).exists(), out
+    assert (r.results / "query_runs/multilingual-e5-small/base/pnd.json").is_file()
+    again = _run([*SM, *TARGETS, "--configfile", *PRESETS, "-n"], r.work, r.env, 300)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stderr[-3000:]
+
+
+def test_the_diverged_run_is_a_result_not_a_stop(rehearsal: Rehearsal) -> None:
+    """presets/rehearsal.yaml's bias run at lr 1e8 fails for good; everything downstream is written
+    and names what was lost (issue 22)."""
+    run_dir = rehearsal.results / "runs" / BIAS
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["status"] == "failed" and metrics["method"] == "bias", metrics
+    rec = metrics["failure"]
+    # deterministic: not retried; the controller's --retries (the profile's 2) reached the SLURM job
+    assert rec["reason"] == "diverged" and rec["attempt"] == 1 and rec["retries"] == 2, rec
+    assert rec["detail"].startswith(f"run {BIAS}: ") and "learning rate too high" in rec["detail"], rec
+    assert rec["partial"]["steps"] >= 0 and "flops" in rec["partial"]
+    assert (run_dir / "model" / "README.txt").read_text().startswith("failed: diverged")
+    assert json.loads((run_dir / "mteb.json").read_text())["status"] == "failed"
+    assert "failed for good: diverged" in (rehearsal.results / "logs/train" / f"{BIAS}.log").read_text()
+
+    analysis = rehearsal.results / "analysis"
+    fits = json.loads((analysis / "fits.json").read_text())
+    assert fits["lost_rows"]["bias"] == {"count": 1, "runs": [{"run_id": BIAS, "reason": "diverged"}]}
+    assert fits["lost_rows"]["full"]["count"] == 0
+    assert fits["failed_runs"]["count"] == 1 and fits["failed_runs"]["by_reason"] == {"diverged": 1}
+    assert "bias" not in fits["methods"]
+    recipes = sorted((analysis / "recipes").glob("recipe_c*.json"))
+    assert recipes
+    for path in recipes:
+        recipe = json.loads(path.read_text())
+        assert recipe["lost_rows"] == {"bias": 1}, (path.name, recipe["lost_rows"])
+        assert any(BIAS in w and "diverged" in w for w in recipe["warnings"]), (path.name, recipe["warnings"])
     report = (analysis / "report.md").read_text()
     assert "## Failed runs" in report and f"| {BIAS} | diverged |" in report
-    fits = json.loads((analysis / "fits.json").read_text())
-    assert fits["failed_runs"]["by_reason"] == {"diverged": 1} and fits["lost_rows"]["bias"]["count"] == 1
-    assert list((analysis / "recipes").glob("recipe_c*.json"))
-    # ---- `embtune status` (squeue present: it asks SLURM too) matches the runs table
-    status = _run([sys.executable, "-m", "embtune.cli", "status", "params.yaml", *PRESETS, "--json"], work, env, 300)
+    assert "Rows the fits lost: bias 1." in report
+    table = pl.read_parquet(analysis / "runs.parquet")
+    assert table.filter(pl.col("run_id") == BIAS)["failure_reason"].to_list() == ["diverged"]
+
+
+def test_status_asks_slurm_and_matches_the_runs_table(rehearsal: Rehearsal) -> None:
+    r = rehearsal
+    status = _run([sys.executable, "-m", "embtune.cli", "status", "params.yaml", *PRESETS, "--json"], r.work, r.env, 300)
     assert status.returncode == 0, status.stderr[-2000:]
     out = json.loads(status.stdout)
-    table = pl.read_parquet(analysis / "runs.parquet")
+    table = pl.read_parquet(r.results / "analysis/runs.parquet")
     ok = {(s, m, me): n for s, m, me, n in table.filter(pl.col("status") == "ok")
           .group_by("study", "model", "method").len().rows()}
     done = {(g["study"], g["model"], g["method"]): g["done"] for g in out["groups"]
             if g["study"] != "paper2" and g["done"]}
     assert done == ok and sum(ok.values()) == 1, (done, ok)                 # the full run
+    assert out["totals"]["failed"] == 1
     assert out["failed"] == [{"kind": "train", "id": BIAS, "reason": "diverged"}], out["failed"]
 
-    # ---- 3. the store (`dvc add`) and the results (dvc.yaml's ci stages, `dvc commit` after the
-    # direct Snakemake run) through DVC: push, remove, pull back byte-identical
-    dvc_env = {**env, "DVC_NO_ANALYTICS": "1", "HOME": str(work / ".home")}
+
+def test_store_and_results_round_trip_through_dvc(rehearsal: Rehearsal) -> None:
+    """The store (`dvc add`) and the results (dvc.yaml's ci stages, `dvc commit` after the direct
+    Snakemake run) through DVC: push, remove, pull back byte-identical. Last: it removes them."""
+    work = rehearsal.work
+    dvc_env = {**rehearsal.env, "DVC_NO_ANALYTICS": "1", "HOME": str(work / ".home")}
     targets = ["data/store.dvc", *DVC_STAGES]
     assert (work / ".dvc/config").is_file()        # the repo's own DVC setup, copied
     for cmd in (["git", "init", "-q"],
@@ -187,6 +276,3 @@ def test_paper_path_offline_after_stage_in(slurm_cluster: SlurmCluster, hub: Loo
     proc = _run(["dvc", "pull", *targets], work, dvc_env, 300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in digests} == digests
-    total = time.monotonic() - t_start
-    print(f"\n[timing] rehearsal: stage-in {t_stage:.1f} s, offline run through SLURM {elapsed:.1f} s, "
-          f"total {total:.1f} s; {sum(remote.values())} SLURM jobs {dict(remote)}, {sum(local.values())} local")
