@@ -8,8 +8,11 @@ real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED
 2. ``snakemake --profile slurm stage_in`` (the login-node step: local rules only) stages them into
    data/store and data/raw/hf and writes the manifest (commits and sha256 checked here).
 3. The hub is stopped; HF_ENDPOINT keeps pointing at its closed port with HF_HUB_OFFLINE=0, so a
-   compute job that tried the network would fail. ``snakemake --profile slurm`` then runs every
-   job (training, MTEB, query tuning, PND through sbatch) to every analysis output.
+   compute job that tried the network would fail. The staged inputs are versioned (``dvc add
+   data/store data/raw/hf``), and ``SNAKEMAKE_PROFILE=slurm dvc repro analyze@rehearsal`` (dvc.yaml:
+   one Snakemake phase per DVC stage) runs every job (training, MTEB, query tuning, PND through
+   sbatch) to every analysis output; ``dvc push`` to the project's default remote (HOME is a
+   fresh directory).
    Every job is checked against SLURM's own records (tests/e2e/test_slurm.py's
    ``assert_jobs_went_through_slurm``: one COMPLETED job per non-local rule instance, the GPU
    request, the time limit and memory of resources.smk), and the scattered BGE preparation (2
@@ -18,12 +21,15 @@ real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED
    record (with the controller's ``--retries`` that reached the job through SLURM), the report,
    fits.json's lost rows, the recipe's warning, the runs table, and ``embtune status --json``
    counting what the runs table holds.
-5. The store is tracked with ``dvc add`` and, with the results, pushed to a local remote, removed
-   and pulled back byte-identical.
+5. DVC: dvc.lock records every phase and git holds no result; a colleague's ``git clone`` +
+   ``dvc pull`` gets the staged inputs and every result byte-identical, and after ``snakemake
+   --touch`` (DVC restores content, not mtimes) plans nothing, with the SLURM profile too; a
+   training hyper-parameter re-plans only training and what follows, an evaluation code change
+   only evaluation and the analysis.
 
-This is CI's one run of the SLURM path: the assertions above share it (a module fixture), in
-place of a second SLURM pipeline and a separate failed-run pipeline, so ``make test`` pays for
-the pipeline once.
+This is CI's one run of the SLURM and DVC paths: the assertions above share it (a module
+fixture), in place of a second SLURM pipeline, a DVC pipeline and a failed-run pipeline, so
+``make test`` pays for it once.
 
 Stack: params.yaml + presets/demo.yaml + presets/ci.yaml + presets/rehearsal.yaml (source: hub
 for the model suite, tokenizer and encoder; hf:// for MSMARCO and XNLI).
@@ -35,6 +41,7 @@ import collections
 import dataclasses
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -57,10 +64,23 @@ ENCODER = "intfloat/multilingual-e5-small"
 BIAS = "pythia-14m__bias__c1.5e11__s0"   # the run presets/rehearsal.yaml makes diverge
 MSMARCO = ("sentence-transformers/embedding-training-data", "msmarco-triplets.jsonl.gz")
 PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
-# `all`, and the arxiv negatives dvc.yaml's data@ci stage versions (this stack's PND sets skip them)
+# `all`, and the arxiv negatives dvc.yaml's data@rehearsal stage versions (this stack's PND sets skip them)
 TARGETS = ["all", "build_arxiv_negatives"]
 SM = ["snakemake", "--profile", "slurm"]
-DVC_STAGES = ["data@ci", "models@ci", "analyze@ci"]   # dvc.yaml's stages of data/processed/ci, results/ci
+DVC_STAGES = ["data@rehearsal", "models@rehearsal", "analyze@rehearsal"]   # dvc.yaml's stage set of this stack
+RESULTS = "results/rehearsal"
+
+
+def _rules_in(stage: str) -> set[str]:
+    """The rules a stage file defines, read from the file so that a new rule cannot be forgotten here."""
+    text = (REPO / "workflow" / "rules" / f"{stage}.smk").read_text()
+    return set(re.findall(r"^[ \t]*rule (\w+):", text, flags=re.M))
+
+
+DATA_RULES = _rules_in("data")
+TRAIN_RULES = _rules_in("train")
+EVAL_RULES = _rules_in("evaluate")
+ANALYSIS_RULES = _rules_in("analyze") | {"all"}
 
 
 def _tiny_pythia(out: Path) -> None:
@@ -101,7 +121,7 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int) -> subpro
 
 
 def _fail(what: str, proc: subprocess.CompletedProcess, work: Path, cluster: SlurmCluster | None = None) -> None:
-    logs = sorted((work / "results/ci/logs").rglob("*.log"), key=lambda p: p.stat().st_mtime)
+    logs = sorted((work / "results/rehearsal/logs").rglob("*.log"), key=lambda p: p.stat().st_mtime)
     tails = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-1200:]}" for p in logs[-5:])
     pytest.fail(f"{what} (rc {proc.returncode}):\n{proc.stderr[-4000:]}\n{tails}\n"
                 f"{cluster.diagnostics() if cluster else ''}")
@@ -123,7 +143,7 @@ class Rehearsal:
 
     @property
     def results(self) -> Path:
-        return self.work / "results/ci"
+        return self.work / RESULTS
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +152,8 @@ def rehearsal(slurm_cluster: SlurmCluster, hub: LoopbackHub, tmp_path_factory: p
     t_start = time.monotonic()
     work = tmp_path_factory.mktemp("rehearsal") / "repo"
     shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
+    (work / "data/raw").mkdir(parents=True)                                   # IGNORE skips raw/ folders,
+    shutil.copy2(REPO / "data/raw/.gitignore", work / "data/raw/.gitignore")   # not the ignore rules
     env = {**_env(slurm_cluster), "HF_ENDPOINT": hub.url, "HF_HOME": str(work / ".hf-home"),
            "HF_HUB_DISABLE_TELEMETRY": "1"}
 
@@ -149,21 +171,36 @@ def rehearsal(slurm_cluster: SlurmCluster, hub: LoopbackHub, tmp_path_factory: p
     stage_remote, stage_local = executed_jobs(stage.stdout + stage.stderr)
     t_stage = time.monotonic() - t_start
 
-    # ---- 2. the hub goes away; every compute job must still succeed
+    # ---- 2. the hub goes away; every compute job must still succeed. The cluster user's command:
+    # `SNAKEMAKE_PROFILE=slurm dvc repro analyze@<preset>` (dvc.yaml), each DVC stage one
+    # Snakemake phase through sbatch. HOME is a fresh directory, so the project's default DVC
+    # remote (~/.cache/embtune/dvc-remote, .dvc/config) works out of the box.
     n_requests = len(hub.requests)
     hub.stop()
-    offline = {**env, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
+    (work.parent / "home").mkdir()
+    offline = {**env, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+               "HOME": str(work.parent / "home"), "DVC_NO_ANALYTICS": "1",
+               "GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.invalid",
+               "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.invalid"}
     dry = _run([*SM, *TARGETS, "--configfile", *PRESETS, "-n"], work, offline, 300)
     assert dry.returncode == 0, dry.stderr[-4000:]
+    # the staged inputs are versioned too (`dvc add`), the code is a git commit (a colleague clones it)
+    for cmd in (["git", "init", "-q", "-b", "main"], ["dvc", "add", "-q", "data/store", "data/raw/hf"],
+                ["git", "add", "-A"], ["git", "commit", "-q", "-m", "code + staged inputs"]):
+        proc = _run(cmd, work, offline, 300)
+        assert proc.returncode == 0, (cmd, proc.stdout[-2000:], proc.stderr[-2000:])
     t0 = time.monotonic()
-    run = _run([*SM, *TARGETS, "--configfile", *PRESETS], work, offline, 1500)
+    run = _run(["dvc", "repro", DVC_STAGES[-1]], work, {**offline, "SNAKEMAKE_PROFILE": "slurm"}, 1500)
     elapsed = time.monotonic() - t0
     if run.returncode != 0:
-        _fail(f"offline run failed after {elapsed:.0f} s", run, work, slurm_cluster)
+        _fail(f"offline `dvc repro` through SLURM failed after {elapsed:.0f} s", run, work, slurm_cluster)
     remote, local = executed_jobs(run.stdout + run.stderr)
-    print(f"\n[timing] rehearsal: stage-in {t_stage:.1f} s, offline run through SLURM {elapsed:.1f} s; "
+    for cmd in (["git", "add", "-A"], ["git", "commit", "-q", "-m", "results (dvc.lock)"], ["dvc", "push", "-q"]):
+        proc = _run(cmd, work, offline, 300)
+        assert proc.returncode == 0, (cmd, proc.stdout[-2000:], proc.stderr[-2000:])
+    print(f"\n[timing] rehearsal: stage-in {t_stage:.1f} s, offline `dvc repro` through SLURM {elapsed:.1f} s; "
           f"{sum(remote.values())} SLURM jobs {dict(remote)}, {sum(local.values())} local {dict(local)}")
-    return Rehearsal(work=work, env=env, cluster=slurm_cluster, hub=hub, stage_remote=stage_remote,
+    return Rehearsal(work=work, env=offline, cluster=slurm_cluster, hub=hub, stage_remote=stage_remote,
                      stage_local=stage_local, planned=planned_jobs(dry.stdout + dry.stderr), remote=remote,
                      local=local, before=before, n_requests=n_requests)
 
@@ -194,9 +231,9 @@ def test_the_offline_study_ran_every_job_through_slurm(rehearsal: Rehearsal) -> 
         assert r.remote[rule] == r.planned[rule] and not r.local[rule], (rule, dict(r.remote), dict(r.local))
     for rule in ("plan", "collect_runs", "fit_scaling", "recipe", "query_table", "build_tokenizer", "figures"):
         assert r.local[rule] == r.planned[rule] >= 1 and not r.remote[rule], (rule, dict(r.local))
-    # the two runs of one base model are one MTEB batch on the cluster, linked back per run locally
-    assert r.remote["train_contrastive"] == 2 and r.remote["evaluate_mteb_batch"] == 1, dict(r.remote)
-    assert r.local["evaluate_mteb"] == 2 and not r.remote["evaluate_mteb"], (dict(r.remote), dict(r.local))
+    # the three runs of one base model are one MTEB batch on the cluster, linked back per run locally
+    assert r.remote["train_contrastive"] == 3 and r.remote["evaluate_mteb_batch"] == 1, dict(r.remote)
+    assert r.local["evaluate_mteb"] == 3 and not r.remote["evaluate_mteb"], (dict(r.remote), dict(r.local))
     assert_jobs_went_through_slurm(r.cluster, r.work, r.remote, set(r.local), r.before)
     for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/report.md", "analysis/query_tuning",
                 "analysis/appendix", "analysis/figures", "metrics.json"):
@@ -224,7 +261,7 @@ def test_the_diverged_run_is_a_result_not_a_stop(rehearsal: Rehearsal) -> None:
     analysis = rehearsal.results / "analysis"
     fits = json.loads((analysis / "fits.json").read_text())
     assert fits["lost_rows"]["bias"] == {"count": 1, "runs": [{"run_id": BIAS, "reason": "diverged"}]}
-    assert fits["lost_rows"]["full"]["count"] == 0
+    assert fits["lost_rows"]["full"]["count"] == 0 and fits["lost_rows"]["freeze"]["count"] == 0
     assert fits["failed_runs"]["count"] == 1 and fits["failed_runs"]["by_reason"] == {"diverged": 1}
     assert "bias" not in fits["methods"]
     recipes = sorted((analysis / "recipes").glob("recipe_c*.json"))
@@ -250,29 +287,89 @@ def test_status_asks_slurm_and_matches_the_runs_table(rehearsal: Rehearsal) -> N
           .group_by("study", "model", "method").len().rows()}
     done = {(g["study"], g["model"], g["method"]): g["done"] for g in out["groups"]
             if g["study"] != "paper2" and g["done"]}
-    assert done == ok and sum(ok.values()) == 1, (done, ok)                 # the full run
+    assert done == ok and sum(ok.values()) == 2, (done, ok)                 # the full and freeze runs
     assert out["totals"]["failed"] == 1
     assert out["failed"] == [{"kind": "train", "id": BIAS, "reason": "diverged"}], out["failed"]
 
 
-def test_store_and_results_round_trip_through_dvc(rehearsal: Rehearsal) -> None:
-    """The store (`dvc add`) and the results (dvc.yaml's ci stages, `dvc commit` after the direct
-    Snakemake run) through DVC: push, remove, pull back byte-identical. Last: it removes them."""
-    work = rehearsal.work
-    dvc_env = {**rehearsal.env, "DVC_NO_ANALYTICS": "1", "HOME": str(work / ".home")}
-    targets = ["data/store.dvc", *DVC_STAGES]
-    assert (work / ".dvc/config").is_file()        # the repo's own DVC setup, copied
-    for cmd in (["git", "init", "-q"],
-                ["dvc", "remote", "add", "-d", "-f", "rehearsal", str(work.parent / "dvc-remote")],
-                ["dvc", "add", "data/store"], ["dvc", "commit", "-f", *DVC_STAGES], ["dvc", "push", *targets]):
-        proc = _run(cmd, work, dvc_env, 300)
-        assert proc.returncode == 0, (cmd, proc.stdout[-2000:], proc.stderr[-2000:])
-    pulled = ("data/store", "data/processed/ci/bge", "results/ci/analysis", "results/ci/runs", "results/ci/query_runs")
-    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest()
-               for d in pulled for p in sorted((work / d).rglob("*")) if p.is_file()}
-    assert len(digests) > 20
-    for d in (*pulled, ".dvc/cache"):
-        shutil.rmtree(work / d)
-    proc = _run(["dvc", "pull", *targets], work, dvc_env, 300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in digests} == digests
+def dry_run_jobs(workdir: Path, env: dict, *extra: str) -> collections.Counter:
+    """Rule -> job count of `snakemake -n` on this stack (an empty Counter = nothing to do)."""
+    proc = _run(["snakemake", "-n", *TARGETS, "--configfile", *PRESETS, *extra], workdir, env, 300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout + proc.stderr
+    return collections.Counter() if "Nothing to be done" in text else planned_jobs(text)
+
+
+def test_lock_records_every_phase_and_git_holds_no_result(rehearsal: Rehearsal) -> None:
+    r = rehearsal
+    lock = (r.work / "dvc.lock").read_text()
+    for stage in DVC_STAGES:
+        assert f"{stage}:" in lock, stage
+    tracked = _run(["git", "ls-files", "results", "data/processed", "data/store", "data/raw"], r.work, r.env, 60)
+    # only DVC's pointers (data/store.dvc sits in data/) and the ignore rules themselves
+    assert tracked.stdout.split() == ["data/raw/.gitignore", "data/raw/hf.dvc"], tracked.stdout[:2000]
+    assert "up to date" in _run(["dvc", "status", *DVC_STAGES], r.work, r.env, 300).stdout
+    remote = r.work.parent / "home/.cache/embtune/dvc-remote"      # the project's default remote
+    assert remote.is_dir() and any(remote.rglob("*")), remote
+
+
+def test_a_colleague_clones_pulls_and_has_nothing_to_do(rehearsal: Rehearsal) -> None:
+    """`git clone` + `dvc pull`: the staged inputs and every result, byte-identical; after
+    `snakemake --touch` (DVC restores content, not mtimes) Snakemake plans nothing, with the
+    SLURM profile too, and `dvc status` is clean."""
+    r = rehearsal
+    clone = r.work.parent / "clone"
+    assert _run(["git", "clone", "-q", str(r.work), str(clone)], r.work.parent, r.env, 120).returncode == 0
+    assert not (clone / "results").exists()
+    pull = _run(["dvc", "pull", "-q", "data/store.dvc", "data/raw/hf.dvc", *DVC_STAGES], clone, r.env, 300)
+    assert pull.returncode == 0, pull.stderr[-2000:]
+    pulled = ("data/store", "data/raw/hf", "data/processed/rehearsal/bge", f"{RESULTS}/analysis",
+              f"{RESULTS}/runs", f"{RESULTS}/query_runs")
+    theirs = {p.relative_to(r.work): hashlib.sha256(p.read_bytes()).hexdigest()
+              for d in pulled for p in sorted((r.work / d).rglob("*")) if p.is_file()}
+    assert len(theirs) > 20
+    mine = {p.relative_to(clone): hashlib.sha256(p.read_bytes()).hexdigest()
+            for d in pulled for p in sorted((clone / d).rglob("*")) if p.is_file()}
+    assert mine == theirs
+    touch = _run(["snakemake", "--touch", "--cores", "1", *TARGETS, "--configfile", *PRESETS], clone, r.env, 300)
+    assert touch.returncode == 0, touch.stderr[-3000:]
+    assert dry_run_jobs(clone, r.env) == collections.Counter(), "snakemake -n must report nothing to do"
+    again = _run([*SM, "-n", *TARGETS, "--configfile", *PRESETS], clone, r.env, 300)  # dry runs never submit
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stderr[-2000:]
+    assert "up to date" in _run(["dvc", "status", *DVC_STAGES], clone, r.env, 300).stdout
+
+
+def test_a_training_hyperparameter_replans_only_training_and_downstream(rehearsal: Rehearsal) -> None:
+    from embtune.config import load_params
+    from embtune.sweep import training_runs
+
+    r = rehearsal
+    override = r.work / "override-train.yaml"
+    override.write_text("train:\n  temperature: 0.05\n")
+    try:
+        jobs = dry_run_jobs(r.work, r.env, override.name)
+    finally:
+        override.unlink()
+    runs, _ = training_runs(load_params([r.work / "params.yaml", *(r.work / p for p in PRESETS)]))
+    assert jobs["train_contrastive"] == len(runs) == 3, jobs
+    assert jobs["evaluate_mteb"] == len(runs) and jobs["evaluate_mteb_batch"] == 1, jobs   # one model's runs
+    assert not set(jobs) & DATA_RULES, f"data prep re-planned: {jobs}"
+    assert not set(jobs) & {"build_model", "tune_query", "evaluate_pnd_base", "evaluate_pnd_query"}, jobs
+    assert set(jobs) <= {"train_contrastive", "evaluate_mteb_batch", "evaluate_mteb"} | ANALYSIS_RULES, jobs
+    assert jobs["collect_runs"] == 1 and jobs["summary"] == 1, jobs
+
+
+def test_an_evaluation_code_change_replans_only_evaluation_and_analysis(rehearsal: Rehearsal) -> None:
+    r = rehearsal
+    rules = r.work / "workflow/rules/evaluate.smk"
+    original = rules.read_text()
+    assert original.count('"embtune evaluate-') >= 3
+    rules.write_text(original.replace('"embtune evaluate-', '"EMBTUNE_EVAL_REV=2 embtune evaluate-'))
+    try:
+        jobs = dry_run_jobs(r.work, r.env)
+    finally:
+        rules.write_text(original)
+    assert jobs["evaluate_mteb"] >= 1 and jobs["evaluate_pnd_base"] >= 1, jobs
+    assert set(jobs) <= EVAL_RULES | ANALYSIS_RULES, f"beyond evaluation + analysis: {jobs}"
+    assert not set(jobs) & (DATA_RULES | TRAIN_RULES), jobs
+    assert dry_run_jobs(r.work, r.env) == collections.Counter()    # back to nothing once reverted

