@@ -40,10 +40,30 @@ XDIST_GROUPS = {
 }
 
 
+#: Collection order of the groups above: the longest first, each on its own worker from the start.
+GROUP_ORDER = ("demo", "slurm")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The demo pipeline's files first, the SLURM ones next, the other end-to-end files, then
+    the rest in their own order. With the scheduler below each worker takes one group and no
+    more while it has more than 2 tests pending, so the two long groups start at once, one per
+    worker, and the short files fill in around them. (In path order the contract tests came first
+    and the demo pipeline, the longest path of ``make test``, started minutes late.)"""
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        group = XDIST_GROUPS.get(path)
+        if group in GROUP_ORDER:
+            return GROUP_ORDER.index(group)
+        return len(GROUP_ORDER) + (0 if path.startswith("tests/e2e/") else 1)
+
+    items.sort(key=rank)      # stable: files keep their order within a rank, tests within a file
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xdist's hook)
     """``make test``'s scheduler: whole files (or the groups above) per worker, in collection
-    order, so the end-to-end files (tests/e2e sorts before tests/unit) start first and the
-    minutes-long ones do not start last on one worker while the other idles.
+    order (:func:`pytest_collection_modifyitems`), so the minutes-long groups start first and do
+    not start last on one worker while the other idles.
 
     Why not ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9 (constraints.txt) xdist
     3.8 renames a grouped test by setting ``item._nodeid``, which pytest 9 no longer reads, so the

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from embtune.models import families
+from embtune.models import methods as registry
 
 #: Forms of ``id`` per model source (the schema's ``path`` pattern already bans metacharacters).
 HUB_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -171,26 +172,20 @@ def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tupl
 
 
 def grid_checks(params: Mapping[str, Any]) -> tuple[Any, list[tuple[tuple[Any, ...], str]]]:
-    """Grid-level checks: explicit freeze fractions must be whole blocks, the grid non-empty, the
-    query grids' ids valid, every study with a feasible run. Returns the plan (a
+    """Grid-level checks: each method's own (``Method.check``: explicit freeze fractions must be
+    whole blocks), the grid non-empty, the query grids' ids valid, every study with a feasible
+    run. Returns the plan (a
     :class:`embtune.sweep.StudyPlan`, expanded here once; None if it could not be) and the problems."""
     from embtune.sweep import StudyPlan, expand_query, expand_training
 
     train = params["train"]
     problems: list[tuple[tuple[Any, ...], str]] = []
-    fractions = train["freeze"]["fractions"]
-    if "freeze" in train["methods"] and fractions != "auto":
-        layers = sorted({m["num_layers"] for m in params["models"]})
-        for i, frac in enumerate(fractions):
-            fits = [n for n in layers if _whole(frac * n)]
-            parts = ("train", "freeze", "fractions", i)
-            if not fits:
-                problems.append((parts, f"{frac!r} is not k/L for any model's block count L "
-                                        f"{layers}: every freeze run of it would be skipped"))
-            elif len(fits) < len(layers):
-                warnings.warn(ParamsWarning(
-                    f"{key_path(parts)}: {frac!r} is k/L only for L in {fits}; the models with "
-                    f"{sorted(set(layers) - set(fits))} blocks skip it (see skipped.csv)"), stacklevel=3)
+    for method in registry.REGISTRY.values():          # each method's own settings (freeze: whole blocks)
+        if method.check and method.name in train["methods"]:
+            errors, warns = method.check(train, params["models"])
+            problems += errors
+            for parts, what in warns:
+                warnings.warn(ParamsWarning(f"{key_path(parts)}: {what}"), stacklevel=3)
     if problems:
         return None, problems
     try:
@@ -330,7 +325,3 @@ def _study_feasibility(params: Mapping[str, Any], plan: Any) -> list[tuple[tuple
             problems.append((("train", "studies", i), f"study {study['name']!r} has no feasible run: "
                                                        f"all {len(ids)} configurations are skipped ({why})"))
     return problems
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))

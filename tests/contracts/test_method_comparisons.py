@@ -18,9 +18,7 @@ REGISTRY_FILE = SRC / "models" / "methods.py"
 
 #: (file, method) -> how many comparisons, each with the registry field that would remove it.
 KNOWN: dict[tuple[str, str], int] = {
-    ("plots/report.py", "full"): 1,          # the reference method of a figure: a Method flag
     ("plots/findings.py", "bias"): 1,        # paper 1's claim about bias-only tuning, by name
-    ("config_checks.py", "freeze"): 1,       # freeze fractions' check: a Method.check hook
 }
 
 

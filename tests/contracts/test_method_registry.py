@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -239,3 +240,27 @@ def _run_dict(tmp_path: Path) -> dict[str, Any]:
 
     runs, _ = training_runs(_params(tmp_path, "toplast"), apply_cap=False)
     return next(r for r in runs if r["method"] == "full")
+
+
+def test_a_method_checks_its_own_settings_at_validation(tmp_path, monkeypatch) -> None:
+    """``Method.check`` (freeze's whole-block fractions): what a toy method's check returns is a
+    params error naming its key, or a warning, with no module edited."""
+    from embtune.config_checks import ParamsWarning
+
+    def check(train, models):
+        layers = sorted({m["num_layers"] for m in models})
+        if train["budgets"][0] < 1e6:
+            return [(("train", "budgets", 0), f"too small for blocks {layers}")], []
+        return [], [(("train", "methods"), f"trains all of {layers} blocks")]
+
+    monkeypatch.setitem(registry.REGISTRY, "toplast", dataclasses.replace(TOPLAST, check=check))
+    schema = config.load_schema()
+    schema["$defs"]["method"]["enum"].append("toplast")
+    monkeypatch.setattr(config, "load_schema", lambda *a, **k: copy.deepcopy(schema))
+    with pytest.warns(ParamsWarning, match=r"train\.methods: trains all of \[2\] blocks"):
+        _params(tmp_path, "toplast")
+    with pytest.raises(config.ParamsError, match=r"train\.budgets.*too small for blocks \[2\]"):
+        config.load_params([REPO / "params.yaml", REPO / "presets" / "demo.yaml"], overrides={
+            "paths": {"results": str(tmp_path / "results"), "processed": str(tmp_path / "processed")},
+            "models": [MODEL], "train": {"methods": ["full", "toplast"], "budgets": [1.0e5], "studies": []}})
+    assert registry.reference().name == "full"       # Fig. 15's reference: one flagged method

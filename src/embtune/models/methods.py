@@ -20,7 +20,7 @@ the planning-time :func:`planned_counts` and hand counts (formulas: ``embtune.mo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 #: (id tag, run-config settings, skip reason or None): one variant of a method for one model.
 Variant = tuple[str, dict[str, Any], "str | None"]
+#: a params problem: (key path, what), as embtune.config_checks reports them
+Problem = tuple[tuple[Any, ...], str]
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,12 @@ class Method:
     #: block (None: full fine-tuning's), and whether its trainable tensors include the embeddings
     saved_vectors: int | None = None
     trains_embeddings: bool = False
+    #: the reference the other methods are drawn against (paper 1's Fig. 15: full fine-tuning)
+    reference: bool = False
+    #: plan-time check of its own settings against the models (config_checks.grid_checks):
+    #: (train, models) -> (problems, warnings), each ((key path), what)
+    check: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+                    tuple[list[Problem], list[Problem]]] | None = None
 
 
 #: name -> Method, in plot/table order. Tests may add a method with ``monkeypatch.setitem``.
@@ -114,6 +122,11 @@ def ordered(present: Iterable[str]) -> list[str]:
     """``present`` in registry order, unknown names last (sorted)."""
     present = set(present)
     return [m for m in REGISTRY if m in present] + sorted(present - set(REGISTRY))
+
+
+def reference() -> Method:
+    """The method flagged ``reference`` (full fine-tuning)."""
+    return next(m for m in REGISTRY.values() if m.reference)
 
 
 def color(name: str) -> str | None:
@@ -196,6 +209,33 @@ def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
     # fraction that is k/L for no model, so this never turns 0.33 into 21/64 unnoticed).
     fracs = [Fraction(x).limit_denominator(max(64, num_layers)) for x in spec]
     return [(f.numerator, f.denominator) for f in fracs]
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))
+
+
+def _check_freeze(train: Mapping[str, Any], models: Sequence[Mapping[str, Any]]
+                  ) -> tuple[list[Problem], list[Problem]]:
+    """Explicit frozen fractions must be whole blocks: an error for a fraction that is k/L for no
+    model's block count L (every run of it would be skipped), a warning naming the models that
+    skip one that fits only some."""
+    fractions = train["freeze"]["fractions"]
+    problems: list[Problem] = []
+    warns: list[Problem] = []
+    if fractions == "auto":
+        return problems, warns
+    layers = sorted({m["num_layers"] for m in models})
+    for i, frac in enumerate(fractions):
+        fits = [n for n in layers if _whole(frac * n)]
+        parts = ("train", "freeze", "fractions", i)
+        if not fits:
+            problems.append((parts, f"{frac!r} is not k/L for any model's block count L "
+                                    f"{layers}: every freeze run of it would be skipped"))
+        elif len(fits) < len(layers):
+            warns.append((parts, f"{frac!r} is k/L only for L in {fits}; the models with "
+                                 f"{sorted(set(layers) - set(fits))} blocks skip it (see skipped.csv)"))
+    return problems, warns
 
 
 def _apply_freeze(model: Any, run: Mapping[str, Any]) -> Any:
@@ -326,13 +366,13 @@ def _parse_lora(tag: str) -> dict[str, Any]:
 _LAW = {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 30.0, "beta": 0.22}
 
 register(Method("full", "Full fine-tuning", "tab:blue", _apply_full, _counts_full,
-                isoflop_figure="fig02a", synthetic_law=_LAW, trains_embeddings=True))
+                isoflop_figure="fig02a", synthetic_law=_LAW, trains_embeddings=True, reference=True))
 register(Method(
     "freeze", "Block freezing", "tab:green", _apply_freeze, _counts_freeze, _variants_freeze,
     Hyper("freeze_fraction", "fraction of frozen blocks", "Block freezing", False, "fig03_freeze_fraction",
           "Fig. 3: effect of the frozen-block fraction per model", lambda f: f"{1 - f:.2g} active", "fig18"),
     settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
-    reported=(("frozen_blocks", "first {} transformer blocks frozen"),),
+    reported=(("frozen_blocks", "first {} transformer blocks frozen"),), check=_check_freeze,
     isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
 register(Method("bias", "Bias-only", "tab:red", _apply_bias, _counts_bias, _variants_bias,
                 isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}, saved_vectors=13))

@@ -185,10 +185,11 @@ def law_specs(runs: pl.DataFrame, fits: dict[str, Any], metric: str, ylab: str) 
     """Figs 15-19: the loss-vs-FLOP lines behind the laws and the laws' predicted vs actual."""
     ok = ok_rows(runs, metric).drop_nulls(["N", "D", "S", "C"])
     specs: list[Spec] = []
-    full = ok.filter(pl.col("method") == "full").select(pl.col("C").alias("x"), pl.col(metric).alias("y"),
-                                                        pl.col("model").alias("group"), "N").sort("N")
-    specs.append(_spec("fig15_loss_vs_flops_full", "Fig. 15: full fine-tuning, loss vs FLOP per model", full,
-                       lambda d: F.scatter_figure(d, "FLOP", ylab, f"{registry.get('full').label}: loss vs FLOP", lines=True)))
+    ref = registry.reference()                 # Fig. 15: the reference method's lines, per model
+    data = ok.filter(pl.col("method") == ref.name).select(pl.col("C").alias("x"), pl.col(metric).alias("y"),
+                                                          pl.col("model").alias("group"), "N").sort("N")
+    specs.append(_spec(f"fig15_loss_vs_flops_{ref.name}", f"Fig. 15: {ref.label.lower()}, loss vs FLOP per model",
+                       data, lambda d: F.scatter_figure(d, "FLOP", ylab, f"{ref.label}: loss vs FLOP", lines=True)))
     for method, fig in ((m.name, m.hyper.loss_flops_figure) for m in registry.REGISTRY.values()
                         if m.hyper and m.hyper.loss_flops_figure):
         sub = ok.filter(pl.col("method") == method).sort("N", "S").select(
