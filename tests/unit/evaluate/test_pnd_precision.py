@@ -78,6 +78,7 @@ def _margins(pos: np.ndarray, neg: np.ndarray, ts: pnd_eval.TripletSet) -> np.nd
                            for i in range(len(ts.queries))])
 
 
+@pytest.mark.slow   # one evaluation per precision (~9 s): make test runs it, make test-fast does not
 def test_bf16_moves_embeddings_by_a_few_roundoffs(evaluated):
     _, out = evaluated
     for e32, e16 in zip(out["fp32"]["emb"], out["bf16"]["emb"]):
@@ -86,6 +87,7 @@ def test_bf16_moves_embeddings_by_a_few_roundoffs(evaluated):
         assert rel.max() > U_BF16 / 16, "bf16 autocast was not applied"
 
 
+@pytest.mark.slow   # one evaluation per precision (~9 s): make test runs it, make test-fast does not
 def test_fp32_default_is_plain_float32(evaluated):
     ts, out = evaluated
     model = out["fp32"]["model"]
@@ -95,6 +97,7 @@ def test_fp32_default_is_plain_float32(evaluated):
     np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), plain, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow   # one evaluation per precision (~9 s): make test runs it, make test-fast does not
 def test_bf16_pnd_counts_within_the_near_tie_bound(evaluated):
     ts, out = evaluated
     # the embeddings are raw (not unit) vectors: a distance moves by up to the norm times the
@@ -113,6 +116,7 @@ def test_bf16_pnd_counts_within_the_near_tie_bound(evaluated):
         assert abs(c16["errors"] - c32["errors"]) <= near_ties, (measure, near_ties)
 
 
+@pytest.mark.slow   # one evaluation per precision (~9 s): make test runs it, make test-fast does not
 def test_bf16_never_reads_fp32_embeddings(evaluated):
     ts, out = evaluated
     unique = len(set(ts.queries)) + len(set(ts.positives) | set(ts.negatives))

