@@ -51,6 +51,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from embtune.layout import MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_JSON, PND_JSON, Results
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers_hub import LoopbackHub, folder_files  # noqa: E402
 from slurm_cluster import SlurmCluster  # noqa: E402
@@ -142,8 +144,9 @@ class Rehearsal:
     n_requests: int                   # hub requests at stage-in
 
     @property
-    def results(self) -> Path:
-        return self.work / RESULTS
+    def results(self) -> Results:
+        """The run's results through the path layout (embtune.layout), as every stage finds them."""
+        return Results(self.work / RESULTS)
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +218,7 @@ def test_stage_in_runs_on_the_login_node_and_records_the_commits(rehearsal: Rehe
     assert pythia["files"] == {k: hashlib.sha256(v).hexdigest() for k, v in hub.repos[("model", MODEL)].files.items()}
     msmarco = manifest["artifacts"][f"data/raw/hf/{MSMARCO[0]}/{MSMARCO[1]}"]
     assert msmarco["commit"] == hub.repos[("dataset", MSMARCO[0])].sha
-    build_log = (r.results / "base_models/pythia-14m/manifest.json").read_text()
+    build_log = (r.results.base_model("pythia-14m") / MANIFEST_JSON).read_text()
     assert "data/store/models/EleutherAI/pythia-14m/step143000" in build_log
 
 
@@ -235,10 +238,10 @@ def test_the_offline_study_ran_every_job_through_slurm(rehearsal: Rehearsal) -> 
     assert r.remote["train_contrastive"] == 3 and r.remote["evaluate_mteb_batch"] == 1, dict(r.remote)
     assert r.local["evaluate_mteb"] == 3 and not r.remote["evaluate_mteb"], (dict(r.remote), dict(r.local))
     assert_jobs_went_through_slurm(r.cluster, r.work, r.remote, set(r.local), r.before)
-    for out in ("analysis/fits.json", "analysis/runs.parquet", "analysis/report.md", "analysis/query_tuning",
-                "analysis/appendix", "analysis/figures", "metrics.json"):
-        assert (r.results / out).exists(), out
-    assert (r.results / "query_runs/multilingual-e5-small/base/pnd.json").is_file()
+    for name in ("fits.json", "runs.parquet", "report.md", "query_tuning", "appendix", "figures"):
+        assert r.results.analysis(name).exists(), name
+    assert json.loads(r.results.summary().read_text())
+    assert json.loads((r.results.query_runs.base("multilingual-e5-small") / PND_JSON).read_text())["model"]
     again = _run([*SM, *TARGETS, "--configfile", *PRESETS, "-n"], r.work, r.env, 300)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stderr[-3000:]
 
@@ -246,34 +249,34 @@ def test_the_offline_study_ran_every_job_through_slurm(rehearsal: Rehearsal) -> 
 def test_the_diverged_run_is_a_result_not_a_stop(rehearsal: Rehearsal) -> None:
     """presets/rehearsal.yaml's bias run at lr 1e8 fails for good; everything downstream is written
     and names what was lost (issue 22)."""
-    run_dir = rehearsal.results / "runs" / BIAS
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    runs = rehearsal.results.runs
+    metrics = json.loads(runs.file(BIAS, METRICS_JSON).read_text())
     assert metrics["status"] == "failed" and metrics["method"] == "bias", metrics
     rec = metrics["failure"]
     # deterministic: not retried; the controller's --retries (the profile's 2) reached the SLURM job
     assert rec["reason"] == "diverged" and rec["attempt"] == 1 and rec["retries"] == 2, rec
     assert rec["detail"].startswith(f"run {BIAS}: ") and "learning rate too high" in rec["detail"], rec
     assert rec["partial"]["steps"] >= 0 and "flops" in rec["partial"]
-    assert (run_dir / "model" / "README.txt").read_text().startswith("failed: diverged")
-    assert json.loads((run_dir / "mteb.json").read_text())["status"] == "failed"
-    assert "failed for good: diverged" in (rehearsal.results / "logs/train" / f"{BIAS}.log").read_text()
+    assert (runs.file(BIAS, MODEL_DIR) / "README.txt").read_text().startswith("failed: diverged")
+    assert json.loads(runs.file(BIAS, MTEB_JSON).read_text())["status"] == "failed"
+    assert "failed for good: diverged" in rehearsal.results.log(f"train/{BIAS}").read_text()
 
-    analysis = rehearsal.results / "analysis"
-    fits = json.loads((analysis / "fits.json").read_text())
+    results = rehearsal.results
+    fits = json.loads(results.analysis("fits.json").read_text())
     assert fits["lost_rows"]["bias"] == {"count": 1, "runs": [{"run_id": BIAS, "reason": "diverged"}]}
     assert fits["lost_rows"]["full"]["count"] == 0 and fits["lost_rows"]["freeze"]["count"] == 0
     assert fits["failed_runs"]["count"] == 1 and fits["failed_runs"]["by_reason"] == {"diverged": 1}
     assert "bias" not in fits["methods"]
-    recipes = sorted((analysis / "recipes").glob("recipe_c*.json"))
+    recipes = sorted(results.analysis("recipes").glob("recipe_c*.json"))
     assert recipes
     for path in recipes:
         recipe = json.loads(path.read_text())
         assert recipe["lost_rows"] == {"bias": 1}, (path.name, recipe["lost_rows"])
         assert any(BIAS in w and "diverged" in w for w in recipe["warnings"]), (path.name, recipe["warnings"])
-    report = (analysis / "report.md").read_text()
+    report = results.analysis("report.md").read_text()
     assert "## Failed runs" in report and f"| {BIAS} | diverged |" in report
     assert "Rows the fits lost: bias 1." in report
-    table = pl.read_parquet(analysis / "runs.parquet")
+    table = pl.read_parquet(results.analysis("runs.parquet"))
     assert table.filter(pl.col("run_id") == BIAS)["failure_reason"].to_list() == ["diverged"]
 
 
@@ -282,7 +285,7 @@ def test_status_asks_slurm_and_matches_the_runs_table(rehearsal: Rehearsal) -> N
     status = _run([sys.executable, "-m", "embtune.cli", "status", "params.yaml", *PRESETS, "--json"], r.work, r.env, 300)
     assert status.returncode == 0, status.stderr[-2000:]
     out = json.loads(status.stdout)
-    table = pl.read_parquet(r.results / "analysis/runs.parquet")
+    table = pl.read_parquet(r.results.analysis("runs.parquet"))
     ok = {(s, m, me): n for s, m, me, n in table.filter(pl.col("status") == "ok")
           .group_by("study", "model", "method").len().rows()}
     done = {(g["study"], g["model"], g["method"]): g["done"] for g in out["groups"]

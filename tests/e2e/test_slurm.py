@@ -34,12 +34,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurm_cluster import SlurmCluster  # noqa: E402  (the fixture itself comes from conftest.py)
 
+from embtune.layout import METRICS_JSON, Results  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 PRESETS = ["presets/demo.yaml", "presets/ci.yaml"]
 # The pre-emption tests' target: everything up to the fits (their one training run among it).
-TARGETS = ["results/ci/analysis/fits.json"]
+RESULTS = Results(Path("results/ci"))     # presets/ci.yaml's paths.results, relative to the repo copy
+TARGETS = [str(RESULTS.analysis("fits.json"))]
 IGNORE = shutil.ignore_patterns(".venv", "results", "processed", ".snakemake", ".git", "__pycache__",
                                 ".pytest_cache", "*.egg-info", "raw", "logs", "cache", "tmp")
 GPU_RULES = {"train_contrastive", "tune_query", "evaluate_mteb_batch", "evaluate_pnd_base", "evaluate_pnd_query"}
@@ -240,7 +243,7 @@ def preempt_copy(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathF
     assert dry.returncode == 0, dry.stderr[-4000:]
     runs = sorted(set(re.findall(r"wildcards: run=(\S+)", dry.stdout + dry.stderr)))
     assert len(runs) == 1, f"expected one training run in presets/ci.yaml + the test preset: {runs}"
-    target = f"results/ci/runs/{runs[0]}/metrics.json"
+    target = str(RESULTS.runs.file(runs[0], METRICS_JSON))
     up = subprocess.run(["snakemake", target, "--configfile", *PREEMPT_CONFIG, "--omit-from",
                          "train_contrastive"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert up.returncode == 0, up.stderr[-4000:]
@@ -275,9 +278,9 @@ def test_preempted_training_resumes_through_slurm(slurm_cluster: SlurmCluster, p
              same job id goes back to PENDING and runs again; the executor plugin just waits.
     """
     work, run_id, env = preempt_copy["work"], preempt_copy["run_id"], preempt_copy["env"]
-    run_dir = work / "results/ci/runs" / run_id
-    ckpt = work / "results/ci/checkpoints" / run_id
-    rule_log = work / "results/ci/logs/train" / f"{run_id}.log"
+    run_dir = work / RESULTS.runs.dir(run_id)
+    ckpt = work / RESULTS.checkpoint(run_id)
+    rule_log = work / RESULTS.log(f"train/{run_id}")
     slurm_logs = work / "logs/slurm/rule_train_contrastive" / run_id
     shutil.rmtree(run_dir, ignore_errors=True)          # the other parametrisation's outputs
     shutil.rmtree(ckpt, ignore_errors=True)
