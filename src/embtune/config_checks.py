@@ -174,8 +174,8 @@ def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tupl
 def grid_checks(params: Mapping[str, Any]) -> tuple[Any, list[tuple[tuple[Any, ...], str]]]:
     """Grid-level checks: each method's own (``Method.check``: explicit freeze fractions must be
     whole blocks), the grid non-empty, the query grids' ids valid, every study with a feasible
-    run. Returns the plan (a
-    :class:`embtune.sweep.StudyPlan`, expanded here once; None if it could not be) and the problems."""
+    run. Returns the plan (a :class:`embtune.sweep.StudyPlan`, expanded here once; None if it
+    could not be) and the problems."""
     from embtune.sweep import StudyPlan, expand_query, expand_training
 
     train = params["train"]
