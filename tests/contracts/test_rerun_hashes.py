@@ -207,6 +207,52 @@ def test_one_byte_changes_exactly_the_importers_hashes(tmp_path: Path, module: s
     assert changed_rules == {r for r, v in RULES.items() if v["code"] and set(v["code"]) & importers}
 
 
+def _forget_in_process() -> None:
+    """A new process: the in-memory memos go, the disk cache stays."""
+    for memo in (codeversion._imported_names_cached, codeversion._normalised_cached,
+                 codeversion._content_hash_cached, codeversion._stage_modules_cached):
+        memo.cache_clear()
+
+
+def test_the_disk_cache_gives_the_same_hashes_and_a_warm_one_parses_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "embtune"
+    shutil.copytree(SRC, root, ignore=shutil.ignore_patterns("__pycache__"))
+    stages = sorted(stage_modules(root))
+    not_a_dir = tmp_path / "a-file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv(codeversion.CACHE_ENV, str(not_a_dir))      # unwritable: computed, no error
+    _forget_in_process()
+    reference = {s: code_version(s, root=root) for s in stages}
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(codeversion.CACHE_ENV, str(cache))
+    _forget_in_process()
+    assert {s: code_version(s, root=root) for s in stages} == reference
+    entries = sorted((cache / "codeversion").iterdir())
+    assert len(entries) > len(stages)
+
+    def no_parsing(*_args, **_kwargs):
+        raise AssertionError("a warm cache parsed a module")
+
+    _forget_in_process()
+    with monkeypatch.context() as m:
+        m.setattr(codeversion.ast, "parse", no_parsing)
+        assert {s: code_version(s, root=root) for s in stages} == reference
+    # a comment is a new byte: the entries miss, the module is parsed, the hashes stay
+    (root / "optim.py").write_text((root / "optim.py").read_text() + "\n# a comment\n")
+    _forget_in_process()
+    assert {s: code_version(s, root=root) for s in stages} == reference
+    # damaged entries are recomputed, not believed
+    for entry in (cache / "codeversion").iterdir():
+        entry.write_text("0123456789abcdef\nnot a digest nor a module\n")
+    _forget_in_process()
+    assert {s: code_version(s, root=root) for s in stages} == reference
+    _forget_in_process()
+    (root / "optim.py").write_bytes((root / "optim.py").read_bytes() + b"\n_EDITED = 1\n")
+    changed = {s for s in stages if code_version(s, root=root) != reference[s]}
+    assert "train" in changed and "summary" not in changed
+
+
 # ------------------------------------------------------------------------------------- DVC
 def _dvc_src_deps(stage: dict) -> set[str]:
     """The src/embtune files a dvc.yaml stage lists (a listed directory stands for its files)."""
