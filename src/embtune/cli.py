@@ -41,6 +41,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "model-card": ("embtune.stages.model_card", "Render a run's model card with its MTEB scores (for publishing)."),
     "evaluate-pnd": ("embtune.stages.evaluate_pnd", "PND, MRR, MAP, P@1 on MSMARCO/arxiv/XNLI/SQuAD/HotpotQA (cached embeddings)."),
     "tune-query": ("embtune.stages.tune_query", "Adiabatic query-tower tuning of one query run config."),
+    "tune-query-batch": ("embtune.stages.tune_query_batch", "Several query runs of one encoder tuned in one process (query_tuning.runs_per_job > 1)."),
     "collect-runs": ("embtune.stages.collect_runs", "Gather run metrics into results/runs.parquet."),
     "fit-scaling": ("embtune.stages.fit_scaling", "Fit scaling laws, frontier and crossovers."),
     "recipe": ("embtune.stages.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),

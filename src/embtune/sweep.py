@@ -284,11 +284,25 @@ def run_batches(run_ids: list[str], runs_per_job: int, *, key: str = "runs_per_j
     batch re-run reuses every member whose outputs are still up to date
     (:mod:`embtune.stages.evaluate_mteb`, :mod:`embtune.stages.train_batch`), so a changed run
     re-evaluates (re-trains) itself alone."""
-    if runs_per_job < 1:
-        raise ValueError(f"{key} must be >= 1, got {runs_per_job}")
     by_model: dict[str, list[str]] = {}
     for run_id in sorted(set(run_ids)):
         by_model.setdefault(RunConfig.parse_id(run_id).model, []).append(run_id)
+    return _chunks(by_model, runs_per_job, key)
+
+
+def query_run_batches(qruns: list[tuple[str, str]], runs_per_job: int, *,
+                      key: str = "query_tuning.runs_per_job") -> dict[str, list[tuple[str, str]]]:
+    """Query runs ``(encoder, qrun_id)`` grouped as :func:`run_batches` groups training runs:
+    one encoder's runs, in id order, under ``<encoder>__b<k>`` (``tune-query-batch``)."""
+    by_model: dict[str, list[tuple[str, str]]] = {}
+    for model, qrun in sorted(set(qruns)):
+        by_model.setdefault(model, []).append((model, qrun))
+    return _chunks(by_model, runs_per_job, key)
+
+
+def _chunks(by_model: dict[str, list[Any]], runs_per_job: int, key: str) -> dict[str, list[Any]]:
+    if runs_per_job < 1:
+        raise ValueError(f"{key} must be >= 1, got {runs_per_job}")
     return {f"{model}{SEP}b{k}": runs[i:i + runs_per_job]
             for model, runs in sorted(by_model.items())
             for k, i in enumerate(range(0, len(runs), runs_per_job))}

@@ -214,7 +214,9 @@ def test_ci_dag_runs_every_rule_dataset_and_analysis_path(ci_dag, reference: dic
     # every evaluation set of the schema (Table 1, Table 2) and every tuning set (App. K)
     evaluated = {d for argv in pnd for d in _args(argv, "--datasets")}
     assert evaluated == set(schema["properties"]["query_tuning"]["properties"]["evaluate_on"]["items"]["enum"])
-    tuned = [json.loads(_args(argv, "--run-config-json")[0]) for argv in by_stage["tune-query"]]
+    # (one job per query run, or batches with query_tuning.runs_per_job > 1: presets/demo.yaml's 8)
+    tuned = [json.loads(_args(argv, "--run-config-json")[0]) for argv in by_stage.get("tune-query", [])]
+    tuned += [m["run"] for argv in by_stage.get("tune-query-batch", []) for m in json.loads(_args(argv, "--batch-json")[0])]
     assert {r["train_data"] for r in tuned} == set(
         schema["properties"]["query_tuning"]["properties"]["defaults"]["properties"]["train_data"]["enum"])
     assert {pc._freeze_family(r["freeze"]) for r in tuned} == {pc._freeze_family(s) for s in pc.FREEZE_SPECS}

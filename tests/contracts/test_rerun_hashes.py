@@ -186,8 +186,9 @@ def _flip_one_byte(path: Path) -> None:
     # (the figures driver reads only plots/ and scaling/: no sweep since it moved to stages/;
     # collect-runs, fit-scaling and figures' failed-runs section read cost.py, which reads
     # params_yaml.py, not config.py, since the config -> sweep -> config cycle went; status reads
-    # config.py, which reaches sweep.py through config_checks.py; train-batch runs train's code)
-    ("optim.py", {"train", "train-batch", "build-model", "tune-query", "validate-params", "plan",
+    # config.py, which reaches sweep.py through config_checks.py; train-batch runs train's code,
+    # tune-query-batch tune-query's)
+    ("optim.py", {"train", "train-batch", "build-model", "tune-query", "tune-query-batch", "validate-params", "plan",
                   "query-table", "appendix-tables", "status"}),
     ("summary.py", {"summary"}),
 ])

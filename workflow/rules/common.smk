@@ -11,7 +11,7 @@ from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate_plan
 from embtune.data.store import hub_id
 from embtune.layout import Layout
-from embtune.sweep import format_budget, max_context_length, mteb_run_ids, run_batches
+from embtune.sweep import format_budget, max_context_length, mteb_run_ids, query_run_batches, run_batches
 from embtune.train.tracking import ENV as TRACKING_ENV
 
 
@@ -92,6 +92,10 @@ def with_staged_path(spec):
 
 QRUNS = {(r.model["name"], r.qrun_id): {**r.to_dict(), "model": with_encoder_path(r.model)} for r in PLAN.qruns}
 QMODELS = {m["name"]: with_encoder_path(m) for m in config["query_tuning"]["models"]}
+# Query tuning in batches when query_tuning.runs_per_job > 1 (the demo), as training above
+QUERY_RUNS_PER_JOB = int(config["query_tuning"].get("runs_per_job", 1))
+QUERY_BATCHES = query_run_batches(list(QRUNS), QUERY_RUNS_PER_JOB)
+QUERY_BATCH_OF = {qrun: batch for batch, members in QUERY_BATCHES.items() for qrun in members}
 MODELS = {m["name"]: with_staged_path(m) for m in config["models"]}
 PND_DATASETS = config["query_tuning"]["evaluate_on"]
 
@@ -121,6 +125,7 @@ def _alternation(names):
 wildcard_constraints:
     run=r"[^/]+",
     batch=r"[^/]+",
+    qbatch=r"[^/]+",
     model=_alternation(MODELS),
     qmodel=_alternation(QMODELS),
     qrun=r"(?!base/)[^/]+",

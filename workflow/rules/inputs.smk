@@ -306,6 +306,47 @@ def qrun_config(wildcards):
     return QRUNS[(wildcards.qmodel, wildcards.qrun)]
 
 
+def query_batch_json(wildcards):
+    """The batch's members for `embtune tune-query-batch --batch-json`: each run's config (the
+    rerun trigger, as `qrun_json` is per run), its folder in the batch's output, and its current
+    run and tracker folders (reused when still up to date)."""
+    staged = L.results.query_batch(wildcards.qbatch)
+    return json.dumps(
+        [
+            {
+                "run": QRUNS[(model, qrun)],
+                "stage": str(staged / qrun),
+                "previous": str(L.results.query_runs.dir(model, qrun)),
+                "previous_tracking": str(L.results.query_tracking(model, qrun)),
+            }
+            for model, qrun in QUERY_BATCHES[wildcards.qbatch]
+        ],
+        sort_keys=True,
+    )
+
+
+def query_batch_model(wildcards):
+    """The encoder of a query batch (a batch holds one encoder's runs)."""
+    return QUERY_BATCHES[wildcards.qbatch][0][0]
+
+
+def query_batch_data_inputs(wildcards):
+    """The training data of every member, and the encoder folder where it has one."""
+    members = QUERY_BATCHES[wildcards.qbatch]
+    data = {str(p) for m in members for p in L.processed.query_train_sources(QRUNS[m]["train_data"])}
+    return sorted(data)
+
+
+def query_batch_encoder_inputs(wildcards):
+    """The batch's encoder folder, as `encoder_inputs` for one run."""
+    path = QMODELS[query_batch_model(wildcards)].get("path")
+    return [path] if path else []
+
+
+def query_batch_of_run(wildcards):
+    return L.results.query_batch(QUERY_BATCH_OF[(wildcards.qmodel, wildcards.qrun)])
+
+
 def qrun_json(wildcards):
     return json.dumps(qrun_config(wildcards), sort_keys=True)
 

@@ -296,6 +296,19 @@ TRAIN_BATCH_RESOURCES = {
     **{k: _batch_class_resource(k) for k in _CLASS_KEYS},
 }
 QUERY_RESOURCES = {"runtime": tune_runtime, "mem_mb": tune_mem_mb, "attempt": job_attempt, "retries": job_retries}
+
+
+def _query_members(wildcards):
+    members = QUERY_BATCHES.get(wildcards.get("qbatch"), [])
+    return [_MemberWildcards(qmodel=model, qrun=qrun) for model, qrun in members]
+
+
+def tune_batch_runtime(wildcards, attempt):
+    """Minutes for `tune_query_batch`: its members' `tune_runtime`s one after another, times `attempt`."""
+    return _minutes(sum(tune_runtime(m, 1) for m in _query_members(wildcards)), attempt)
+
+
+QUERY_BATCH_RESOURCES = {**QUERY_RESOURCES, "runtime": tune_batch_runtime}
 EVAL_RESOURCES = {"runtime": eval_runtime, "mem_mb": eval_mem_mb}
 EVAL_MTEB_BATCH_RESOURCES = {"runtime": eval_mteb_batch_runtime, "mem_mb": eval_mteb_batch_mem_mb}
 

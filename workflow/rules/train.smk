@@ -1,7 +1,7 @@
 # Base models and training: the FLOP-budgeted contrastive grid (paper 1) and the query-tower
 # tuning sweeps (paper 2). Run configs come from embtune.sweep via common.smk; each rule passes
 # its run's config as JSON, so a changed hyper-parameter re-runs exactly that run (params trigger).
-from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 
 
 rule build_model:
@@ -140,30 +140,92 @@ else:
             "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
 
 
-rule tune_query:
+# Query tuning in batches (query_tuning.runs_per_job > 1, the demo), as training above: one process
+# tunes several runs of one encoder (embtune.stages.tune_query_batch), ~10 s of imports paid once
+# per batch; a member whose finished outputs have the same config and code version is reused, so
+# a changed run re-tunes alone. tune_query then links each run's outputs into its run folder.
+rule tune_query_batch:
     input:
-        data=qrun_data_inputs,
-        encoder=encoder_inputs,
+        data=query_batch_data_inputs,
+        encoder=query_batch_encoder_inputs,
     output:
-        metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
-        model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
-        tracking=directory(L.results.query_tracking("{qmodel}", "{qrun}")),
+        staged=temp(directory(L.results.query_batch("{qbatch}"))),
     log:
-        L.results.log("tune_query/{qmodel}/{qrun}"),
+        L.results.log("tune_query_batch/{qbatch}"),
     benchmark:
-        L.results.benchmark("tune_query/{qmodel}/{qrun}")
+        L.results.benchmark("tune_query_batch/{qbatch}")
     threads: 1
     resources:
-        **QUERY_RESOURCES,
+        **QUERY_BATCH_RESOURCES,
     params:
-        code=code_version("tune-query"),
+        code=code_version("tune-query-batch"),
+        tune_code=code_version("tune-query"),
+        members=query_batch_json,
         data_dir=str(L.processed.root),
-        run=qrun_json,
-        out_dir=str(L.results.query_runs.dir("{qmodel}", "{qrun}")),
-        cache=str(L.results.embed_cache("{qmodel}")),
+        cache=lambda wildcards: str(L.results.embed_cache(query_batch_model(wildcards))),
         precision=config["evaluate"]["pnd"]["precision"],
     shell:
-        "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
-        "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
-        "--tracking-dir {output.tracking:q} "
+        "exec embtune tune-query-batch --batch-json {params.members:q} --code-version {params.tune_code:q} "
+        "--data-dir {params.data_dir:q} --cache-dir {params.cache:q} --precision {params.precision:q} "
         "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"
+
+
+if QUERY_RUNS_PER_JOB > 1:
+
+    localrules:
+        tune_query,
+
+    rule tune_query:
+        """One query run's outputs, hard-linked from its batch's folder (metrics.json last)."""
+        input:
+            staged=query_batch_of_run,
+        output:
+            metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
+            model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
+            tracking=directory(L.results.query_tracking("{qmodel}", "{qrun}")),
+        log:
+            L.results.log("tune_query/{qmodel}/{qrun}"),
+        params:
+            code=code_version("link-outputs"),
+            # The run's config and tuning code here too (the batch's output is temp()), as in
+            # train_contrastive: a changed run must re-plan this job, not only its batch.
+            run=qrun_json,
+            tune_code=code_version("tune-query"),
+            src=lambda wildcards, input: str(Path(input.staged) / wildcards.qrun),
+            extra=lambda wildcards: [
+                str(L.results.query_runs.file(wildcards.qmodel, wildcards.qrun, name))
+                for name in (CURVE_CSV, LAYER_CHANGES, "layer_changes_doc.csv", MANIFEST_JSON)
+            ],
+        shell:
+            "embtune link-outputs --src {params.src:q} --extra {params.extra:q} "
+            "--out {output.model:q} {output.tracking:q} {output.metrics:q} > {log:q} 2>&1"
+
+else:
+
+    rule tune_query:
+        input:
+            data=qrun_data_inputs,
+            encoder=encoder_inputs,
+        output:
+            metrics=L.results.query_runs.file("{qmodel}", "{qrun}", METRICS_JSON),
+            model=directory(L.results.query_runs.file("{qmodel}", "{qrun}", MODEL_DIR)),
+            tracking=directory(L.results.query_tracking("{qmodel}", "{qrun}")),
+        log:
+            L.results.log("tune_query/{qmodel}/{qrun}"),
+        benchmark:
+            L.results.benchmark("tune_query/{qmodel}/{qrun}")
+        threads: 1
+        resources:
+            **QUERY_RESOURCES,
+        params:
+            code=code_version("tune-query"),
+            data_dir=str(L.processed.root),
+            run=qrun_json,
+            out_dir=str(L.results.query_runs.dir("{qmodel}", "{qrun}")),
+            cache=str(L.results.embed_cache("{qmodel}")),
+            precision=config["evaluate"]["pnd"]["precision"],
+        shell:
+            "embtune tune-query --run-config-json {params.run:q} --data-dir {params.data_dir:q} "
+            "--cache-dir {params.cache:q} --precision {params.precision:q} --out-dir {params.out_dir:q} "
+            "--tracking-dir {output.tracking:q} "
+            "--threads {threads:q} --attempt {resources.attempt:q} --retries {resources.retries:q} > {log:q} 2>&1"

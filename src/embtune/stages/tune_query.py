@@ -76,9 +76,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
-              doc_batch_size: int = 64, precision: str = "fp32", tracking_dir: str | None = None) -> dict[str, Any]:
+              doc_batch_size: int = 64, precision: str = "fp32", tracking_dir: str | None = None,
+              code_version: str | None = None) -> dict[str, Any]:
     """Load data and models, tune, write every output (manifest last); returns metrics. The
-    tracker (``$EMBTUNE_LOG_WITH``, embtune.train.tracking) writes into ``tracking_dir``."""
+    tracker (``$EMBTUNE_LOG_WITH``, embtune.train.tracking) writes into ``tracking_dir``. The
+    manifest records ``code_version`` when given (``tune-query-batch`` reuses a run only when it
+    matches)."""
     from embtune.models.encoders import resolve_encoder_path
 
     check_replaceable(out_dir)           # before training, not after it
@@ -105,7 +108,7 @@ def run_stage(run: QueryRunConfig, data_dir: str, out_dir: Path, cache_dir: str,
     as_json = run.to_dict()              # the config's JSON form, as the manifest records it
     manifest = provenance(stage=STAGE, run_config=as_json, seed=run.seed, encoder_path=path,
                           train_file=str(train_path), val_file=str(val_path), doc_cache_dir=str(cache_dir),
-                          embed_precision=precision)
+                          embed_precision=precision, **({"code_version": code_version} if code_version else {}))
     spec = run.model
     with atomic_dir(out_dir) as tmp:   # the run directory appears whole (old evaluations go with it)
         # ONE sentence-transformers model: query route = tuned tower, document route = the base
@@ -143,15 +146,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = QueryRunConfig.from_dict(json.loads(args.run_config_json))
     except ValueError as err:       # json.JSONDecodeError is one too
         raise DataError(f"--run-config-json: {one_line(err)}") from None
-    out_dir = Path(args.out_dir)
+    return tune_one(run, Path(args.out_dir), args)
+
+
+def tune_one(run: QueryRunConfig, out_dir: Path, args: argparse.Namespace) -> int:
+    """One query run into ``out_dir`` (``args``: this stage's options; ``tune-query-batch`` passes
+    its own, with ``tracking_dir`` per run); its exit code. A run that fails for good writes its
+    failure record and returns 0."""
+    code_version = getattr(args, "code_version", None)
     try:
         if args.cache_dir:
             metrics = run_stage(run, args.data_dir, out_dir, args.cache_dir, args.doc_batch_size,
-                                args.precision, args.tracking_dir)
+                                args.precision, args.tracking_dir, code_version)
         else:
             with tempfile.TemporaryDirectory(prefix="embtune-doc-cache-") as tmp:
                 metrics = run_stage(run, args.data_dir, out_dir, tmp, args.doc_batch_size,
-                                    args.precision, args.tracking_dir)
+                                    args.precision, args.tracking_dir, code_version)
     except failures.Diverged as err:
         return _failed(run, out_dir, args, "diverged", str(err), err.partial)
     except Exception as err:
@@ -171,7 +181,9 @@ def _failed(run: QueryRunConfig, out_dir: Path, args: argparse.Namespace, reason
     base = {"qrun_id": run.qrun_id, "model": run.model.get("name")}
     metrics = failures.failure_metrics(base, reason, args.attempt, args.retries or 0,
                                        " ".join(detail.split()), partial)
-    manifest = provenance(stage=STAGE, run_config=run.to_dict(), seed=run.seed)
+    code_version = getattr(args, "code_version", None)
+    manifest = provenance(stage=STAGE, run_config=run.to_dict(), seed=run.seed,
+                          **({"code_version": code_version} if code_version else {}))
     with atomic_dir(out_dir) as tmp:
         (tmp / MODEL_DIR).mkdir()
         write_text(tmp / MODEL_DIR / "README.txt", failures.readme(metrics))

@@ -10,7 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from helpers_train import one_thread
-from test_query_tuning import _run, _triplets, _write
+from helpers_train import query_run as _run
+from helpers_train import query_triplets as _triplets
+from helpers_train import write_query_data as _write
 
 from embtune.evaluate.pnd_eval import XNLI_COUNT_SCHEMA
 from embtune.io import write_json

