@@ -167,6 +167,30 @@ def _train_batch_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
         yield f"--batch-json[{i}].stage", member["stage"]
 
 
+def _query_batch_members(ns: Any) -> list[dict[str, Any]]:
+    """tune-query-batch --batch-json's members that name their paths (as :func:`_train_batch_members`)."""
+    members = _json_arg(getattr(ns, "batch_json", None))
+    keys = ("stage", "previous", "previous_tracking")
+    return [m for m in members if isinstance(m, dict) and all(isinstance(m.get(k), str) for k in keys)] \
+        if isinstance(members, list) else []
+
+
+def _query_batch_inputs(ns: Any) -> Iterator[tuple[str, Any]]:
+    """tune-query-batch --batch-json: each member's previous run and tracker folders (read to
+    reuse) and the encoder its run config names."""
+    for i, member in enumerate(_query_batch_members(ns)):
+        for key in ("previous", "previous_tracking"):
+            yield f"--batch-json[{i}].{key}", member[key]
+        run = member.get("run")
+        if isinstance(run, dict):
+            yield from _model_spec_paths(run.get("model"), f"--batch-json[{i}].run.model")
+
+
+def _query_batch_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
+    for i, member in enumerate(_query_batch_members(ns)):
+        yield f"--batch-json[{i}].stage", member["stage"]
+
+
 def _collect_manifest(ns: Any) -> Iterator[tuple[str, Any]]:
     yield "--out (manifest)", Path(ns.out).with_name(Path(ns.out).stem + ".manifest.json")
 
@@ -215,6 +239,8 @@ SPECS: dict[str, Spec] = {
                          extra_inputs=(_model_json_paths,), extra_outputs=(_pnd_files,)),
     "tune-query": Spec(inputs=("data_dir",), outputs=("out_dir",), inout=("cache_dir",),
                        extra_inputs=(_run_config_paths,)),
+    "tune-query-batch": Spec(inputs=("data_dir",), inout=("cache_dir",), extra_inputs=(_query_batch_inputs,),
+                             extra_outputs=(_query_batch_outputs,)),
     "collect-runs": Spec(inputs=("runs_dir", "metrics", "skipped_csv"), outputs=("out",),
                          extra_inputs=(_metrics_siblings,), extra_outputs=(_collect_manifest,)),
     "fit-scaling": Spec(inputs=("runs",), outputs=("out",)),

@@ -53,6 +53,10 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "tune-query": (["--run-config-json", '{{"model": {{"source": "local", "id": "{model}"}}}}', "--data-dir",
                     "{processed}", "--cache-dir", "{cache}", "--out-dir", "{OUT}"],
                    {"model": "d", "processed": "d", "cache": "d"}),
+    "tune-query-batch": (["--batch-json", '[{{"run": {{"model": {{"source": "local", "id": "{model}"}}}}, '
+                          '"stage": "{OUT}", "previous": "{prev}", "previous_tracking": "{trk}"}}]',
+                          "--code-version", "v", "--data-dir", "{processed}", "--cache-dir", "{cache}"],
+                         {"model": "d", "processed": "d", "cache": "d", "prev": "d", "trk": "d"}),
     "collect-runs": (["--metrics", "{metrics}", "--skipped-csv", "{skipped}", "--out", "{OUT}"],
                      {"metrics": "f", "skipped": "f"}),
     "fit-scaling": (["--runs", "{runs}", "--out", "{OUT}"], {"runs": "f"}),

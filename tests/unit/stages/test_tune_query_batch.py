@@ -51,6 +51,7 @@ def _metrics(folder: Path) -> dict:
     return json.loads((folder / "metrics.json").read_text())
 
 
+@pytest.mark.slow   # ~40 s (seven tunings of MiniLM): make test runs it, make test-fast does not
 def test_a_batch_tunes_each_run_as_tune_query_does_and_reuses_what_is_up_to_date(tmp_path, capsys) -> None:
     data = tmp_path / "data"
     _write(data, _triplets(8), _triplets(4, offset=100))
@@ -90,7 +91,7 @@ def test_a_batch_tunes_each_run_as_tune_query_does_and_reuses_what_is_up_to_date
     assert "2 query runs: 2 tuned, 0 reused" in capsys.readouterr().out
 
 
-def test_bad_batch_json_names_the_member_and_key() -> None:
+def test_bad_query_batch_json_names_the_member_and_key() -> None:
     with pytest.raises(DataError, match=r"member 0: missing previous, previous_tracking"):
         tune_query_batch.read_members(json.dumps([{"run": {}, "stage": "x"}]))
     with pytest.raises(DataError, match=r"member 0: tracker folder .* is named like a run file"):
