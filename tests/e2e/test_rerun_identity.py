@@ -178,3 +178,23 @@ def _decoded(name: str) -> str:
 def test_harmless_edits_replan_no_training_and_loss_code_replans_all(demo_run: Path) -> None:
     """On the finished demo (the session's, shared with tests/e2e/test_pipeline_demo.py)."""
     check_reruns(demo_run, DEMO_PRESETS, "results/demo")
+
+
+@pytest.mark.slow
+def test_a_new_query_run_replans_its_batch_alone(demo_run: Path) -> None:
+    """query_tuning.runs_per_job 8 (presets/demo.yaml): a query run added to the finished demo
+    re-plans one batch job (which tunes the new member alone and reuses the others:
+    tests/unit/stages/test_tune_query_batch.py) and that batch's link jobs and PND evaluations,
+    which re-score from the embedding cache: no other batch, no training, no base evaluation."""
+    preset = demo_run / "presets" / "one_more_query_run.yaml"
+    try:
+        # the sweep's margin 0.05 is also fig12's and fig13's point: 0.07 adds one run, keeps all
+        preset.write_text("query_tuning:\n  sweeps:\n    margin: [0.07]\n")
+        out = snakemake(demo_run, "-n", presets=(*DEMO_PRESETS, "presets/one_more_query_run.yaml"), timeout=600)
+    finally:
+        preset.unlink()
+    assert jobs_of(out, "tune_query_batch") == 1
+    links = jobs_of(out, "tune_query")
+    assert 1 <= links <= 8 and jobs_of(out, "evaluate_pnd_query") == links
+    for rule in ("train_batch", "train_contrastive", "evaluate_pnd_base", "evaluate_mteb_batch"):
+        assert jobs_of(out, rule) == 0, rule

@@ -12,9 +12,15 @@ Each member is tuned exactly as ``embtune tune-query`` tunes it
 (:func:`embtune.stages.tune_query.tune_one`: the same outputs, failure records and exit codes),
 into ``<batch folder>/<qrun_id>/``. A member is **reused, not re-tuned**, when its run folder
 already holds a finished run (ok or a failure record) of the same config and tune-query code
-version, so a changed run re-tunes itself alone. The trade-off against training batches: query
-runs keep no resumable state, so a batch that fails (or is pre-empted) part-way tunes its
-unfinished members again on the retry, never more than one batch.
+version, so a changed run re-tunes itself alone. Two trade-offs, both bounded by one batch:
+
+- Snakemake re-runs every consumer of a re-run job, so a changed or added run also re-plans its
+  batch mates' link jobs and PND evaluations; those re-score from the embedding cache (a relinked
+  model has the same content fingerprint: no forward pass). Measured on presets/test.yaml's
+  finished pipeline: one run added to a batch of 8 took 65 s in all, the batch, 8 links and 8
+  evaluations, tables and figures. At paper scale ``runs_per_job`` is 1: no batch mates.
+- Query runs keep no resumable state, so a batch that fails (or is pre-empted) part-way tunes its
+  unfinished members again on the retry.
 """
 
 from __future__ import annotations
