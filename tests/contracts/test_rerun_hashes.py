@@ -191,6 +191,7 @@ def _flip_one_byte(path: Path) -> None:
     ("optim.py", {"train", "train-batch", "build-model", "tune-query", "tune-query-batch", "validate-params", "plan",
                   "query-table", "appendix-tables", "status"}),
     ("summary.py", {"summary"}),
+    ("batch_members.py", {"train-batch", "tune-query-batch"}),   # only the two batch stages
 ])
 def test_one_byte_changes_exactly_the_importers_hashes(tmp_path: Path, module: str,
                                                        importers: set[str]) -> None:

@@ -27,9 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune import progress
-from embtune.errors import DataError, one_line
-from embtune.io import atomic_dir, link_tree
+from embtune import batch_members, progress
+from embtune.errors import DataError
 from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 
 STAGE = "train-batch"
@@ -58,17 +57,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 def read_members(raw: str) -> list[dict[str, Any]]:
     """The ``--batch-json`` members, each checked for its keys: a data error names what is missing."""
-    try:
-        members = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "[{" else raw)
-    except ValueError as err:
-        raise DataError(f"--batch-json: {one_line(err)}") from None
-    if not isinstance(members, list) or not members:
-        raise DataError("--batch-json: expected a non-empty JSON list of members")
-    for i, member in enumerate(members):
-        missing = [k for k in MEMBER_KEYS if not isinstance(member, dict) or k not in member]
-        if missing:
-            raise DataError(f"--batch-json: member {i}: missing {', '.join(missing)} (expected {', '.join(MEMBER_KEYS)})")
-    return members
+    return batch_members.read_members(raw, MEMBER_KEYS, RUN_FILES)
 
 
 def done_dir(checkpoint: str | Path) -> Path:
@@ -81,25 +70,7 @@ def up_to_date(run_dir: Path, identity: dict[str, Any], code_version: str) -> bo
     this code version. Runs made by ``embtune train`` record no code version: never reused."""
     from embtune.run_identity import identity as identity_of
 
-    try:
-        manifest = json.loads((run_dir / MANIFEST_JSON).read_text())
-        return manifest.get("code_version") == code_version and identity_of(manifest["run"]) == identity
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def _stage_member(src_run: Path, src_tracking: Path, stage: Path, tracking_name: str) -> None:
-    """The member's folder in the batch output, hard-linked: the run files ``embtune train``
-    writes (not the evaluations a previous run folder may hold beside them) and its tracker
-    folder under ``tracking_name`` (an empty one where nothing was tracked)."""
-    with atomic_dir(stage) as tmp:
-        link_tree(src_run, [tmp / name for name in RUN_FILES if (src_run / name).exists()])
-        if src_tracking.is_dir():
-            link_tree(src_tracking.parent, [tmp / src_tracking.name])
-            if src_tracking.name != tracking_name:
-                (tmp / src_tracking.name).rename(tmp / tracking_name)
-        else:
-            (tmp / tracking_name).mkdir()
+    return batch_members.up_to_date(run_dir, code_version, lambda manifest: identity_of(manifest["run"]) == identity)
 
 
 def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None) -> int:
@@ -151,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return code
             src, src_tracking = done / "run", done / "tracking"
             trained += 1
-        _stage_member(src, src_tracking, Path(member["stage"]), tracking_name)
+        batch_members.stage_member(src, src_tracking, Path(member["stage"]), tracking_name, RUN_FILES)
     for member in members:
         shutil.rmtree(done_dir(member["checkpoint"]), ignore_errors=True)
     print(f"{STAGE}: {len(members)} runs: {trained} trained, {reused} reused (up to date)")

@@ -26,16 +26,14 @@ version, so a changed run re-tunes itself alone. Two trade-offs, both bounded by
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune import progress
+from embtune import batch_members, progress
 from embtune.errors import DataError, one_line
-from embtune.io import atomic_dir, link_tree
 from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 
 STAGE = "tune-query-batch"
@@ -64,43 +62,13 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 def read_members(raw: str) -> list[dict[str, Any]]:
     """The ``--batch-json`` members, each checked for its keys: a data error names what is missing."""
-    try:
-        members = json.loads(Path(raw).read_text() if raw.lstrip()[:1] not in "[{" else raw)
-    except ValueError as err:
-        raise DataError(f"--batch-json: {one_line(err)}") from None
-    if not isinstance(members, list) or not members:
-        raise DataError("--batch-json: expected a non-empty JSON list of members")
-    for i, member in enumerate(members):
-        missing = [k for k in MEMBER_KEYS if not isinstance(member, dict) or k not in member]
-        if missing:
-            raise DataError(f"--batch-json: member {i}: missing {', '.join(missing)} (expected {', '.join(MEMBER_KEYS)})")
-        if Path(member["previous_tracking"]).name in RUN_FILES:
-            raise DataError(f"--batch-json: member {i}: tracker folder {member['previous_tracking']!r} is named "
-                            f"like a run file ({', '.join(RUN_FILES)})")
-    return members
+    return batch_members.read_members(raw, MEMBER_KEYS, RUN_FILES)
 
 
 def up_to_date(run_dir: Path, config: dict[str, Any], code_version: str) -> bool:
     """Whether ``run_dir`` holds a finished query run (ok or a failure record) of this config,
     made by this code version. Runs made by ``embtune tune-query`` record none: never reused."""
-    try:
-        manifest = json.loads((run_dir / MANIFEST_JSON).read_text())
-        return manifest.get("code_version") == code_version and manifest["run_config"] == config
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def _stage_member(src_run: Path, src_tracking: Path, stage: Path, tracking_name: str) -> None:
-    """The member's folder in the batch output, hard-linked: the run files tune-query writes and
-    its tracker folder under ``tracking_name`` (an empty one where nothing was tracked)."""
-    with atomic_dir(stage) as tmp:
-        link_tree(src_run, [tmp / name for name in RUN_FILES if (src_run / name).exists()])
-        if src_tracking.is_dir():
-            link_tree(src_tracking.parent, [tmp / src_tracking.name])
-            if src_tracking.name != tracking_name:
-                (tmp / src_tracking.name).rename(tmp / tracking_name)
-        else:
-            (tmp / tracking_name).mkdir()
+    return batch_members.up_to_date(run_dir, code_version, lambda manifest: manifest["run_config"] == config)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, stage = run.to_dict(), Path(member["stage"])
         previous, previous_tracking = Path(member["previous"]), Path(member["previous_tracking"])
         if up_to_date(previous, config, args.code_version):
-            _stage_member(previous, previous_tracking, stage, previous_tracking.name)
+            batch_members.stage_member(previous, previous_tracking, stage, previous_tracking.name, RUN_FILES)
             reused += 1
             continue
         tracking = stage.parent / ".tracking" / stage.name    # beside: the run folder is replaced whole
