@@ -61,6 +61,22 @@ seed-to-seed spread of ``none`` is as large as the gaps between the tuning rows 
 over seeds 0-2), so there only the step-clock E0.95 collapse stands clear of it; in validation
 loss (none: 0.03548..0.03636) epoch-clock L and E0.95 and every step-clock row stand clear, Q
 (0.03703) barely, E0.98 not at all.
+
+Paired, which takes the seed's own effect out: ``--step-schedulers E0.95 --seeds 1 2 3 4 5`` runs
+every row at seeds 0-5 (36 runs, 27 min on 1 thread, 2026-11-28) and prints each row against
+``none`` at the same seed (same batches, same dropout masks): the mean difference +- its standard
+error over the 6 seeds, how many seeds it is worse at, and a paired t-test::
+
+    epoch     L n=6:  val_loss vs none +0.00272 +- 0.00035 (worse in 6/6, paired t p=0.000585)  pnd_errors vs none +9.7 +- 3.0 (worse in 6/6, paired t p=0.023)
+    epoch     Q n=6:  val_loss vs none +0.00162 +- 0.00027 (worse in 6/6, paired t p=0.0017)  pnd_errors vs none +8.2 +- 2.7 (worse in 6/6, paired t p=0.0293)
+    epoch E0.95 n=6:  val_loss vs none +0.00192 +- 0.00031 (worse in 6/6, paired t p=0.00162)  pnd_errors vs none +9.0 +- 2.3 (worse in 6/6, paired t p=0.0114)
+    epoch E0.98 n=6:  val_loss vs none +0.00053 +- 0.00039 (worse in 4/6, paired t p=0.233)  pnd_errors vs none +1.0 +- 1.3 (worse in 2/6, paired t p=0.465)
+     step E0.95 n=6:  val_loss vs none +0.00847 +- 0.00018 (worse in 6/6, paired t p=8.98e-08)  pnd_errors vs none +25.3 +- 2.7 (worse in 6/6, paired t p=0.000233)
+
+Read: under the epoch clock E0.95 still tunes (PND -17..-26 against the untuned encoder at every
+seed) and ends worse than no schedule at every seed, beyond seed noise: App. M.7's "exponential
+... generally worse" pattern. Under the step clock E0.95 is the untuned encoder at every seed (PND
+0..-11). E0.98 keeps 0.83 a0 at epoch 10 and cannot differ yet at this length.
 """
 
 from __future__ import annotations
@@ -110,7 +126,37 @@ def plan(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     runs, _ = expand_query(params)
     for seed in args.noise_seeds:
         runs.append(type(runs[0]).from_dict({**runs[0].to_dict(), "qrun_id": f"seed-{seed}", "seed": seed}))
+    base = list(runs)
+    for seed in args.seeds:          # every planned row again at this seed: a paired design
+        runs += [type(r).from_dict({**r.to_dict(), "qrun_id": f"{r.qrun_id}-seed-{seed}", "seed": seed})
+                 for r in base if r.seed != seed]
     return runs, params
+
+
+def paired(rows: list[dict[str, Any]]) -> list[str]:
+    """Each scheduler row against ``none`` at the same seed (same batches, same dropout masks):
+    the mean difference in validation loss and PND errors over the seeds, its standard error and
+    a paired t-test's two-sided p. Why paired: the seed moves every row alike (which batches come
+    when), so the per-seed difference isolates the schedule from the seed's own effect."""
+    from scipy import stats
+
+    none = {r["seed"]: r for r in rows if r["scheduler"] == "none"}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["scheduler"] != "none" and r["seed"] in none:
+            groups.setdefault((r["clock"], r["scheduler"]), []).append(r)
+    out = []
+    for (clock, sched), rs in groups.items():
+        if len(rs) < 2:
+            continue
+        line = [f"{clock:>5} {sched:>5} n={len(rs)}:"]
+        for key, fmt in (("val_loss", ".5f"), ("pnd_errors", ".1f")):
+            d = np.array([r[key] - none[r["seed"]][key] for r in rs], dtype=float)
+            p = stats.ttest_rel([r[key] for r in rs], [none[r["seed"]][key] for r in rs]).pvalue
+            line.append(f"{key} vs none {d.mean():+{fmt}} +- {d.std(ddof=1) / np.sqrt(len(d)):{fmt}} "
+                        f"(worse in {int((d > 0).sum())}/{len(d)}, paired t p={p:.3g})")
+        out.append("  ".join(line))
+    return out
 
 
 def eval_pnd(model: Any, queries: list[str], prefix: str, p: np.ndarray, pos_q: np.ndarray,
@@ -147,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-epochs", type=int, default=10)
     ap.add_argument("--patience", type=int, default=3)
     ap.add_argument("--noise-seeds", type=int, nargs="*", default=[], help="rerun 'none' at these seeds")
+    ap.add_argument("--seeds", type=int, nargs="*", default=[],
+                    help="rerun every row at these seeds too, and print each scheduler against none "
+                         "at the same seed (paired)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--verbose", action="store_true", help="print every epoch's validation line")
     args = ap.parse_args(argv)
@@ -222,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['pnd_errors'] - r['pnd_errors0']:>+5} {r['wall_s']:>6}")
     print("lr@stop: a(t)/a0 at the first..last step of the last epoch run; sum_lr: sum of a(t)/a0 over "
           "the steps run; val_loss/val_err: the saved (best) checkpoint; d_*: vs the untuned encoder")
+    for line in paired(rows):
+        print(line)
     print(json.dumps({"runs": rows}))
     return 0
 
