@@ -65,10 +65,14 @@ def read_members(raw: str) -> list[dict[str, Any]]:
     return batch_members.read_members(raw, MEMBER_KEYS, RUN_FILES)
 
 
-def up_to_date(run_dir: Path, config: dict[str, Any], code_version: str) -> bool:
-    """Whether ``run_dir`` holds a finished query run (ok or a failure record) of this config,
-    made by this code version. Runs made by ``embtune tune-query`` record none: never reused."""
-    return batch_members.up_to_date(run_dir, code_version, lambda manifest: manifest["run_config"] == config)
+def up_to_date(run_dir: Path, run: Any, code_version: str) -> bool:
+    """Whether ``run_dir`` holds a finished query run (ok or a failure record) of this run config
+    (a :class:`~embtune.runconfig.QueryRunConfig`, compared typed), made by this code version.
+    Runs made by ``embtune tune-query`` record none: never reused."""
+    from embtune.runconfig import QueryRunConfig
+
+    return batch_members.up_to_date(run_dir, code_version,
+                                    lambda manifest: QueryRunConfig.from_dict(manifest["run_config"]) == run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,9 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = QueryRunConfig.from_dict(member["run"])
         except ValueError as err:
             raise DataError(f"--batch-json: run {member['run'].get('qrun_id')}: {one_line(err)}") from None
-        config, stage = run.to_dict(), Path(member["stage"])
+        stage = Path(member["stage"])
         previous, previous_tracking = Path(member["previous"]), Path(member["previous_tracking"])
-        if up_to_date(previous, config, args.code_version):
+        if up_to_date(previous, run, args.code_version):
             batch_members.stage_member(previous, previous_tracking, stage, previous_tracking.name, RUN_FILES)
             reused += 1
             continue
