@@ -16,12 +16,19 @@ Run from a repository where ``make demo`` has finished (it reads ``results/demo/
 ``probe.yaml`` holds params keys layered over presets/demo.yaml, e.g. ``train: {max_epochs: 4.0}``.
 Re-running with the same ``--out`` reuses every finished run whose identity is unchanged (the
 batch stage's own reuse). Measured with it (docs/fidelity.md#P1-DEMO-GRID): see that row.
+
+Other base models: set ``paths.results`` in ``probe.yaml`` to a folder whose ``base_models/<name>``
+were built by ``embtune build-model`` (e.g. on ``benchmarks/make_probe_corpus.py``'s corpus).
+``--eval-batches 8,64,256`` also re-scores every finished checkpoint's held-out loss with that many
+candidates per batch (the pipeline's ``held_out_loss``) and fits each: does a harder held-out task
+show the floor E that the training batch's does not?
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -77,6 +84,48 @@ def train(by_model: dict[str, list[dict]], out: Path, workers: int) -> float:
     return time.time() - start
 
 
+def rescore(table, out: Path, run_data: dict[str, dict], sizes: list[int]) -> dict[int, list]:
+    """{candidates per batch: held-out loss per table row (None for a run without a model)}."""
+    from embtune.models.embedder import ADAPTER_CONFIG, _load_merged_adapter
+    from embtune.train.loop import held_out_loss, load_base
+    from embtune.train.pairs import open_pairs
+
+    scores: dict[int, list] = {b: [] for b in sizes}
+    for rid in table["run_id"]:
+        model_dir = out / "runs" / rid / "model"
+        adapter = (model_dir / ADAPTER_CONFIG).exists()
+        if not adapter and not (model_dir / "config.json").exists():    # a skipped run
+            for b in sizes:
+                scores[b].append(None)
+            continue
+        run = run_data[rid]
+        t = run["train"]
+        val = open_pairs(run["data"]["train_dir"], "val", t["context_length"])
+        model = _load_merged_adapter(model_dir)[0] if adapter else load_base(str(model_dir))
+        model.eval()
+        pad = int(model.config.pad_token_id or 0)
+        for b in sizes:
+            scores[b].append(held_out_loss(model, val, b, max(2 * b, t["gradcache_chunk"]), pad, t["pooling"],
+                                           t["temperature"], "cpu", t["logit_scale"]))
+    return scores
+
+
+def report(fits: dict, metric: str) -> None:
+    for method, laws in fits["laws"].items():
+        for law, fit in laws.items():
+            if not isinstance(fit, dict) or not ("params" in fit or "skipped" in fit):
+                continue                         # n_rows, holdout_model, comparison
+            if "skipped" in fit:
+                print(f"{method}/{law}: not fitted ({fit['skipped']})")
+                continue
+            params_ = ", ".join(f"{k}={v:.3g}" for k, v in fit["params"].items())
+            hold = (fit.get("holdout") or {}).get("rmse_log")
+            print(f"{method}/{law} on {metric}: trustworthy={fit['trustworthy']} held-out RMSE(log)="
+                  f"{hold if hold is None else round(hold, 4)}; {params_}")
+            for issue in fit["trust_issues"]:
+                print(f"    {issue}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", nargs="+", default=["params.yaml", "presets/demo.yaml"])
@@ -85,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--fit-loss", default=None, help="final_train_loss | val_loss (default: analyze.fit_loss)")
+    ap.add_argument("--eval-batches", default="", help="e.g. 8,64,256: re-score held-out loss with that many "
+                                                       "candidates per batch and fit each")
     args = ap.parse_args(argv)
     overrides = yaml.safe_load(Path(args.overrides).read_text()) if args.overrides else None
     params, plan = load_plan(args.preset, overrides)
@@ -102,20 +153,18 @@ def main(argv: list[str] | None = None) -> int:
     cols = ["model", "budget", "steps", "D", "final_train_loss", "val_loss", "status"]
     for row in table.sort(["method", "model", "budget"]).select(["method", *cols]).iter_rows():
         print("  ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
-    fits = fit_all(table, metric=metric, n_boot=200, holdout=params["analyze"]["holdout"])
-    for method, laws in fits["laws"].items():
-        for law, fit in laws.items():
-            if not isinstance(fit, dict) or not ("params" in fit or "skipped" in fit):
-                continue                         # n_rows, holdout_model, comparison
-            if "skipped" in fit:
-                print(f"{method}/{law}: not fitted ({fit['skipped']})")
-                continue
-            params_ = ", ".join(f"{k}={v:.3g}" for k, v in fit["params"].items())
-            hold = (fit.get("holdout") or {}).get("rmse_log")
-            print(f"{method}/{law} on {metric}: trustworthy={fit['trustworthy']} held-out RMSE(log)="
-                  f"{hold if hold is None else round(hold, 4)}; {params_}")
-            for issue in fit["trust_issues"]:
-                print(f"    {issue}")
+    holdout = params["analyze"]["holdout"]
+    report(fit_all(table, metric=metric, n_boot=200, holdout=holdout), metric)
+    sizes = [int(b) for b in args.eval_batches.split(",") if b]
+    if sizes:
+        import polars as pl
+
+        for b, losses in rescore(table, args.out, {r["run_id"]: r for r in runs}, sizes).items():
+            scored = table.with_columns(pl.Series("val_loss", losses, dtype=pl.Float64))
+            print(f"== held-out loss with {b} candidates per batch (chance ln {b} = {math.log(b):.2f})")
+            for row in scored.sort(["method", "model", "budget"]).select(["method", "model", "D", "val_loss"]).iter_rows():
+                print("  ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+            report(fit_all(scored, metric="val_loss", n_boot=200, holdout=holdout), f"val_loss@{b}")
     return 0
 
 
