@@ -85,28 +85,28 @@ def train(by_model: dict[str, list[dict]], out: Path, workers: int) -> float:
 
 
 def rescore(table, out: Path, run_data: dict[str, dict], sizes: list[int]) -> dict[int, list]:
-    """{candidates per batch: held-out loss per table row (None for a run without a model)}."""
-    from embtune.models.embedder import ADAPTER_CONFIG, _load_merged_adapter
-    from embtune.train.loop import held_out_loss, load_base
+    """{candidates per batch: held-out loss per table row (None for a run that did not train)}."""
+    from embtune.models.embedder import load_embedder
+    from embtune.train.loop import held_out_loss
     from embtune.train.pairs import open_pairs
 
     scores: dict[int, list] = {b: [] for b in sizes}
-    for rid in table["run_id"]:
-        model_dir = out / "runs" / rid / "model"
-        adapter = (model_dir / ADAPTER_CONFIG).exists()
-        if not adapter and not (model_dir / "config.json").exists():    # a skipped run
+    val_sets: dict[tuple[str, int], object] = {}     # every run of a probe reads the same val pairs
+    for rid, status in table.select(["run_id", "status"]).iter_rows():
+        if status != "ok":
             for b in sizes:
                 scores[b].append(None)
             continue
-        run = run_data[rid]
-        t = run["train"]
-        val = open_pairs(run["data"]["train_dir"], "val", t["context_length"])
-        model = _load_merged_adapter(model_dir)[0] if adapter else load_base(str(model_dir))
-        model.eval()
+        t = run_data[rid]["train"]
+        key = (run_data[rid]["data"]["train_dir"], t["context_length"])
+        if key not in val_sets:
+            val_sets[key] = open_pairs(key[0], "val", key[1])
+        model = load_embedder(out / "runs" / rid / "model", "cpu").model   # full model or merged LoRA
         pad = int(model.config.pad_token_id or 0)
         for b in sizes:
-            scores[b].append(held_out_loss(model, val, b, max(2 * b, t["gradcache_chunk"]), pad, t["pooling"],
-                                           t["temperature"], "cpu", t["logit_scale"]))
+            chunk = max(2 * b, t["gradcache_chunk"])       # one encoder pass per held-out batch
+            scores[b].append(held_out_loss(model, val_sets[key], b, chunk, pad, t["pooling"], t["temperature"],
+                                           "cpu", t["logit_scale"]))
     return scores
 
 
