@@ -29,8 +29,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 demo: install
-	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --printshellcmds
-	@echo "Results: results/demo/ (figures: results/demo/analysis/figures, recipe: results/demo/analysis/recipes, report: results/demo/analysis/report.md, metrics: results/demo/metrics.json; one HTML file: snakemake --configfile presets/demo.yaml --report report.html)"
+	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --logger embtune
+	@echo "Results in results/demo/: start with results/demo/analysis/report.md"
+	@echo "Figures: results/demo/analysis/figures/  Recipe: results/demo/analysis/recipes/"
+	@echo "One HTML file: .venv/bin/snakemake --configfile presets/demo.yaml --report report.html"
 
 test: install lint
 	bash .ci/install_slurm.sh || echo "WARNING: could not install SLURM; the real-SLURM test will skip LOUDLY"

@@ -45,6 +45,11 @@ L = Layout.from_paths(config["paths"])
 # The tracker reaches the jobs through the environment (embtune.train.tracking.ENV), not a rule
 # param: changing it must re-run nothing (local jobs inherit it; SLURM jobs re-read this file).
 os.environ[TRACKING_ENV] = config["tracking"]["log_with"]
+# Every job writes its stderr to its log file, where third-party carriage-return bars (tqdm in
+# transformers, huggingface_hub, mteb, sentence-transformers) make one unreadable line; embtune's
+# own progress prints plain lines there instead (embtune.progress).
+os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 RUN_CONFIGS = {run.run_id: run for run in PLAN.runs}  # typed (embtune.runconfig.RunConfig)
 RUNS_LIST, SKIPPED, MEMBERS = [run.to_dict() for run in PLAN.runs], PLAN.skipped, PLAN.members
