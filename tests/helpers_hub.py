@@ -12,6 +12,15 @@ for ``snapshot_download`` / ``hf_hub_download`` / ``HfApi.repo_info`` (read from
 * unknown repo / revision / file -> 404 with ``X-Error-Code`` (RepoNotFound, RevisionNotFound,
   EntryNotFound), as the hub answers.
 
+and, for ``HfApi.create_repo`` / ``upload_folder`` (huggingface_hub 2.4's ``hf_api.create_repo``
+and ``_commit_api``), the three calls of a commit whose files all go inline:
+
+* ``POST /api/validate-yaml`` -> the README's metadata parsed as a ``ModelCard`` (400 if not)
+* ``POST /api/repos/create`` -> ``{"url"}`` (409 when it exists, which ``exist_ok`` accepts)
+* ``POST /api/models/{repo}/preupload/{rev}`` -> every file ``uploadMode: regular`` (no LFS/Xet)
+* ``POST /api/models/{repo}/commit/{rev}`` (NDJSON: a header, then base64 files) -> a new commit
+  holding the repo's files with these added, which the read endpoints then serve.
+
 Each repo holds one commit (a sha1 of its content) that its named revisions (``main``, a tag or a
 branch such as Pythia's ``step143000``) and the sha itself resolve to. Binds 127.0.0.1 on a free
 port; ``requests`` counts every request, so a test can show that none came after a point.
@@ -19,6 +28,7 @@ port; ``requests`` counts every request, so a test can show that none came after
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -71,6 +81,9 @@ class LoopbackHub:
 
             def do_GET(self) -> None:
                 hub._handle(self, head=False)
+
+            def do_POST(self) -> None:
+                hub._post(self)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -150,6 +163,53 @@ class LoopbackHub:
             body = [{"type": "file", "path": f, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
                     for f, d in repo.files.items() if not prefix or f.startswith(prefix + "/")]
         self._json(req, 200, body)
+
+    def _post(self, req: BaseHTTPRequestHandler) -> None:
+        self.requests.append(f"{req.command} {req.path}")
+        body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
+        parts = [unquote(p) for p in urlsplit(req.path).path.strip("/").split("/")]
+        if parts == ["api", "validate-yaml"]:
+            return self._validate_yaml(req, json.loads(body)["content"])
+        if parts == ["api", "repos", "create"]:
+            spec = json.loads(body)
+            repo_id = "/".join(p for p in (spec.get("organization"), spec["name"]) if p)
+            key = (spec.get("type") or "model", repo_id)
+            if key in self.repos:
+                return self._error(req, 409, "RepoAlreadyExists")
+            self.repos[key] = Repo({}, ("main",))
+            return self._json(req, 200, {"url": f"{self.url}/{repo_id}", "name": repo_id})
+        if len(parts) >= 5 and parts[:2] == ["api", "models"] and parts[-2] in ("preupload", "commit"):
+            repo_id, action = "/".join(parts[2:-2]), parts[-2]
+            repo = self.repos.get(("model", repo_id))
+            if repo is None:
+                return self._error(req, 404, "RepoNotFound")
+            if action == "preupload":
+                files = json.loads(body)["files"]
+                return self._json(req, 200, {"files": [{"path": f["path"], "uploadMode": "regular",
+                                                        "shouldIgnore": False} for f in files]})
+            files = dict(repo.files)
+            for line in body.splitlines():
+                item = json.loads(line)
+                if item["key"] == "file":
+                    files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+                elif item["key"] != "header":
+                    return self._error(req, 400, "UnsupportedOperation")
+            new = Repo(files, tuple(repo.revisions - {repo.sha}))
+            self.repos[("model", repo_id)] = new
+            return self._json(req, 200, {"commitUrl": f"{self.url}/{repo_id}/commit/{new.sha}",
+                                         "commitOid": new.sha})
+        return self._error(req, 404, "EntryNotFound")
+
+    def _validate_yaml(self, req: BaseHTTPRequestHandler, content: str) -> None:
+        """What the Hub checks before a README.md lands: its metadata parses as a model card
+        (``ModelCard`` reads ``model-index`` into eval results and raises on a malformed one)."""
+        from huggingface_hub import ModelCard
+
+        try:
+            ModelCard(content, ignore_metadata_errors=False)
+        except Exception as err:  # the Hub answers 400 with the reason
+            return self._json(req, 400, {"errors": [{"message": str(err)}], "warnings": []})
+        return self._json(req, 200, {"errors": [], "warnings": []})
 
     @staticmethod
     def _json(req: BaseHTTPRequestHandler, status: int, body: object) -> None:

@@ -39,6 +39,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "evaluate-mteb": ("embtune.stages.evaluate_mteb", "Evaluate a checkpoint on the MTEB subset through mteb."),
     "link-outputs": ("embtune.stages.link_outputs", "Hard-link one run's outputs out of its batch job's folder (commit marker last)."),
     "model-card": ("embtune.stages.model_card", "Render a run's model card with its MTEB scores (for publishing)."),
+    "publish": ("embtune.stages.publish", "Upload a finished run's model and its card (model-index) to the Hub."),
     "evaluate-pnd": ("embtune.stages.evaluate_pnd", "PND, MRR, MAP, P@1 on MSMARCO/arxiv/XNLI/SQuAD/HotpotQA (cached embeddings)."),
     "tune-query": ("embtune.stages.tune_query", "Adiabatic query-tower tuning of one query run config."),
     "tune-query-batch": ("embtune.stages.tune_query_batch", "Several query runs of one encoder tuned in one process (query_tuning.runs_per_job > 1)."),

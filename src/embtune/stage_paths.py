@@ -235,6 +235,7 @@ SPECS: dict[str, Spec] = {
     "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out",),
                           extra_inputs=(_mteb_batch_inputs,), extra_outputs=(_mteb_outputs,)),
     "model-card": Spec(outputs=("out",), extra_inputs=(_run_dir_files,)),
+    "publish": Spec(inputs=("run_dir",), outputs=("out",)),
     "evaluate-pnd": Spec(inputs=("query_model_dir", "doc_model_dir", "data_dir"), inout=("cache_dir",),
                          extra_inputs=(_model_json_paths,), extra_outputs=(_pnd_files,)),
     "tune-query": Spec(inputs=("data_dir",), outputs=("out_dir",), inout=("cache_dir",),

@@ -46,6 +46,7 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "evaluate-mteb": (["--model-dir", "{model}", "--run-metrics", "{metrics}", "--tasks", "STS15",
                        "--data-dir", "{mteb}", "--out", "{OUT}"], {"model": "d", "metrics": "f", "mteb": "d"}),
     "model-card": (["--run-dir", "{run}", "--out", "{OUT}"], {"run": "d"}),
+    "publish": (["{run}", "--repo-id", "me/model", "--out", "{OUT}", "--no-upload"], {"run": "d"}),
     "link-outputs": (["--src", "{batch}", "--out", "{OUT}"], {"batch": "d"}),
     "evaluate-pnd": (["--model-json", '{{"name": "m", "source": "local", "id": "{model}"}}', "--data-dir",
                       "{processed}", "--cache-dir", "{cache}", "--out", "{OUT}"],

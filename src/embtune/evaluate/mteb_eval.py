@@ -229,6 +229,20 @@ def evaluate_embedder(embedder: Any, tasks: Sequence[str], data_dir: str | Path,
 MTEB_RESULTS_DIR = "mteb_results"
 
 
+def mteb_data_source(data_dir: str | Path) -> str:
+    """Where the evaluated task data came from, as materialise-mteb recorded it: ``mteb`` (the
+    official splits, through the mteb library) or ``local`` (a prepared directory such as the
+    demo's subsamples); ``unknown`` without its manifest. A model card labels only ``mteb``
+    scores as the official splits' (:mod:`embtune.evaluate.publish`)."""
+    import json
+
+    try:
+        source = json.loads((Path(data_dir) / "manifest.json").read_text(encoding="utf-8")).get("source")
+    except (OSError, ValueError, AttributeError):
+        return "unknown"
+    return source if source in ("mteb", "local") else "unknown"
+
+
 def model_revision(model_dir: str | Path) -> str:
     """The checkpoint's revision for mteb: sha256 over its weight files (names and contents), the
     same identity the embedding caches use, so a retrained model never shares a result folder."""

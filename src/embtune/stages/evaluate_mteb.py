@@ -33,6 +33,7 @@ from embtune.evaluate.mteb_eval import (
     evaluate_embedder,
     model_meta,
     model_revision,
+    mteb_data_source,
     skipped_record,
     with_max_length,
     write_mteb_results,
@@ -155,7 +156,8 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
     record, tidy = evaluate_embedder(embedder, args.tasks, args.data_dir, args.batch_size,
                                      args.exclude_from_average, meta, task_results)
     record.update(max_length=int(embedder.config.max_length), mteb_model_name=meta.name,
-                  mteb_revision=meta.revision, mteb_results=MTEB_RESULTS_DIR)
+                  mteb_revision=meta.revision, mteb_results=MTEB_RESULTS_DIR,
+                  data_source=mteb_data_source(args.data_dir))
     if key is not None:
         record["eval_key"] = key
     write_parquet(tidy_path, tidy)

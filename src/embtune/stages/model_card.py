@@ -1,8 +1,9 @@
-"""``embtune model-card``: render a paper-1 run's model card again, with its MTEB scores.
+"""``embtune model-card``: render a run's model card again, with its MTEB scores.
 
 Why a command: the card is written at training time, before evaluation; the training stage's
 ``model/`` folder must not be rewritten by a later stage (Snakemake would see the model as
-changed), so publishing a model with its scores is a separate, explicit step.
+changed), so the card with scores is a separate, explicit step. ``embtune publish`` writes the
+same card into the folder it uploads.
 """
 
 from __future__ import annotations
@@ -11,30 +12,23 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, MTEB_RESULTS
-from embtune.models.st_export import training_card
-
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="embtune model-card", description=__doc__.splitlines()[0])
-    ap.add_argument("--run-dir", type=Path, required=True, help="a paper-1 run directory (runs/<run_id>)")
-    ap.add_argument("--out", type=Path, required=True,
-                    help="where to write the card, e.g. <run>/model/README.md before publishing the model")
+    ap.add_argument("--run-dir", type=Path, required=True,
+                    help="a run directory (runs/<run_id> or query_runs/<model>/<qrun_id>)")
+    ap.add_argument("--out", type=Path, required=True, help="where to write the card (a Markdown file)")
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Render a paper-1 run's card with its MTEB scores (``mteb.json``) once they exist."""
-    from embtune.io import read_json, write_text
+    """Render a run's card with its MTEB scores (``mteb.json``) once they exist."""
+    from embtune.evaluate.publish import publishable
+    from embtune.io import write_text
 
     args = _parse(argv)
-    metrics = read_json(args.run_dir / METRICS_JSON)
-    manifest = read_json(args.run_dir / MANIFEST_JSON)
-    mteb_path = args.run_dir / MTEB_JSON
-    mteb = read_json(mteb_path) if mteb_path.is_file() else None
-    from embtune.evaluate.mteb_card import hub_eval_results
-
-    scores = hub_eval_results(args.run_dir / MTEB_RESULTS) if mteb else []
-    write_text(args.out, training_card(metrics, manifest.get("run", {}), manifest, mteb, scores))
-    print(f"model-card: {args.out} ({'with' if mteb else 'without'} MTEB scores)")
+    item = publishable(args.run_dir)
+    write_text(args.out, item.card)
+    scores = "with MTEB scores" if "model-index" in item.card else "without MTEB scores"
+    print(f"model-card: {args.out} ({scores}{'' if item.official_scores else ', none official'})")
     return 0

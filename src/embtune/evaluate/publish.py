@@ -1,0 +1,134 @@
+"""A run's model as the folder a user uploads: its weights, and a card with its MTEB scores.
+
+Why a separate folder: the training stage's ``model/`` is an output Snakemake tracks, and the
+MTEB scores exist only after evaluation; writing the card into ``model/`` afterwards would make
+the trained model look newer than its evaluation and re-run it. The published folder holds hard
+links to the weights (no copy of GBs), and the card rendered with ``model-index``.
+
+Scores measured on a local subsample of an MTEB task (the demo's, or any ``data.mteb.source:
+local``) are flagged as such in the card and in ``model-index`` (split ``<split>-subsample``, no
+official dataset revision, tag ``mteb-subsample``): they are not the official split's scores and
+a leaderboard must not read them as such.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from embtune.errors import DataError
+from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, MTEB_RESULTS
+
+CARD = "README.md"
+#: Marks a folder this stage wrote: only such a folder (or none) is replaced; it is not uploaded.
+MARKER = ".embtune-publish"
+
+
+@dataclass(frozen=True)
+class Publishable:
+    """What a run publishes: the model folder (merged for LoRA) and its card."""
+
+    model_dir: Path
+    card: str
+    kind: str                 # "training run" | "query run"
+    official_scores: bool     # MTEB scores on the official splits (False: a local subsample)
+
+
+def flag_subsample(eval_results: list[Any]) -> list[Any]:
+    """The same results, marked as measured on a local subsample: the split gets ``-subsample``
+    and the dataset name says so, and the official revision is dropped (it did not produce them)."""
+    for result in eval_results:
+        result.dataset_split = f"{result.dataset_split or 'test'}-subsample"
+        result.dataset_name = f"{result.dataset_name or result.dataset_type} (local subsample, not the official split)"
+        result.dataset_revision = None
+    return eval_results
+
+
+def _read(run_dir: Path, name: str, required: bool = True) -> Any:
+    from embtune.io import read_json
+
+    path = run_dir / name
+    if not path.is_file():
+        if required:
+            raise DataError(f"{path}: missing; expected a finished run directory (runs/<run_id> or "
+                            "query_runs/<model>/<qrun_id>) holding metrics.json and manifest.json")
+        return None
+    return read_json(path)
+
+
+def publishable(run_dir: str | os.PathLike[str]) -> Publishable:
+    """The folder and card of a finished paper-1 run or paper-2 query run."""
+    from embtune.evaluate.mteb_card import hub_eval_results
+    from embtune.models.st_export import query_card, training_card
+
+    run_dir = Path(run_dir)
+    metrics, manifest = _read(run_dir, METRICS_JSON), _read(run_dir, MANIFEST_JSON)
+    if metrics.get("status", "ok") != "ok":
+        raise DataError(f"{run_dir / METRICS_JSON}: status {metrics.get('status')!r}; only a run that "
+                        "finished ('ok') can be published")
+    run = manifest.get("run") or manifest.get("run_config") or {}
+    if "qrun_id" in metrics:
+        card = query_card(metrics, run, manifest)
+        return Publishable(_model_folder(run_dir, "model"), card, "query run", official_scores=False)
+    mteb = _read(run_dir, MTEB_JSON, required=False)
+    scored = bool(mteb and mteb.get("status") == "ok")
+    official = scored and mteb.get("data_source") == "mteb"
+    results = hub_eval_results(run_dir / MTEB_RESULTS) if scored else []
+    if results and not official:
+        results = flag_subsample(results)
+    card = training_card(metrics, run, manifest, mteb, results, official_scores=official)
+    merged = run_dir / "model_merged"
+    return Publishable(_model_folder(run_dir, "model_merged" if merged.is_dir() else "model"), card,
+                       "training run", official_scores=official)
+
+
+def _model_folder(run_dir: Path, name: str) -> Path:
+    folder = run_dir / name
+    if not (folder / "modules.json").is_file():
+        raise DataError(f"{folder}: not a sentence-transformers folder (no modules.json); expected the "
+                        "run's model written by embtune train or tune-query")
+    return folder
+
+
+def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
+    """``out`` = the model's files as hard links (copies across filesystems) + the card, written
+    atomically: a failure leaves the previous folder, or none."""
+    from embtune.io import atomic_dir
+
+    out = Path(out)
+    if out.exists() and not (out / MARKER).is_file():
+        raise DataError(f"--out {out}: exists and was not written by embtune publish (no {MARKER}); "
+                        "expected a new folder or an earlier publish folder")
+    with atomic_dir(out) as tmp:
+        for src in sorted(item.model_dir.rglob("*")):
+            rel = src.relative_to(item.model_dir)
+            if src.is_dir() or rel.as_posix() == CARD:
+                continue
+            dst = tmp / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+        (tmp / CARD).write_text(item.card, encoding="utf-8")
+        (tmp / MARKER).write_text(str(item.model_dir.resolve()) + "\n", encoding="utf-8")
+    return out
+
+
+def upload(folder: str | os.PathLike[str], repo_id: str, *, private: bool, token: str | None,
+           commit_message: str) -> str:
+    """Create the repo if needed and upload the folder with huggingface_hub; returns the commit URL.
+    The endpoint is huggingface_hub's own (``$HF_ENDPOINT`` for a mirror or a private hub)."""
+    from huggingface_hub import HfApi, constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise DataError("publishing needs the hub: HF_HUB_OFFLINE is set (unset it, or pass --no-upload "
+                        "to write the folder only)")
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
+                             commit_message=commit_message, ignore_patterns=[MARKER])
+    return str(info.commit_url)
