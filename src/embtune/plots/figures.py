@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import LogFormatter  # noqa: E402
+from matplotlib.ticker import Formatter, LogFormatter, LogLocator  # noqa: E402
 
 from embtune.models import methods as registry  # noqa: E402
 
@@ -28,6 +28,41 @@ class _PlainLogFormatter(LogFormatter):
         return f"{x:g}"
 
 
+def _compact(x: float, _pos: Any = None) -> str:
+    """``2e11`` / ``3.5e16``: short enough that neighbouring log ticks never run into each other."""
+    if x <= 0:
+        return ""
+    exp = math.floor(math.log10(x) + 1e-9)
+    mant = x / 10**exp
+    if -2 <= exp <= 3:
+        return f"{x:g}"
+    return f"{mant:g}e{exp}" if abs(mant - 1) > 1e-9 else f"1e{exp}"
+
+
+class _SparseLogFormatter(Formatter):
+    """Log-axis labels that never overprint: compact (``2e11``), at every decade, and at 2x and
+    5x only while the axis spans under two decades (2x, 3x and 5x under half a decade); the
+    other ticks stay unlabelled. Decided at draw time from the axis' own view interval, so it
+    holds whatever the data's range."""
+
+    def __call__(self, x: float, pos: Any = None) -> str:
+        if x <= 0:
+            return ""
+        lo, hi = sorted(self.axis.get_view_interval()) if self.axis is not None else (x, x * 100)
+        span = math.log10(hi / lo) if lo > 0 else 10.0
+        mant = round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
+        keep = {1.0} | ({2.0, 5.0} if span < 2 else set()) | ({3.0} if span < 0.5 else set())
+        return _compact(x) if mant in keep else ""
+
+
+def _log_x(ax: Any) -> None:
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs="auto"))
+    ax.xaxis.set_major_formatter(_SparseLogFormatter())
+    ax.xaxis.set_minor_formatter(_SparseLogFormatter())
+    ax.tick_params(axis="x", which="both", labelsize=8)
+
+
 def _axes(title: str, xlabel: str, ylabel: str, logx: bool = True, logy: bool = True,
           size: tuple[float, float] = (6.4, 4.6)) -> tuple[Figure, Any]:
     fig, ax = plt.subplots(figsize=size, constrained_layout=True)
@@ -36,11 +71,12 @@ def _axes(title: str, xlabel: str, ylabel: str, logx: bool = True, logy: bool = 
 
 
 def _style(ax: Any, title: str, xlabel: str, ylabel: str, logx: bool, logy: bool) -> None:
-    ax.set_title(title, fontsize=10)
+    ax.set_title(textwrap.fill(title, 60), fontsize=10)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if logx:
         ax.set_xscale("log")
+        _log_x(ax)
     if logy:
         ax.set_yscale("log")
         # plain numbers (0.8, 1, 2) instead of 2×10⁰: losses span less than a decade or two
@@ -67,6 +103,9 @@ def _grid(n: int, title: str, size: float = 3.2) -> tuple[Figure, list[Any]]:
     return fig, flat[:n]
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
 def frontier_figure(df: pl.DataFrame, ylabel: str, title: str) -> Figure:
     """Fig. 1 / 11. Columns: method, budget, value, kind (observed | fit | frontier)."""
     fig, ax = _axes(title, "compute budget C [FLOP]", ylabel)
@@ -84,16 +123,53 @@ def frontier_figure(df: pl.DataFrame, ylabel: str, title: str) -> Figure:
     return fig
 
 
-def isoflop_figure(df: pl.DataFrame, ylabel: str, title: str) -> Figure:
-    """Figs 2, 4, 7-10. Columns: model, N, budget, value, label (best hyper-parameter or '')."""
+def isoflop_parabola(n: Any, value: Any, higher_is_better: bool = False) -> tuple[float, float, Any] | None:
+    """Paper 1's reading of an IsoFLOP profile (Fig. 6: "we fit a parabola to each IsoFLOP
+    profile"): value = a·(ln N)² + b·ln N + c by least squares. Returns (N at the vertex, value
+    there, the polynomial) when the parabola opens the right way (a minimum for a loss, a maximum
+    for a score) with its vertex inside the measured N range; None otherwise (no interior optimum)."""
+    import numpy as np
+
+    x, y = np.log(np.asarray(n, dtype=float)), np.asarray(value, dtype=float)
+    if len(np.unique(x)) < 3:
+        return None
+    a, b, c = np.polyfit(x, y, 2)
+    if (a <= 0 and not higher_is_better) or (a >= 0 and higher_is_better):
+        return None
+    vertex = -b / (2 * a)
+    if not x.min() <= vertex <= x.max():
+        return None
+    poly = np.poly1d((a, b, c))
+    return float(np.exp(vertex)), float(poly(vertex)), poly
+
+
+def isoflop_figure(df: pl.DataFrame, ylabel: str, title: str, higher_is_better: bool = False) -> Figure:
+    """Figs 2, 4, 7-10. Columns: model, N, budget, value, label (best hyper-parameter or '').
+    Each budget's points, its fitted parabola in ln N (dashed) and the parabola's optimum (a star),
+    as paper 1 reads its IsoFLOP profiles."""
+    import numpy as np
+
     fig, ax = _axes(title, "non-embedding parameters N", ylabel)
     colors = _budget_colors(df["budget"].unique().to_list())
-    for budget in sorted(df["budget"].unique().to_list()):
+    for i, budget in enumerate(sorted(df["budget"].unique().to_list())):
         sub = df.filter(pl.col("budget") == budget).sort("N")
-        ax.plot(sub["N"], sub["value"], "o-", color=colors[budget], label=f"C = {budget:.2g}")
+        color = colors[budget]
+        ax.plot(sub["N"], sub["value"], "o", color=color, label=f"C = {_compact(budget)}")
+        fit = isoflop_parabola(sub["N"], sub["value"], higher_is_better)
+        if fit is not None:
+            n_opt, v_opt, poly = fit
+            xs = np.linspace(math.log(sub["N"].min()), math.log(sub["N"].max()), 60)
+            ax.plot(np.exp(xs), poly(xs), "--", color=color, lw=1.2)
+            ax.plot([n_opt], [v_opt], "*", color=color, ms=13, mec="black", mew=0.8, zorder=5)
+        else:
+            ax.plot(sub["N"], sub["value"], "-", color=color, lw=0.8, alpha=0.6)
+        # labels alternate above and below their points, so two budgets' labels never overprint
+        dy = 6 if i % 2 == 0 else -11
         for n, v, lab in zip(sub["N"], sub["value"], sub["label"]):
             if lab:
-                ax.annotate(lab, (n, v), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7)
+                ax.annotate(lab, (n, v), textcoords="offset points", xytext=(0, dy), ha="center",
+                            fontsize=7, color=color)
+    ax.plot([], [], "*", color="grey", ms=11, mec="black", mew=0.8, label="parabola optimum")
     ax.legend(fontsize=8, title="budget [FLOP]", title_fontsize=8)
     return fig
 
@@ -116,10 +192,13 @@ def hyper_effect_figure(df: pl.DataFrame, xlabel: str, ylabel: str, title: str, 
 def optimal_n_figure(df: pl.DataFrame, title: str) -> Figure:
     """Figs 6, 12, 13. Columns: method, budget, N, kind (observed | fit)."""
     fig, ax = _axes(title, "compute budget C [FLOP]", "optimal non-embedding parameters N*")
-    for method in df["method"].unique(maintain_order=True):
+    # open markers of distinct shapes, sized down method by method: where two methods pick the same
+    # N* at a budget, both stay visible (a filled marker hid the one drawn before it)
+    for i, method in enumerate(df["method"].unique(maintain_order=True)):
         color = registry.color(method)
         obs = df.filter((pl.col("method") == method) & (pl.col("kind") == "observed"))
-        ax.plot(obs["budget"], obs["N"], "o", color=color, label=method)
+        ax.plot(obs["budget"], obs["N"], MARKERS[i % len(MARKERS)], color=color, mfc="none", mew=1.6,
+                ms=11 - 2 * (i % 3), label=method)
         fit = df.filter((pl.col("method") == method) & (pl.col("kind") == "fit"))
         if fit.height:
             ax.plot(fit["budget"], fit["N"], "--", color=color, lw=1.2)
@@ -170,7 +249,7 @@ def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
         _style(ax, f"{method}: {law}", "predicted loss", "actual loss", True, True)
         note = sub["trust"][0] if "trust" in sub.columns else ""
         if note:
-            ax.set_title(f"{method}: {law}\n{textwrap.shorten(note, 48)}", fontsize=9, color="tab:red")
+            ax.set_title(textwrap.fill(f"{method}: {law}. {note}", 44), fontsize=8, color="tab:red")
             ax.text(0.5, 0.5, "UNTRUSTWORTHY FIT", transform=ax.transAxes, ha="center", va="center",
                     fontsize=12, color="tab:red", alpha=0.35, rotation=30)
         ax.legend(fontsize=7)
@@ -200,5 +279,5 @@ def transfer_figure(df: pl.DataFrame, title: str) -> Figure:
     return fig
 
 
-__all__ = ["frontier_figure", "isoflop_figure", "hyper_effect_figure", "optimal_n_figure",
+__all__ = ["frontier_figure", "isoflop_figure", "isoflop_parabola", "hyper_effect_figure", "optimal_n_figure",
            "scatter_figure", "predicted_vs_actual_figure", "transfer_figure"]  # paper 2: embtune.plots.paper2

@@ -166,7 +166,7 @@ def mteb_specs(runs: pl.DataFrame, metric: str, ylab: str) -> list[Spec]:
     for method in methods_of(runs, MTEB):
         specs.append(_spec(f"fig07_isoflop_mteb_{method}", f"Figs 7-10: IsoFLOP profiles on MTEB, {method}",
                            isoflop_data(runs, method, MTEB, True),
-                           lambda d, m=method: F.isoflop_figure(d, "MTEB average", f"IsoFLOP (MTEB): {m}")))
+                           lambda d, m=method: F.isoflop_figure(d, "MTEB average", f"IsoFLOP (MTEB): {m}", True)))
     data, why = frontier_data(runs, MTEB, True)
     cap = "Fig. 11: best MTEB average per method vs budget, with frontier"
     specs.append(_skip("fig11_frontier_mteb", cap, why) if why else
