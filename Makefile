@@ -26,6 +26,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	( $(BIN)/pip install -q -c constraints.txt uv \
 	  && $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -c constraints.txt -e ".[workflow,demo,test]" ) \
 	  || $(BIN)/pip install -q -c constraints.txt -e ".[workflow,demo,test]"
+	$(BIN)/python workflow/scripts/vega_bundle.py --out $(VENV)/share/embtune/dvc-plots.html \
+	  || ( $(BIN)/python workflow/scripts/vega_bundle.py --cdn --out $(VENV)/share/embtune/dvc-plots.html \
+	       && echo "WARNING: no npm: dvc plots show draws only online (workflow/scripts/vega_bundle.py)" )
 	touch $@
 
 demo: install

@@ -44,6 +44,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "tune-query": ("embtune.stages.tune_query", "Adiabatic query-tower tuning of one query run config."),
     "tune-query-batch": ("embtune.stages.tune_query_batch", "Several query runs of one encoder tuned in one process (query_tuning.runs_per_job > 1)."),
     "collect-runs": ("embtune.stages.collect_runs", "Gather run metrics into results/runs.parquet."),
+    "curves": ("embtune.stages.curves", "Every run's loss, LR and query-tuning curves as one CSV per kind (overlay plots)."),
     "fit-scaling": ("embtune.stages.fit_scaling", "Fit scaling laws, frontier and crossovers."),
     "recipe": ("embtune.stages.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),
     "figures": ("embtune.stages.figures", "All figures and tables, and results/report.md."),

@@ -245,6 +245,7 @@ SPECS: dict[str, Spec] = {
     "collect-runs": Spec(inputs=("runs_dir", "metrics", "skipped_csv"), outputs=("out",),
                          extra_inputs=(_metrics_siblings,), extra_outputs=(_collect_manifest,)),
     "fit-scaling": Spec(inputs=("runs",), outputs=("out",)),
+    "curves": Spec(inputs=("metrics", "query_metrics"), outputs=("out",)),
     "recipe": Spec(inputs=("fits", "runs"), outputs=("out",)),
     "figures": Spec(inputs=("runs", "fits", "query_table_dir", "recipe", "planned_cost"),
                     outputs=("out", "report")),

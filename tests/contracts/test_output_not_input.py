@@ -61,6 +61,7 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "collect-runs": (["--metrics", "{metrics}", "--skipped-csv", "{skipped}", "--out", "{OUT}"],
                      {"metrics": "f", "skipped": "f"}),
     "fit-scaling": (["--runs", "{runs}", "--out", "{OUT}"], {"runs": "f"}),
+    "curves": (["--metrics", "{metrics}", "--out", "{OUT}"], {"metrics": "f"}),
     "recipe": (["--budget", "1e15", "--fits", "{fits}", "--runs", "{runs}", "--out", "{OUT}"],
                {"fits": "f", "runs": "f"}),
     "figures": (["--runs", "{runs}", "--fits", "{fits}", "--recipe", "{recipe}", "--out", "{OUT}",

@@ -59,6 +59,22 @@ rule collect_runs:
         "--out {output:q} > {log:q} 2>&1"
 
 
+rule curves:
+    """Every run's loss and LR curves and every query run's per-epoch curves, one CSV per kind:
+    the overlay charts of `dvc plots show` (dvc.yaml, .dvc/plots/overlay.json)."""
+    input:
+        metrics=train_metrics(),
+        query=query_metrics(),
+    output:
+        curves=directory(L.results.analysis("curves")),
+    log:
+        L.results.log("curves"),
+    params:
+        code=code_version("curves"),
+    shell:
+        "embtune curves --metrics {input.metrics:q} --query-metrics {input.query:q} --out {output:q} > {log:q} 2>&1"
+
+
 rule fit_scaling:
     input:
         rules.collect_runs.output.runs,

@@ -147,6 +147,10 @@ def mteb_results():
     return expand(rules.evaluate_mteb.output.scores, run=MTEB_RUNS)
 
 
+def query_metrics():
+    return [expand(rules.tune_query.output.metrics, qmodel=m, qrun=q)[0] for (m, q) in sorted(QRUNS)]
+
+
 def query_pnd_results():
     base = expand(rules.evaluate_pnd_base.output.pnd, qmodel=sorted(QMODELS))
     tuned = [expand(rules.evaluate_pnd_query.output.pnd, qmodel=m, qrun=q)[0] for (m, q) in sorted(QRUNS)]
@@ -166,4 +170,5 @@ def final_outputs():
         rules.query_table.output.tables,
         rules.appendix_tables.output.tables,
         rules.summary.output.metrics,
+        rules.curves.output.curves,
     ]

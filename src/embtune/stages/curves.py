@@ -1,0 +1,39 @@
+"""``embtune curves``: every run's curves as one CSV per kind, for one overlay chart per kind.
+
+Reads each paper-1 run's and paper-2 query run's ``curve.csv`` beside the ``metrics.json`` given,
+writes ``<out>/<kind>.csv`` (:mod:`embtune.scaling.curves`): ``train_loss``, ``lr`` and the
+query runs' ``query_val_loss``, ``query_val_errors``, ``query_train_loss``. ``dvc plots show``
+draws each as one chart with a line per run (dvc.yaml, ``.dvc/plots/overlay.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from embtune.io import atomic_dir
+from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect
+
+STAGE = "curves"
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
+    ap.add_argument("--metrics", type=Path, nargs="*", default=[], help="paper-1 runs' metrics.json")
+    ap.add_argument("--query-metrics", type=Path, nargs="*", default=[], help="query runs' metrics.json")
+    ap.add_argument("--out", type=Path, required=True, help="the folder of <kind>.csv files")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    tables = {**collect(args.metrics, TRAIN_KINDS, query=False),
+              **collect(args.query_metrics, QUERY_KINDS, query=True)}
+    with atomic_dir(args.out) as tmp:
+        for kind, frame in tables.items():
+            frame.write_csv(tmp / f"{kind}.csv")
+    for kind, frame in tables.items():
+        runs = frame["run"].n_unique() if frame.height else 0
+        print(f"{STAGE}: {kind}: {frame.height} points of {runs} runs")
+    return 0

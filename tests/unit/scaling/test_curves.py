@@ -1,0 +1,68 @@
+"""`embtune curves`: every run's curve as one long table per kind, the rows hand-checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from embtune.stages import curves
+
+
+def _run(root: Path, run_id: str, rows: list[tuple[int, float, float]], method: str = "full") -> Path:
+    d = root / "runs" / run_id
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text(json.dumps({"run_id": run_id, "model": "m1", "method": method, "status": "ok"}))
+    lines = ["step,loss,lr,tokens,flops"] + [f"{s},{loss!r},{lr!r},{s * 10},{s * 100}" for s, loss, lr in rows]
+    (d / "curve.csv").write_text("\n".join(lines) + "\n")
+    return d / "metrics.json"
+
+
+def _qrun(root: Path, model: str, qrun: str, rows: list[dict]) -> Path:
+    d = root / "query_runs" / model / qrun
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text(json.dumps({"qrun_id": qrun, "status": "ok"}))
+    pl.DataFrame(rows).write_csv(d / "curve.csv")
+    return d / "metrics.json"
+
+
+def test_curves_are_one_long_table_per_kind(tmp_path: Path) -> None:
+    a = _run(tmp_path, "run-a", [(1, 3.4, 1e-4), (2, 3.1, 2e-4)])
+    b = _run(tmp_path, "run-b", [(1, 3.3, 5e-4)], method="lora")
+    skipped = tmp_path / "runs" / "run-c"
+    skipped.mkdir(parents=True)
+    (skipped / "metrics.json").write_text(json.dumps({"run_id": "run-c", "status": "skipped"}))
+    q = _qrun(tmp_path, "e5", "lr1e-5", [
+        {"epoch": 0, "lr": None, "train_loss": None, "val_loss": 0.05, "val_errors": 40},
+        {"epoch": 1, "lr": 1e-5, "train_loss": 0.06, "val_loss": 0.04, "val_errors": 31}])
+    out = tmp_path / "curves"
+    assert curves.main(["--metrics", str(a), str(b), str(skipped / "metrics.json"),
+                        "--query-metrics", str(q), "--out", str(out)]) == 0
+    loss = pl.read_csv(out / "train_loss.csv")
+    assert loss.rows() == [("run-a", "m1", "ok", "full", 1, 3.4), ("run-a", "m1", "ok", "full", 2, 3.1),
+                           ("run-b", "m1", "ok", "lora", 1, 3.3)]
+    assert pl.read_csv(out / "lr.csv")["lr"].to_list() == [1e-4, 2e-4, 5e-4]
+    val = pl.read_csv(out / "query_val_errors.csv")
+    assert val.rows() == [("e5/lr1e-5", "e5", "ok", 0, 40.0), ("e5/lr1e-5", "e5", "ok", 1, 31.0)]
+    # the untuned epoch has no training loss: no row, not a NaN the chart would draw as 0
+    assert pl.read_csv(out / "query_train_loss.csv").rows() == [("e5/lr1e-5", "e5", "ok", 1, 0.06)]
+
+
+def test_a_curve_missing_a_column_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    from embtune.cli import main as cli
+
+    a = _run(tmp_path, "run-a", [(1, 3.4, 1e-4)])
+    (a.parent / "curve.csv").write_text("step,loss\n1,3.4\n")
+    assert cli(["curves", "--metrics", str(a), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "curve.csv" in err and "lr" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["mteb.json", "curve.csv"])
+def test_only_metrics_files_are_taken(tmp_path: Path, name: str) -> None:
+    from embtune.cli import main as cli
+
+    (tmp_path / name).write_text("{}")
+    assert cli(["curves", "--metrics", str(tmp_path / name), "--out", str(tmp_path / "out")]) == 2
