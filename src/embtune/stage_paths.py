@@ -247,7 +247,7 @@ SPECS: dict[str, Spec] = {
     "fit-scaling": Spec(inputs=("runs",), outputs=("out",)),
     "curves": Spec(inputs=("metrics", "query_metrics"), outputs=("out",)),
     "recipe": Spec(inputs=("fits", "runs"), outputs=("out",)),
-    "figures": Spec(inputs=("runs", "fits", "query_table_dir", "recipe", "planned_cost"),
+    "figures": Spec(inputs=("runs", "fits", "query_table_dir", "recipe", "planned_cost", "curves_dir"),
                     outputs=("out", "report")),
     "summary": Spec(inputs=("runs", "fits", "recipes", "query_table_dir"), outputs=("out",)),
     "query-table": Spec(inputs=("query_runs_dir",), outputs=("out",)),

@@ -162,6 +162,7 @@ rule figures:
         query=rules.query_table.output.tables,
         recipes=recipe_files(),
         cost=rules.plan.output.cost,
+        curves=rules.curves.output.curves,
     output:
         figures=report(
             directory(L.results.analysis("figures")),
@@ -179,7 +180,8 @@ rule figures:
         qmodels=json.dumps(config["query_tuning"]["models"], sort_keys=True),
     shell:
         "embtune figures --runs {input.runs:q} --fits {input.fits:q} --query-table-dir {input.query:q} "
-        "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --query-models-json {params.qmodels:q} "
+        "--recipe {input.recipes[0]:q} --planned-cost {input.cost:q} --curves-dir {input.curves:q} "
+        "--query-models-json {params.qmodels:q} "
         "--out {output.figures:q} --report {output.report:q} --workers {threads:q} > {log:q} 2>&1"
 
 

@@ -256,6 +256,22 @@ def predicted_vs_actual_figure(df: pl.DataFrame, title: str) -> Figure:
     return fig
 
 
+def curves_figure(df: pl.DataFrame, x: str, y: str, title: str) -> Figure:
+    """Per-run curves, one panel per model. Columns: run, model, ``x``, ``y``; a paper-1 run's id
+    carries its budget (``__c2e11``), which colours its line, so a panel reads small to large."""
+    models = sorted(df["model"].unique().to_list())
+    fig, axes = _grid(len(models), title)
+    for ax, model in zip(axes, models):
+        sub = df.filter(pl.col("model") == model)
+        runs = sorted(sub["run"].unique().to_list())
+        cmap = plt.get_cmap("viridis")
+        for i, run in enumerate(runs):
+            r = sub.filter(pl.col("run") == run).sort(x)
+            ax.plot(r[x], r[y], "-", lw=1, alpha=0.85, color=cmap(i / max(len(runs) - 1, 1)))
+        _style(ax, f"{model} ({len(runs)} runs)", x, y, False, False)
+    return fig
+
+
 def transfer_figure(df: pl.DataFrame, title: str) -> Figure:
     """Paper 1 Fig. 20: predicted vs actual loss, one panel per method; red = the main-grid runs
     the law was fitted on, green = the study's runs it predicts (batch 2048, context 512).
@@ -279,5 +295,5 @@ def transfer_figure(df: pl.DataFrame, title: str) -> Figure:
     return fig
 
 
-__all__ = ["frontier_figure", "isoflop_figure", "isoflop_parabola", "hyper_effect_figure", "optimal_n_figure",
+__all__ = ["curves_figure", "frontier_figure", "isoflop_figure", "isoflop_parabola", "hyper_effect_figure", "optimal_n_figure",
            "scatter_figure", "predicted_vs_actual_figure", "transfer_figure"]  # paper 2: embtune.plots.paper2

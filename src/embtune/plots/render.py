@@ -21,7 +21,7 @@ import polars as pl  # noqa: E402
 
 from embtune.io import atomic_path, write_text  # noqa: E402
 from embtune.plots.paper2_sweeps import FIG_GROUP  # noqa: E402
-from embtune.plots.report import Spec, paper1_specs, paper2_specs, read_table  # noqa: E402
+from embtune.plots.report import Spec, curve_specs, paper1_specs, paper2_specs, read_table  # noqa: E402
 
 
 def query_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
@@ -58,14 +58,22 @@ def render(spec: Spec, out_dir: Path) -> Spec:
     return spec
 
 
+def curve_tables(directory: Path | None) -> dict[str, pl.DataFrame]:
+    """The curves stage's tables by kind (``train_loss``, ``query_val_loss``, ...); {} without it."""
+    if directory is None or not directory.is_dir():
+        return {}
+    return {p.stem: pl.read_csv(p) for p in sorted(directory.glob("*.csv"))}
+
+
 def make_all(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.DataFrame],
-             out_dir: Path, workers: int = 1) -> list[Spec]:
+             out_dir: Path, workers: int = 1, curves: dict[str, pl.DataFrame] | None = None) -> list[Spec]:
     """Every figure of both papers into ``out_dir``; a spec without data stays a skip.
 
     Why ``workers``: drawing (constrained layout, PNG + PDF) is ~1 s a figure and the stage runs
     last, alone, at the end of a study; ``workers`` > 1 draws shares of the figures in parallel
     processes (the same files as the serial run: each figure is drawn from the same spec)."""
-    specs = _specs(runs, fits, tables)
+    curves = curves or {}
+    specs = _specs(runs, fits, tables, curves)
     names = [s.name for s in specs if not s.skipped]
     if workers <= 1 or len(names) <= 1:
         return [s if s.skipped else render(s, out_dir) for s in specs]
@@ -73,18 +81,19 @@ def make_all(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.Data
     # spawn, not fork: polars keeps a thread pool, and forking a threaded process can deadlock.
     # Specs hold drawing closures, so each worker rebuilds them from the (picklable) inputs.
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_render_share, runs, fits, tables, out_dir, share) for share in shares]
+        futures = [pool.submit(_render_share, runs, fits, tables, curves, out_dir, share) for share in shares]
         skipped = {name: why for f in futures for name, why in f.result()}
     return [s if s.skipped or skipped.get(s.name) is None
             else Spec(s.name, s.caption, skipped=skipped[s.name]) for s in specs]
 
 
-def _specs(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.DataFrame]) -> list[Spec]:
-    return paper1_specs(runs, fits) + paper2_specs(tables)
+def _specs(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.DataFrame],
+           curves: dict[str, pl.DataFrame]) -> list[Spec]:
+    return paper1_specs(runs, fits) + curve_specs(curves) + paper2_specs(tables)
 
 
 def _render_share(runs: pl.DataFrame, fits: dict[str, Any], tables: dict[str, pl.DataFrame],
-                  out_dir: Path, names: list[str]) -> list[tuple[str, str | None]]:
+                  curves: dict[str, pl.DataFrame], out_dir: Path, names: list[str]) -> list[tuple[str, str | None]]:
     """(name, skip reason or None) for the figures ``names``, drawn in a worker process."""
     wanted = set(names)
-    return [(s.name, render(s, out_dir).skipped) for s in _specs(runs, fits, tables) if s.name in wanted]
+    return [(s.name, render(s, out_dir).skipped) for s in _specs(runs, fits, tables, curves) if s.name in wanted]

@@ -132,6 +132,24 @@ def _spec(name: str, caption: str, data: pl.DataFrame, draw: Callable[[pl.DataFr
     return Spec(name, caption, data, draw)
 
 
+def curve_specs(curves: dict[str, pl.DataFrame]) -> list[Spec]:
+    """Every run's training loss per step, one panel per model (a line per run, coloured by
+    budget), and every query run's validation loss per epoch: the per-run curves of the report."""
+    train, query = curves.get("train_loss"), curves.get("query_val_loss")
+    return [
+        Spec("curves_train_loss", "Training loss per step of every run, one panel per base model "
+             "(a line per run; analysis/curves/train_loss.csv).",
+             train if train is not None and train.height else None,
+             lambda d: F.curves_figure(d, "step", "loss", "Training loss per step, every run"),
+             skipped=None if train is not None and train.height else "no run has a loss curve"),
+        Spec("p2_curves_query_val_loss", "Query tuning: validation loss per epoch of every query run, one "
+             "panel per encoder (analysis/curves/query_val_loss.csv).",
+             query if query is not None and query.height else None,
+             lambda d: F.curves_figure(d, "epoch", "val_loss", "Query tuning: validation loss per epoch"),
+             skipped=None if query is not None and query.height else "no query run has a curve"),
+    ]
+
+
 def paper1_specs(runs: pl.DataFrame, fits: dict[str, Any]) -> list[Spec]:
     """Analogues of paper 1's Figs 1-6 and 11-19."""
     metric = fits.get("settings", {}).get("loss_column", "final_train_loss")

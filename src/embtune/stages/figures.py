@@ -24,7 +24,7 @@ import polars as pl
 from embtune.io import atomic_dir, check_replaceable, write_json, write_text
 from embtune.plots.findings import findings_markdown, paper1_findings, paper2_findings
 from embtune.plots.memory_report import memory_markdown
-from embtune.plots.render import make_all, query_tables
+from embtune.plots.render import curve_tables, make_all, query_tables
 from embtune.plots.report import cost_markdown, encoder_notes, query_table_sections, report_markdown
 from embtune.scaling.artifacts import read_fits, read_recipe, read_runs_table
 
@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--recipe", type=Path, default=None)
     ap.add_argument("--planned-cost", type=Path, default=None,
                     help="embtune plan's planned_cost.csv: the report compares it with the measured time")
+    ap.add_argument("--curves-dir", type=Path, default=None,
+                    help="the curves stage's folder: the report's per-run loss curves")
     ap.add_argument("--query-models-json", default=None,
                     help="query_tuning.models as JSON: the report says what each paper-2 encoder is")
     ap.add_argument("--out", type=Path, required=True)
@@ -55,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_replaceable(args.out, own_dirs=())
     tables = query_tables(args.query_table_dir)
     with atomic_dir(args.out) as tmp:     # the figure folder appears whole; index.json last
-        specs = make_all(runs, fits, tables, tmp, workers=max(1, args.workers))
+        specs = make_all(runs, fits, tables, tmp, workers=max(1, args.workers), curves=curve_tables(args.curves_dir))
         write_json(tmp / "index.json", [{"name": s.name, "caption": s.caption, "skipped": s.skipped,
                                          "files": [] if s.skipped else [f"{s.name}.{e}" for e in ("png", "pdf", "csv")]}
                                         for s in specs])

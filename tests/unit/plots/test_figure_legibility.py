@@ -95,3 +95,17 @@ def test_one_methods_markers_do_not_hide_anothers() -> None:
     assert {line.get_marker() for line in lines} == {"o", "s"}
     assert all(line.get_markerfacecolor() == "none" for line in lines)
     assert lines[0].get_markersize() != lines[1].get_markersize()
+
+
+def test_per_run_curves_one_panel_per_model_a_line_per_run() -> None:
+    from embtune.plots.report import curve_specs
+
+    rows = [{"run": f"{m}__full__c{c}", "model": m, "status": "ok", "method": "full", "step": s, "loss": 3.0 / s}
+            for m in ("tiny-d32-l2", "tiny-d64-l2") for c in ("5e10", "2e11", "8e11") for s in range(1, 6)]
+    specs = {s.name: s for s in curve_specs({"train_loss": pl.DataFrame(rows)})}
+    assert specs["p2_curves_query_val_loss"].skipped == "no query run has a curve"
+    fig = specs["curves_train_loss"].draw(specs["curves_train_loss"].data)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["tiny-d32-l2 (3 runs)", "tiny-d64-l2 (3 runs)"]
+    assert all(len(ax.get_lines()) == 3 for ax in panels)
+    assert list(panels[0].get_lines()[0].get_ydata()) == [3.0 / s for s in range(1, 6)]

