@@ -50,13 +50,14 @@ rule collect_runs:
         skipped=rules.plan.output.skipped,
     output:
         runs=L.results.analysis("runs.parquet"),
+        csv=L.results.analysis("runs.csv"),
     log:
         L.results.log("collect_runs"),
     params:
         code=code_version("collect-runs"),
     shell:
         "embtune collect-runs --metrics {input.metrics:q} --skipped-csv {input.skipped:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--out {output.runs:q} > {log:q} 2>&1"
 
 
 rule curves:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from embtune.errors import DataError
-from embtune.io import provenance, write_json, write_parquet
+from embtune.io import provenance, write_json, write_parquet, write_text
 from embtune.scaling.failed import failed_runs
 from embtune.scaling.runs_table import build_table, collect, nonfinite_runs, read_skipped_csv
 
@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("give --runs-dir or --metrics")
     table = build_table(collect(args.runs_dir, skipped, args.metrics))
     write_parquet(args.out, table)
+    # the same table as CSV for a spreadsheet or a reader without polars (nested columns left out)
+    flat = table.select([c for c, t in table.schema.items() if not t.is_nested()])
+    write_text(args.out.with_suffix(".csv"), flat.write_csv())
     counts = table.group_by("status").len().sort("status").to_dicts()
     nonfinite = nonfinite_runs(table)
     failed = failed_runs(table)

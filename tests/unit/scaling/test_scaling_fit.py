@@ -301,6 +301,8 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     assert plan["status"] == "skipped" and plan["model"] == "tiny-d192-l4" and plan["budget"] == 6e11
     frz = t.filter(pl.col("run_id").str.contains("1of2")).row(0, named=True)
     assert frz["skip_reason"] == "too few steps" and frz["freeze_fraction"] == 0.5
+    csv = pl.read_csv(out.with_suffix(".csv"))                # the same rows beside it, for a spreadsheet
+    assert csv["run_id"].to_list() == t["run_id"].to_list() and csv["N"].to_list() == t["N"].to_list()
 
 
 def test_fit_scaling_cli_on_demo_sized_table_records_skips(tmp_path):
