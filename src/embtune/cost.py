@@ -57,11 +57,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from embtune.models import methods
 from embtune.models.flops import ParamCounts
 from embtune.runconfig import RunConfig
-from embtune.train.mfu import (
-    hardware_per_token as hardware_per_token,  # H per token (above); training's MFU reads it too
-)
 
 THROUGHPUT_ENV = "EMBTUNE_FLOPS_PER_SECOND"
 THROUGHPUT_KEY = "hardware_flops_per_gpu_second"
@@ -79,6 +77,17 @@ class CostError(ValueError):
 def two_pass(batch_size: int, gradcache_chunk: int, processes: int = 1) -> bool:
     """True when GradCache runs both passes; the loop's single-pass test, verbatim."""
     return 2 * (batch_size // processes) > gradcache_chunk
+
+
+def hardware_per_token(counts: ParamCounts, method: str, *, gradcache_two_pass: bool,
+                       checkpointing: bool) -> float:
+    """Executed FLOPs per real token: 2·(N_F+N_B+N_U) + 2·N_F [two-pass] + ρ·2·N_B [checkpointing]."""
+    extra = 2.0 * counts.n_forward if gradcache_two_pass else 0.0
+    if checkpointing:
+        # share of a back-propagated block's forward that checkpointing re-runs (see above),
+        # declared per method in the registry
+        extra += methods.get(method).recompute_fraction * 2.0 * counts.n_backward
+    return counts.per_token + extra
 
 
 def run_cost(run: RunConfig, flops_per_second: float) -> dict[str, Any]:

@@ -24,7 +24,11 @@ from embtune.models.flops import ParamCounts, peak_bf16_flops
 def hardware_per_token(counts: ParamCounts, method: str, *, gradcache_two_pass: bool,
                        checkpointing: bool) -> float:
     """Executed FLOPs per real token: 2·(N_F+N_B+N_U) + 2·N_F [two-pass] + ρ·2·N_B [checkpointing]
-    (why each term, and ρ: ``embtune.cost``, which plans GPU-hours with the same count)."""
+    (why each term, and ρ: ``embtune.cost``, which plans GPU-hours with the same count).
+
+    ``embtune.cost.hardware_per_token`` is the planning layer's copy (tests/unit/train/
+    test_buckets_mfu.py holds the two equal): the training loop cannot import the planning layer,
+    and the planning stages should not re-run when this module changes."""
     extra = 2.0 * counts.n_forward if gradcache_two_pass else 0.0
     if checkpointing:
         # share of a back-propagated block's forward that checkpointing re-runs, declared per

@@ -107,6 +107,17 @@ def test_mfu_by_hand_pythia_410m_on_an_h200() -> None:
     assert two["mfu_model"] == pytest.approx(0.145342, abs=5e-6) == two["mfu_hardware"]
 
 
+@pytest.mark.parametrize("method", ["full", "freeze", "bias", "lora"])
+def test_hardware_count_equals_the_planners(method: str) -> None:
+    from embtune import cost
+
+    counts = ParamCounts(1000, 1100, 700, 300)
+    for two_pass in (False, True):
+        for ckpt in (False, True):
+            kw = {"gradcache_two_pass": two_pass, "checkpointing": ckpt}
+            assert hardware_per_token(counts, method, **kw) == cost.hardware_per_token(counts, method, **kw)
+
+
 def test_mfu_lora_counts_adapters_and_is_null_without_a_peak() -> None:
     # LoRA: N_F = N_B = N + A, N_U = A (models.flops); N = 1,000, A = 100 -> 2·(1100+1100+100) = 4,600
     counts = ParamCounts(1000, 1100, 1100, 100)
