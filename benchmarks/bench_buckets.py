@@ -33,7 +33,7 @@ import torch
 QUERY_MEAN, POS_MEAN, CONTEXT = 14, 64, 75       # the authors' averages; paper 1's context
 
 
-def skewed_pairs(n: int, seed: int = 0, sigma: tuple[float, float] = (0.6, 0.8)):
+def skewed_pairs(n: int, seed: int = 0, sigma: tuple[float, float] = (0.6, 0.8), context: int = CONTEXT):
     """``n`` pairs whose query/positive lengths are log-normal with means 14 and 64 tokens."""
     from embtune.train.pairs import Pairs
 
@@ -43,7 +43,7 @@ def skewed_pairs(n: int, seed: int = 0, sigma: tuple[float, float] = (0.6, 0.8))
         lengths = np.maximum(1, np.round(rng.lognormal(np.log(mean) - s * s / 2, s, n))).astype(int)
         return [rng.integers(2, 4096, size=k).tolist() for k in lengths]
 
-    return Pairs.from_lists(rows(QUERY_MEAN, sigma[0]), rows(POS_MEAN, sigma[1]), CONTEXT)
+    return Pairs.from_lists(rows(QUERY_MEAN, sigma[0]), rows(POS_MEAN, sigma[1]), context)
 
 
 def padded_tokens(pairs, batch: int, chunk: int, sorted_: bool, batches: int = 20) -> tuple[int, int]:

@@ -132,3 +132,34 @@ def test_mfu_lora_counts_adapters_and_is_null_without_a_peak() -> None:
     assert run_mfu(counts, "lora", tokens=0, seconds=0.0, two_pass=False, checkpointing=False,
                    device_type="cuda", device_name="NVIDIA H100 80GB HBM3")["mfu_reason"] == "no timed steps (wall time 0)"
     assert math.isclose(device_peak("cuda", "NVIDIA H100 80GB HBM3")[0], 989.4e12)
+
+
+# --------------------------------------------------------------------------- measured MFU -> the plan
+def test_update_throughput_feeds_the_measured_curve_to_the_plan(tmp_path) -> None:
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from embtune.study_cost import mfu_curve
+
+    repo = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("update_throughput", repo / "benchmarks" / "update_throughput.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    original = (repo / "profiles" / "default" / "throughput.yaml").read_text()
+    target = tmp_path / "throughput.yaml"
+    target.write_text(original)
+    measured = {"device": "NVIDIA H200", "date": "2026-11-29", "peak_flops_per_gpu": 989.4e12,
+                "shapes": {"410m": {"n_total": 302311424, "mfu_hardware": 0.39404},
+                           "70m": {"n_total": 18915328, "mfu_hardware": 0.0513},
+                           "1b": {"n_total": 805736448, "error": "CUDA out of memory"}}}
+    (tmp_path / "m.json").write_text(json.dumps(measured))
+    assert mod.main([str(tmp_path / "m.json"), "--throughput", str(target), "--calibrate", "410m"]) == 0
+    peak, curve, _ = mfu_curve(target)
+    assert peak == 989.4e12 and curve == ((18915328.0, 0.0513), (302311424.0, 0.394))
+    text = target.read_text()
+    assert "hardware_flops_per_gpu_second: 3.899e+14" in text        # 0.39404 x 989.4e12 = 3.8986e14
+    kept = [ln for ln in original.splitlines() if ln.startswith("#")]
+    assert all(ln in text.splitlines() for ln in kept)               # every comment line stays
+    assert mod.main([str(tmp_path / "m.json"), "--throughput", str(target)]) == 0   # idempotent
+    assert target.read_text().count(mod.MARK) == 1 and mfu_curve(target)[1] == curve
