@@ -2,7 +2,7 @@
 paper 1's settings, against sentence-transformers' CachedMNRL in the same run (``make gpu-check``).
 
     .venv/bin/python benchmarks/bench_mfu.py [--shapes 70m 410m 1b] [--json-out benchmarks/mfu_measured.json]
-        [--compile none|inductor] [--checkpointing] [--no-st]
+        [--compile none|inductor] [--checkpointing] [--no-st] [--cpu --batch 8 --chunk 4]
 
 Paper 1's settings: batch 1024 pairs, context 75, bf16 autocast, full fine-tuning, GradCache chunk
 512 (params.yaml's ``train.gradcache_chunk``), BGE-like length-skewed pairs (log-normal, the
@@ -74,8 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing (params.yaml's default)")
     ap.add_argument("--no-st", action="store_true", help="skip sentence-transformers' CachedMNRL")
     ap.add_argument("--json-out", default=str(HERE / "mfu_measured.json"))
+    ap.add_argument("--cpu", action="store_true", help="run without a GPU too (a smoke test: shrink --batch)")
     args = ap.parse_args(argv)
     import torch
+
+    if not torch.cuda.is_available() and not args.cpu:
+        print("bench_mfu: no CUDA device; MFU is measured against a GPU's peak (make gpu-check). "
+              "--cpu runs it anyway as a smoke test.")
+        return 0
     from bench_train import _spawn
 
     from embtune.models.flops import peak_bf16_flops

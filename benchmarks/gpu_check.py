@@ -1,4 +1,4 @@
-"""``make gpu-check``: what only a CUDA GPU can check, in five steps (the first is the headline).
+"""``make gpu-check``: what only a CUDA GPU can check, in six steps (the first is the headline).
 
 1. ``bench_mfu.py``: model-FLOP and hardware-FLOP MFU (``embtune.train.mfu``) of the train stage's
    step for the Pythia 70M / 410M / 1B shapes at paper 1's settings (batch 1024, context 75, bf16,
@@ -12,6 +12,8 @@
    (``embtune.models.memory``; fails if an estimate is > 5 % low), per model size.
 5. ``bench_pnd.py --paper-eval``: one encoder's whole paper-2 evaluation at paper size,
    multilingual-e5-small-shaped (target: <= 3 min on one H100; paper 2: 1.2-1.3 h on an A100).
+6. ``bench_mfu.py --compile inductor`` on the 410M shape: whether ``train.compile: inductor``
+   beats step 1's eager number (``benchmarks/mfu_compiled_measured.json``); keep it off unless it does.
 
 Targets are printed, not asserted. Without a usable CUDA device it says why and exits 0; it exits 1
 if a step fails. ``--only N [N ...]`` runs some steps (e.g. ``--only 1 2`` on a short GPU lease).
@@ -37,6 +39,9 @@ STEPS = [
       "--write-measured", str(HERE / "memory_measured.json")]),
     ("evaluation benchmark (paper 2 at paper size, e5-small shape)",
      [sys.executable, str(HERE / "bench_pnd.py"), "--paper-eval", "--threads", "8"]),
+    ("train.compile: inductor vs eager, Pythia-410M shape (compare with step 1's 410m line)",
+     [sys.executable, str(HERE / "bench_mfu.py"), "--shapes", "410m", "--compile", "inductor", "--no-st",
+      "--json-out", str(HERE / "mfu_compiled_measured.json")]),
 ]
 
 
