@@ -66,9 +66,16 @@ def _result(cfg: dict, tokens: int, t0: float, device: str) -> dict:
     return {**cfg, "tokens_per_s": tokens / wall, "peak_mb": peak, "device": device, "device_name": name}
 
 
-def _pairs(n: int, ctx: int, seed: int = 0):
+def _pairs(n: int, ctx: int, seed: int = 0, lengths: str = "uniform"):
+    """Token-id pairs: lengths uniform in [ctx/3, ctx], or ``bge``: log-normal with BGE's means
+    (bench_buckets.skewed_pairs), truncated at ``ctx``."""
     from embtune.train.pairs import Pairs
 
+    if lengths == "bge":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_buckets import skewed_pairs
+
+        return skewed_pairs(n, seed, context=ctx)
     rng = random.Random(seed)
     seqs = lambda: [[rng.randrange(2, 4096) for _ in range(rng.randint(ctx // 3, ctx))] for _ in range(n)]  # noqa: E731
     return Pairs.from_lists(seqs(), seqs(), ctx)
@@ -102,11 +109,11 @@ def _tokenizer(base: str | None, vocab: int = 4096):
                                    pad_token="<|padding|>", bos_token="<|endoftext|>")
 
 
-def _texts(tok, n: int, ctx: int) -> tuple[list[str], list[str]]:
+def _texts(tok, n: int, ctx: int, lengths: str = "uniform") -> tuple[list[str], list[str]]:
     """Text pairs with the lengths of :func:`_pairs`: each id becomes a vocabulary word that is a
     single token with its leading space, so a text of k ids tokenises to exactly k tokens."""
     words = sorted(t[1:] for t in tok.get_vocab() if re.fullmatch(r"\u0120[a-z]+", t))
-    pairs = _pairs(n, ctx)
+    pairs = _pairs(n, ctx, lengths=lengths)
     text = lambda col: ["".join(" " + words[t % len(words)] for t in col.row(i, ctx))  # noqa: E731
                          for i in range(len(pairs))]
     return text(pairs.query), text(pairs.pos)
@@ -143,14 +150,14 @@ def st_worker(cfg: dict) -> dict:
                                               directions=("query_to_doc", "doc_to_query"),
                                               partition_mode="per_direction")
     opt = torch.optim.AdamW(st.parameters(), lr=1e-5)
-    queries, docs = _texts(tok, bs * (steps + 1), ctx)
+    queries, docs = _texts(tok, bs * (steps + 1), ctx, cfg.get("lengths", "uniform"))
     prep = st.preprocess if hasattr(st, "preprocess") else st.tokenize
     batches = []
     for step in range(steps + 1):                        # tokenised up front, untimed
         feats = [{k: v.to(device) if torch.is_tensor(v) else v
                   for k, v in prep(side[step * bs:(step + 1) * bs]).items()} for side in (queries, docs)]
         batches.append((feats, sum(int(f["attention_mask"].sum()) for f in feats)))
-    ref = _pairs(bs * (steps + 1), ctx)
+    ref = _pairs(bs * (steps + 1), ctx, lengths=cfg.get("lengths", "uniform"))
     lengths = [[int(n) for b in batches for n in b[0][side]["attention_mask"].sum(1)] for side in (0, 1)]
     assert lengths == [ref.query.lengths(ctx).tolist(), ref.pos.lengths(ctx).tolist()], \
         "text pairs do not tokenise to the id-level lengths"
@@ -178,18 +185,25 @@ def worker(cfg: dict) -> dict:
         return st_worker(cfg)
     from embtune.cost import hardware_per_token
     from embtune.models.methods import count_params
+    from embtune.train import kernels
     from embtune.train.gradcache import gradcache_step
-    from embtune.train.loop import contrastive_loss_fn, embed, length_sorted_chunks, make_chunks
+    from embtune.train.loop import contrastive_loss_fn, embed, enable_checkpointing, length_sorted_chunks, make_chunks
 
     torch.set_num_threads(cfg["threads"])
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = _model(cfg["base"], cfg["hidden"], cfg["layers"], cfg.get("heads")).to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    ckpt, backend = bool(cfg.get("checkpointing")), cfg.get("compile", "none")
+    if ckpt:
+        enable_checkpointing(model)
+    # the train stage's kernels (fused AdamW, SDPA, optional compile); "plain" keeps torch's defaults
+    opt = (torch.optim.AdamW(model.parameters(), lr=1e-5) if cfg["mode"] == "plain"
+           else kernels.adamw(model.parameters(), 1e-5, 0.0))
     bs, steps = cfg["batch"], cfg["steps"]
-    pairs = _pairs(bs * (steps + 1), cfg["ctx"])
+    pairs = _pairs(bs * (steps + 1), cfg["ctx"], lengths=cfg.get("lengths", "uniform"))
     lengths = pairs.lengths()
     loss_fn = contrastive_loss_fn(0.025)
-    encode = lambda c: embed(model, c, "mean", device)  # noqa: E731
+    encoder = kernels.compiled(model, backend, cfg["ctx"]) if cfg["mode"] == "ours" else model
+    encode = lambda c: embed(encoder, c, "mean", device)  # noqa: E731
     tokens, t0 = 0, 0.0
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -199,8 +213,9 @@ def worker(cfg: dict) -> dict:
         idx = range(step * bs, (step + 1) * bs)
         with _autocast(device):
             if cfg["mode"] == "ours":
-                chunks, restore = length_sorted_chunks(pairs, idx, cfg["chunk"], 1)
-                gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]))
+                chunks, restore = length_sorted_chunks(pairs, idx, cfg["chunk"], 1, kernels.width_multiple(backend))
+                gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]),
+                               single_pass=2 * bs <= cfg["chunk"])
             elif cfg["mode"] in ("unsorted", "single"):
                 gradcache_step(encode, make_chunks(pairs, idx, cfg["chunk"], 1), loss_fn,
                                single_pass=cfg["mode"] == "single")
@@ -213,10 +228,12 @@ def worker(cfg: dict) -> dict:
             tokens += int(lengths[list(idx)].sum())
     out = _result(cfg, tokens, t0, device)
     counts = count_params(model, "full")
-    passes = cfg["mode"] in ("ours", "unsorted")        # GradCache's two passes ("single"/"plain": one)
+    # GradCache's two passes ("single"/"plain": one; "ours" as the train stage: one when the batch fits a chunk)
+    passes = cfg["mode"] == "unsorted" or (cfg["mode"] == "ours" and 2 * bs > cfg["chunk"])
     return {**out, "flop_per_token": counts.per_token,
             "hardware_flop_per_token": hardware_per_token(counts, "full", gradcache_two_pass=passes,
-                                                          checkpointing=False)}
+                                                          checkpointing=ckpt),
+            "n_total": counts.n_total}
 
 
 def _autocast(device: str):

@@ -1,18 +1,22 @@
-"""``make gpu-check``: what only a CUDA GPU can check, in four steps.
+"""``make gpu-check``: what only a CUDA GPU can check, in six steps (the first is the headline).
 
-1. ``pytest -m gpu``: the CUDA and bf16 code paths (tests/unit/train/test_gpu.py).
-2. ``bench_train.py``, Pythia-410M-shaped (d 1024, 24 layers, 16 heads), batch 1024, context 75,
-   bf16, GradCache chunk 512 (params.yaml's train.gradcache_chunk), against sentence-transformers'
-   CachedMNRL on the same config: tokens/s, MFU (target: >= 40 %) and the hardware FLOP/s to calibrate
-   profiles/default/throughput.yaml.
-3. ``bench_memory.py``: ``torch.cuda.max_memory_allocated`` against the peak-memory estimate
-   (``embtune.models.memory``; fails if an estimate is > 5 % low) and the MFU per model size,
-   written as ``benchmarks/mfu_curve.yaml`` in profiles/default/throughput.yaml's format.
-4. ``bench_pnd.py --paper-eval``: one encoder's whole paper-2 evaluation at paper size,
+1. ``bench_mfu.py``: model-FLOP and hardware-FLOP MFU (``embtune.train.mfu``) of the train stage's
+   step for the Pythia 70M / 410M / 1B shapes at paper 1's settings (batch 1024, context 75, bf16,
+   GradCache chunk 512, BGE-like lengths), against sentence-transformers' CachedMNRL in the same
+   run; writes ``benchmarks/mfu_measured.json`` (device name and date). Targets: >= 35 %
+   model-FLOP MFU for the 410M shape, >= 1.3x CachedMNRL.
+2. ``update_throughput.py``: feeds that JSON's hardware-FLOP MFU per size into
+   profiles/default/throughput.yaml (``mfu_curve``, ``peak_flops_per_gpu``): review and commit it.
+3. ``pytest -m gpu``: the CUDA and bf16 code paths (tests/unit/train/test_gpu.py).
+4. ``bench_memory.py``: ``torch.cuda.max_memory_allocated`` against the peak-memory estimate
+   (``embtune.models.memory``; fails if an estimate is > 5 % low), per model size.
+5. ``bench_pnd.py --paper-eval``: one encoder's whole paper-2 evaluation at paper size,
    multilingual-e5-small-shaped (target: <= 3 min on one H100; paper 2: 1.2-1.3 h on an A100).
+6. ``bench_mfu.py --compile inductor`` on the 410M shape: whether ``train.compile: inductor``
+   beats step 1's eager number (``benchmarks/mfu_compiled_measured.json``); keep it off unless it does.
 
 Targets are printed, not asserted. Without a usable CUDA device it says why and exits 0; it exits 1
-if a step fails.
+if a step fails. ``--only N [N ...]`` runs some steps (e.g. ``--only 1 2`` on a short GPU lease).
 """
 
 from __future__ import annotations
@@ -25,16 +29,19 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 STEPS = [
+    ("training MFU, Pythia 70M/410M/1B shapes at paper 1's settings, vs CachedMNRL",
+     [sys.executable, str(HERE / "bench_mfu.py"), "--json-out", str(HERE / "mfu_measured.json")]),
+    ("measured MFU into the plan's throughput model (profiles/default/throughput.yaml)",
+     [sys.executable, str(HERE / "update_throughput.py"), str(HERE / "mfu_measured.json")]),
     ("CUDA/bf16 tests", [sys.executable, "-m", "pytest", "-m", "gpu", "-v", "-rs", str(HERE.parent / "tests")]),
-    ("training benchmark (Pythia-410M shape, batch 1024, bf16)",
-     [sys.executable, str(HERE / "bench_train.py"), "--hidden", "1024", "--layers", "24", "--heads", "16",
-      "--batch", "1024", "--chunk", "512", "--ctx", "75", "--steps", "3", "--repeats", "1",
-      "--modes", "ours", "st", "--skip-memory", "--threads", "8"]),
-    ("peak memory vs estimate and MFU per model size (Pythia 70m-1b shapes, full and LoRA)",
+    ("peak memory vs estimate per model size (Pythia 70m-1b shapes, full and LoRA)",
      [sys.executable, str(HERE / "bench_memory.py"), "--write-curve", str(HERE / "mfu_curve.yaml"),
       "--write-measured", str(HERE / "memory_measured.json")]),
     ("evaluation benchmark (paper 2 at paper size, e5-small shape)",
      [sys.executable, str(HERE / "bench_pnd.py"), "--paper-eval", "--threads", "8"]),
+    ("train.compile: inductor vs eager, Pythia-410M shape (compare with step 1's 410m line)",
+     [sys.executable, str(HERE / "bench_mfu.py"), "--shapes", "410m", "--compile", "inductor", "--no-st",
+      "--json-out", str(HERE / "mfu_compiled_measured.json")]),
 ]
 
 
@@ -55,7 +62,12 @@ def no_cuda_reason() -> str | None:
     return None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", nargs="+", type=int, choices=range(1, len(STEPS) + 1), help="steps to run (1-based)")
+    args = ap.parse_args(argv)
     reason = no_cuda_reason()
     if reason:
         print(f"gpu-check: nothing to check on this machine.\n{reason}")
@@ -66,7 +78,9 @@ def main() -> int:
     print(f"gpu-check on {name} (torch {torch.__version__}, CUDA {torch.version.cuda}, "
           f"bf16 {'supported' if torch.cuda.is_bf16_supported() else 'NOT supported: timings meaningless'})")
     failed = []
-    for title, cmd in STEPS:
+    for i, (title, cmd) in enumerate(STEPS, 1):
+        if args.only and i not in args.only:
+            continue
         print(f"\n== {title}\n$ {' '.join(cmd)}", flush=True)
         start = time.perf_counter()
         rc = subprocess.run(cmd, cwd=HERE.parent).returncode
@@ -74,7 +88,8 @@ def main() -> int:
         if rc:
             failed.append(title)
     print("\ngpu-check: " + (f"FAILED: {', '.join(failed)}" if failed else "all steps ran")
-          + " (targets: MFU >= 40 % at batch 1024 bf16; paper-2 evaluation <= 3 min on one H100)")
+          + " (targets: model-FLOP MFU >= 35 % for the 410M shape and >= 1.3x CachedMNRL at batch 1024 bf16; "
+            "paper-2 evaluation <= 3 min on one H100)")
     return 1 if failed else 0
 
 

@@ -70,7 +70,7 @@ def make_shards(root: Path, n_train: int, n_val: int, vocab: int, ctx: int, seed
 TRAIN_DEFAULTS: dict[str, Any] = {
     "batch_size": 8, "context_length": 12, "temperature": 0.05, "logit_scale": "inverse", "weight_decay": 0.1,
     "warmup_fraction": 0.1, "final_lr_fraction": 0.1, "pooling": "mean", "gradcache_chunk": 3,
-    "gradient_checkpointing": False, "min_steps": 3, "max_epochs": 3.0,
+    "gradient_checkpointing": False, "compile": "none", "min_steps": 3, "max_epochs": 3.0,
     "checkpoint_every_steps": 4, "log_every_steps": 0, "final_loss_window": 3,
     "final_loss_fraction": 1.0,
 }

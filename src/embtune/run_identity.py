@@ -8,6 +8,8 @@ moving a folder, re-queued the whole grid (issue 23). Those keys are:
 - ``train.gradcache_chunk``: GradCache gives the same gradients at any chunk size (paper 1
   §3.4; tests/unit/train/test_gradcache.py); the chunk is a memory knob, chosen per run from the GPU-memory
   estimate (``embtune.gpus``) and handed to the job as a Snakemake resource;
+- ``train.compile``: torch.compile fuses the same computation into other kernels (float
+  rounding aside, the same gradients; ``embtune.train.kernels``);
 - ``data`` and ``base_model_dir``: paths; what lies there is tracked by the rule's inputs.
 
 Threads and process counts are command-line options, never in the config. The rule passes
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 #: ``train.<key>`` settings that change no result.
-RUNTIME_TRAIN_KEYS = ("log_every_steps", "checkpoint_every_steps", "gradcache_chunk")
+RUNTIME_TRAIN_KEYS = ("log_every_steps", "checkpoint_every_steps", "gradcache_chunk", "compile")
 #: Top-level keys that are paths.
 RUNTIME_TOP_KEYS = ("data", "base_model_dir")
 #: Every runtime key, dotted as ``train.checkpoint.resume_config`` flattens them.

@@ -143,6 +143,7 @@ class TrainSettings:
     pooling: str
     gradcache_chunk: int
     gradient_checkpointing: bool
+    compile: str                        # none | inductor | aot_eager (embtune.train.kernels)
     min_steps: int
     max_epochs: float
     checkpoint_every_steps: int

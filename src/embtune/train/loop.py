@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.models.flops import ParamCounts, model_flops_utilisation, peak_bf16_flops
+from embtune.models.flops import ParamCounts
 from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
 from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
 from embtune.train.failures import Diverged, DivergenceWatch, partial_metrics
 from embtune.train.final_loss import final_loss
+from embtune.train.mfu import run_mfu
 from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 
@@ -90,9 +91,9 @@ def plan_steps(lengths: np.ndarray, batch_size: int, seed: int, counts: ParamCou
 Chunk = tuple[torch.Tensor, torch.Tensor]
 
 
-def _pad_sides(pairs: Pairs, rows: Sequence[np.ndarray], chunk: int, pad_id: int) -> list[Chunk]:
+def _pad_sides(pairs: Pairs, rows: Sequence[np.ndarray], chunk: int, pad_id: int, multiple: int = 1) -> list[Chunk]:
     """Chunks of ``rows[0]`` of the queries, then of ``rows[1]`` of the positives."""
-    return [pairs.side(side).pad(r[s:s + chunk], pairs.context_length, pad_id)
+    return [pairs.side(side).pad(r[s:s + chunk], pairs.context_length, pad_id, multiple)
             for side, r in zip(SIDES, rows) for s in range(0, len(r), chunk)]
 
 
@@ -102,17 +103,18 @@ def make_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int) -> li
     return _pad_sides(pairs, (idx, idx), chunk, pad_id)
 
 
-def length_sorted_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int
+def length_sorted_chunks(pairs: Pairs, idx: Sequence[int], chunk: int, pad_id: int, multiple: int = 1
                          ) -> tuple[list[Chunk], torch.Tensor]:
     """Like :func:`make_chunks`, but each side's rows are sorted by length before chunking, so a
     chunk pads to a near-equal width instead of the batch's longest text; returns the chunks and
-    ``restore`` with ``cat(encoded chunks)[restore]`` in :func:`make_chunks` order.
+    ``restore`` with ``cat(encoded chunks)[restore]`` in :func:`make_chunks` order; ``multiple``
+    rounds each chunk's width up (:meth:`TokenColumn.pad`: bounded shapes for ``train.compile``).
 
     Why this is exact: GradCache computes the loss over the whole batch, so which rows share a
     chunk changes no gradient; only the padding, i.e. wasted FLOPs, depends on it."""
     idx = np.asarray(idx, dtype=np.int64)
     orders = [np.argsort(pairs.side(side).lengths(pairs.context_length, idx), kind="stable") for side in SIDES]
-    chunks = _pad_sides(pairs, [idx[o] for o in orders], chunk, pad_id)
+    chunks = _pad_sides(pairs, [idx[o] for o in orders], chunk, pad_id, multiple)
     restore = np.argsort(np.concatenate([o + k * len(idx) for k, o in enumerate(orders)]), kind="stable")
     return chunks, torch.from_numpy(restore)
 
@@ -157,13 +159,13 @@ def global_gather(rank: int, world: int) -> Callable[[torch.Tensor], torch.Tenso
 
 
 def build_optimizer(model: torch.nn.Module, run: RunConfig, total_steps: int) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW on the trainable parameters + warm-up/cosine schedule over the ``total_steps`` the
-    plan holds (docs/fidelity.md#P1-LR-SCHEDULE)."""
+    """AdamW (fused: ``train.kernels``) on the trainable parameters + warm-up/cosine schedule over
+    the ``total_steps`` the plan holds (docs/fidelity.md#P1-LR-SCHEDULE)."""
     from embtune.optim import lr_multiplier
+    from embtune.train.kernels import adamw
 
     t = run.train
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=run.peak_lr, weight_decay=t.weight_decay)
+    opt = adamw((p for p in model.parameters() if p.requires_grad), run.peak_lr, t.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(
         s, total_steps, t.warmup_fraction, t.final_lr_fraction))
     return opt, sched
@@ -240,9 +242,9 @@ class Result:
 
 
 def load_base(base_dir: str) -> torch.nn.Module:
-    from transformers import AutoModel
+    from embtune.train.kernels import load_pretrained
 
-    model = AutoModel.from_pretrained(base_dir, dtype=torch.float32)
+    model = load_pretrained(base_dir, dtype=torch.float32)
     if hasattr(model.config, "use_cache"):
         model.config.use_cache = False
     return model
@@ -291,6 +293,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     from embtune.models.methods import apply_method, count_params
     from embtune.train import tracking
     from embtune.train.gradcache import gradcache_step
+    from embtune.train.kernels import compiled, width_multiple
 
     t = run.train
     torch.manual_seed(run.seed)
@@ -325,14 +328,15 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
                          "pad_token_id", None) or 0)
     form = t.logit_scale
     loss_fn = contrastive_loss_fn(t.temperature, global_gather(rank, world) if world > 1 else None, form)
-    encode = lambda c: embed(wrapped, c, t.pooling, acc.device)  # noqa: E731
+    encoder, multiple = compiled(wrapped, t.compile, context), width_multiple(t.compile)
+    encode = lambda c: embed(encoder, c, t.pooling, acc.device)  # noqa: E731
     tracker = tracking.TrainTracker(acc, ckpt_dir, metrics, counts, plan.steps, prog.step, t.log_every_steps)
     ran = 0
     while prog.step < plan.steps:
         t0 = time.perf_counter()
         idx = plan.batches[prog.step]
         local = idx[rank * bs // world:(rank + 1) * bs // world]
-        chunks, restore = length_sorted_chunks(train_pairs, local, chunk, pad_id)
+        chunks, restore = length_sorted_chunks(train_pairs, local, chunk, pad_id, multiple)
         with acc.autocast():
             loss = gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]),
                                   backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
@@ -379,9 +383,9 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
                    world_size=world, device=str(acc.device),
                    device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
     metrics.update(run_memory_metrics(as_json, counts, model, chunk, acc))   # issue 23: vs the estimate
-    peak = peak_bf16_flops(torch.cuda.get_device_name(acc.device)) if acc.device.type == "cuda" else None
-    if peak and prog.wall:
-        metrics["mfu"] = model_flops_utilisation(counts, prog.tokens / prog.wall, peak, world)
+    metrics.update(run_mfu(counts, run.method, prog.tokens, prog.wall, two_pass=2 * (bs // world) > chunk,
+                           checkpointing=t.gradient_checkpointing, device_type=acc.device.type,
+                           device_name=metrics["device_name"], devices=world))
     tracker.end(metrics)
     return Result("ok", metrics, prog.curve, model)
 

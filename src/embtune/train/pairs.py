@@ -58,13 +58,20 @@ class TokenColumn:
         start = int(self.offsets[i])
         return self.tokens[start:min(int(self.offsets[i + 1]), start + context_length)].tolist()
 
-    def pad(self, idx: np.ndarray, context_length: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def pad(self, idx: np.ndarray, context_length: int, pad_id: int,
+            multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
         """Rows ``idx`` truncated to ``context_length`` and right-padded to the longest of them
-        (dynamic padding), gathered in one vectorised read; returns (ids, attention mask)."""
+        (dynamic padding), gathered in one vectorised read; returns (ids, attention mask).
+
+        ``multiple`` rounds the width up to a multiple of it (capped at ``context_length``): a
+        compiled model then sees at most ceil(context_length / multiple) widths, so it compiles a
+        bounded set of static shapes instead of one per distinct longest row."""
         idx = np.asarray(idx, dtype=np.int64)
         starts = self.offsets[idx]
         lengths = self.lengths(context_length, idx)
         width = max(1, int(lengths.max(initial=0)))
+        if multiple > 1:
+            width = min(-(-width // multiple) * multiple, max(width, context_length))
         cols = np.arange(width)
         mask = cols[None, :] < lengths[:, None]
         if len(self.tokens):

@@ -148,9 +148,10 @@ def tracker_for(project: str, directory: Path, config: Mapping[str, Any], name: 
 
 class TrainTracker(Tracker):
     """What a training run logs every ``train.log_every_steps`` steps and at the last: loss, LR,
-    tokens, FLOPs spent against the budget, step time, throughput, MFU (where the device's peak is
-    known), GPU memory (on a GPU); at the end the held-out loss. Also the run's progress bar /
-    lines (:mod:`embtune.progress`), every step.
+    tokens, FLOPs spent against the budget, step time, throughput, model-FLOP MFU (where the
+    device's peak is known), GPU memory (on a GPU); at the end the held-out loss and the run's
+    model- and hardware-FLOP MFU (``embtune.train.mfu``). Also the run's progress bar / lines
+    (:mod:`embtune.progress`), every step.
 
     Why not every step: DVCLive rewrites its dvc.yaml, metrics.json and one TSV per metric at each
     logged step, measured 27 ms per logged step outside a repository and 48 ms inside this one
@@ -161,8 +162,8 @@ class TrainTracker(Tracker):
                  total: int | None = None, initial: int = 0, every: int | None = None) -> None:
         import torch
 
-        from embtune.models.flops import peak_bf16_flops
         from embtune.progress import Progress
+        from embtune.train.mfu import device_peak
 
         self.bar = Progress(total, f"train {metrics.get('run_id')}", unit="step", initial=initial,
                             enable=bool(getattr(acc, "is_main_process", True)))
@@ -171,8 +172,8 @@ class TrainTracker(Tracker):
         self.budget, self.counts, self.total, self.every = float(metrics["budget"]), counts, total, int(every or 1)
         device = getattr(acc, "device", None)
         self.device = device
-        self.peak = (peak_bf16_flops(torch.cuda.get_device_name(device))
-                     if getattr(device, "type", None) == "cuda" else None)
+        kind = getattr(device, "type", None) or "cpu"
+        self.peak = device_peak(kind, torch.cuda.get_device_name(device) if kind == "cuda" else kind)[0]
 
     def step(self, step: int, loss: float, lr: float, tokens: int, flops: int, seconds: float,
              step_tokens: int) -> None:
@@ -186,7 +187,7 @@ class TrainTracker(Tracker):
                   "train/budget_fraction": flops / self.budget if self.budget else None,
                   "train/step_time_s": seconds, "train/tokens_per_s": per_s}
         if self.peak and per_s:
-            values["train/mfu"] = model_flops_utilisation(self.counts, per_s, self.peak, self.acc.num_processes)
+            values["train/mfu_model"] = model_flops_utilisation(self.counts, per_s, self.peak, self.acc.num_processes)
         values.update({f"train/{k}": v for k, v in gpu_memory(self.device).items()})
         self.log(values, step)
 
@@ -194,7 +195,8 @@ class TrainTracker(Tracker):
         self.bar.close()
         if metrics is not None:
             self.log({"val/loss": metrics.get("val_loss"), "train/final_loss": metrics.get("final_train_loss"),
-                      "train/mfu_run": metrics.get("mfu")}, int(metrics.get("steps") or 0))
+                      "train/mfu_model_run": metrics.get("mfu_model"),
+                      "train/mfu_hardware_run": metrics.get("mfu_hardware")}, int(metrics.get("steps") or 0))
         super().end()
 
 

@@ -85,7 +85,9 @@ def test_cuda_training_run_reports_device_and_mfu(tmp_path) -> None:
     assert m["device"].startswith("cuda") and m["device_name"] == torch.cuda.get_device_name()
     assert m["wall_seconds"] > 0 and torch.isfinite(torch.tensor(m["final_train_loss"]))
     if peak_bf16_flops(m["device_name"]):
-        assert 0 < m["mfu"] < 1
+        assert 0 < m["mfu_model"] <= m["mfu_hardware"] < 1 and m["mfu_reason"] is None
+    else:
+        assert m["mfu_model"] is None and m["device_name"] in m["mfu_reason"]
 
 
 def _encoder_folder(tmp_path, tokenizer_dir):

@@ -26,7 +26,7 @@ SRC = Path(__file__).resolve().parents[3] / "src" / "embtune"
 #: Written by hand in the order the sweep has always written it (the JSON the rules pass).
 TRAIN = {"batch_size": 8, "context_length": 12, "temperature": 0.05, "logit_scale": "inverse",
          "weight_decay": 0.1, "warmup_fraction": 0.1, "final_lr_fraction": 0, "pooling": "mean",
-         "gradcache_chunk": 3, "gradient_checkpointing": False, "min_steps": 3, "max_epochs": 3,
+         "gradcache_chunk": 3, "gradient_checkpointing": False, "compile": "none", "min_steps": 3, "max_epochs": 3,
          "checkpoint_every_steps": 4, "log_every_steps": 10, "final_loss_window": 3,
          "final_loss_fraction": 0.05}
 RUN = {"run_id": "tiny-d64-l2__lora-r8__c1e9__s0", "model": {"name": "tiny-d64-l2", "hidden_size": 64},

@@ -80,6 +80,10 @@ def test_cli_outputs_after_preemption_and_resume(tmp_path, fixture_dirs) -> None
                 "n_backward", "n_update", "trainable_fraction", "peak_lr", "wall_seconds",
                 "throughput_tokens_per_s"):
         assert metrics[key] is not None, key
+    # a CPU has no peak FLOP/s on record: both MFUs are null, with the reason, never a guess
+    assert metrics["mfu_model"] is None and metrics["mfu_hardware"] is None and "cpu" in metrics["mfu_reason"]
+    assert metrics["hardware_flops_per_token"] >= metrics["model_flops_per_token"] == 2 * (
+        metrics["n_forward"] + metrics["n_backward"] + metrics["n_update"])
     curve = (out / "curve.csv").read_text().splitlines()
     assert curve[0] == "step,loss,lr,tokens,flops" and len(curve) == metrics["steps"] + 1
     assert int(curve[-1].split(",")[-1]) == metrics["flops"]
