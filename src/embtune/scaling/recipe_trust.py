@@ -21,17 +21,20 @@ from typing import Any
 
 import numpy as np
 
+from embtune.models import methods as registry
+
 AGREEMENT_MIN = 0.8
 HOLDOUT_RMSE_MAX = 0.05
-# Algorithm 1 returns "Full fine-tuning" or "LoRA" (§4.4); ``any`` lets every fitted method compete.
-METHOD_SETS: dict[str, tuple[str, ...] | None] = {"paper": ("full", "lora"), "any": None}
+# paper: the methods Algorithm 1 returns (§4.4, the registry's ``in_algorithm1``: full fine-tuning
+# and LoRA); any: every fitted method competes.
+METHOD_SETS = ("paper", "any")
 
 
 def allowed_methods(lines: dict[str, dict[str, Any]], method_set: str) -> list[str]:
     """The fitted frontier lines Algorithm 1 may choose from under ``method_set``."""
     if method_set not in METHOD_SETS:
-        raise ValueError(f"recipe method set must be one of {sorted(METHOD_SETS)}, got {method_set!r}")
-    keep = METHOD_SETS[method_set]
+        raise ValueError(f"recipe method set must be one of {list(METHOD_SETS)}, got {method_set!r}")
+    keep = registry.algorithm1() if method_set == "paper" else None
     return sorted(m for m, line in lines.items() if "slope" in line and (keep is None or m in keep))
 
 

@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--suite-json", default=None, help="the params `models` list as JSON")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--tokens-per-pair", type=float, default=None)
-    ap.add_argument("--method-set", choices=sorted(METHOD_SETS), default="paper",
+    ap.add_argument("--method-set", choices=METHOD_SETS, default="paper",
                     help="paper: Algorithm 1 returns full fine-tuning or LoRA (§4.4); any: every fitted method")
     ap.add_argument("--out", type=Path, required=True)
     return ap
