@@ -388,3 +388,4 @@ def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_pa
     assert "full/chinchilla" in metrics["fits"]["untrustworthy_fits"]
     assert metrics["fits"]["laws"]["full"]["chinchilla"]["trustworthy"] is False
     assert next(iter(metrics["recipes"].values()))["trustworthy"] is False
+    assert next(iter(metrics["recipes"].values()))["bootstrap_agreement"] is None   # no bootstrap
