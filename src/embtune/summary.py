@@ -63,7 +63,9 @@ def fits_summary(fits: dict[str, Any]) -> dict[str, Any]:
 
 def recipes_summary(recipes: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("method", "model", "tokens", "steps", "predicted_loss", "extrapolated", "trustworthy")
-    return {f"{r['budget']:.3g}": {k: _finite(r.get(k)) for k in keys} for r in recipes}
+    return {f"{r['budget']:.3g}": {**{k: _finite(r.get(k)) for k in keys},
+                                   "bootstrap_agreement": _finite((r.get("bootstrap_agreement") or {}).get("fraction"))}
+            for r in recipes}
 
 
 def query_summary(table: pl.DataFrame) -> list[dict[str, Any]]:

@@ -67,6 +67,9 @@ def test_fits_recipe_figures_and_metrics(demo_run: Path) -> None:
     assert recipe["model"] in {m["name"] for m in load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
                                                                demo_run / "presets/test.yaml"])["models"]}
     assert recipe["extrapolated"] is True  # 3e17 is far beyond the demo budgets
+    # presets/test.yaml runs the "any method" option; an extrapolated recipe fails paper 1's tests
+    assert recipe["method_set"] == "any" and recipe["trustworthy"] is False
+    assert "fraction" in recipe["bootstrap_agreement"] and recipe["trust"]["in_fitted_range"] is False
     pngs = sorted((analysis / "figures").glob("*.png"))
     assert len(pngs) >= 5
     assert (analysis / "report.md").read_text().count("![") >= 5

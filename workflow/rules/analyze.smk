@@ -109,9 +109,11 @@ rule recipe:
         code=code_version("recipe"),
         suite=json.dumps(config["models"], sort_keys=True),
         batch=config["train"]["batch_size"],
+        methods=config["analyze"]["recipe_methods"],
     shell:
         "embtune recipe --budget {wildcards.budget:q} --fits {input.fits:q} --runs {input.runs:q} "
-        "--suite-json {params.suite:q} --batch-size {params.batch:q} --out {output:q} > {log:q} 2>&1"
+        "--suite-json {params.suite:q} --batch-size {params.batch:q} --method-set {params.methods:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule query_table:

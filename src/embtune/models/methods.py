@@ -90,6 +90,9 @@ class Method:
     trains_embeddings: bool = False
     #: the reference the other methods are drawn against (paper 1's Fig. 15: full fine-tuning)
     reference: bool = False
+    #: one of the methods paper 1's Algorithm 1 returns ("Use full fine-tuning ... else Use LoRA",
+    #: §4.4); the recipe chooses among these unless ``analyze.recipe_methods: any``
+    in_algorithm1: bool = False
     #: plan-time check of its own settings against the models (config_checks.grid_checks):
     #: (train, models) -> (problems, warnings), each ((key path), what)
     check: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]],
@@ -122,6 +125,11 @@ def ordered(present: Iterable[str]) -> list[str]:
     """``present`` in registry order, unknown names last (sorted)."""
     present = set(present)
     return [m for m in REGISTRY if m in present] + sorted(present - set(REGISTRY))
+
+
+def algorithm1() -> tuple[str, ...]:
+    """The methods flagged ``in_algorithm1`` (full fine-tuning and LoRA), in registry order."""
+    return tuple(m.name for m in REGISTRY.values() if m.in_algorithm1)
 
 
 def reference() -> Method:
@@ -366,7 +374,8 @@ def _parse_lora(tag: str) -> dict[str, Any]:
 _LAW = {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 30.0, "beta": 0.22}
 
 register(Method("full", "Full fine-tuning", "tab:blue", _apply_full, _counts_full,
-                isoflop_figure="fig02a", synthetic_law=_LAW, trains_embeddings=True, reference=True))
+                isoflop_figure="fig02a", synthetic_law=_LAW, trains_embeddings=True, reference=True,
+                in_algorithm1=True))
 register(Method(
     "freeze", "Block freezing", "tab:green", _apply_freeze, _counts_freeze, _variants_freeze,
     Hyper("freeze_fraction", "fraction of frozen blocks", "Block freezing", False, "fig03_freeze_fraction",
@@ -381,7 +390,7 @@ register(Method(
     Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
           lambda r: f"r{r}", "fig19", integer=True),
     settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
-    reported=(("lora_rank", "rank {}"),),
+    reported=(("lora_rank", "rank {}"),), in_algorithm1=True,
     card_row=("LoRA rank / alpha / dropout", ("lora_rank", "lora_alpha", "lora_dropout")),
     recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True, saved_vectors=20,

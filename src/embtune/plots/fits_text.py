@@ -30,14 +30,19 @@ def _conclusion(fit: dict[str, Any], held: str | None) -> str:
     ho = (fit.get("holdout") or {}).get("rmse_log")
     test = (f"predicts the held-out {held} with RMSE(log) {sig(ho)} (typical error ~{sig(100 * math.expm1(ho), 2)} %)"
             if ho is not None and held else "has no held-out model to test it")
+    findings = "".join(f" Finding: {f}." for f in fit.get("findings") or [])
+    ident = fit.get("identified") or {}
+    loose = [k for k, v in ident.items() if not v]
+    named = f" Identified (95% interval off its bounds): {', '.join(k for k, v in ident.items() if v) or 'none'}" \
+        + (f"; not: {', '.join(loose)}." if loose else ".") if ident else ""
     if fit.get("trustworthy", True):
         ms = fit.get("multistart") or {}
         starts = f", {ms['n_at_best']} of {ms['n_starts']} starts at the best optimum" if ms else ""
-        return (f"**trustworthy**: converged{starts}, no parameter at or within 2 standard errors of a "
-                f"bound; it {test}. Its exponents and the recipe's law check can be read.")
+        return (f"**trustworthy**: converged{starts}, no parameter but the floor E at or within 2 standard "
+                f"errors of a bound; it {test}.{named}{findings}")
     issues = fit.get("trust_issues") or ["see fits.json"]
     return (f"**not trustworthy**: {'; '.join(issues)}. Its parameters must not be read (the data do "
-            f"not identify them); it {test}, but only the observed losses stand.")
+            f"not identify them); it {test}, but only the observed losses stand.{findings}")
 
 
 def fit_trust_lines(fits: dict[str, Any]) -> list[str]:
@@ -128,9 +133,28 @@ def recipe_markdown(recipe: dict[str, Any]) -> list[str]:
             f"this budget: {others}.",
             f"- Budget {'outside' if recipe.get('extrapolated') else 'inside'} the fitted range "
             f"[{sig(lo)}, {sig(hi)}]{': extrapolated' if recipe.get('extrapolated') else ''}.",
-            f"- The {recipe['method']} laws it rests on ({', '.join(trust.get('checked') or []) or 'none'}): "
-            + ("trustworthy." if recipe.get("trustworthy", True) else
-               "**not trustworthy** (see the fits above): read the choice as the frontier's, not the law's."),
+            f"- Methods it chose from: {', '.join(recipe.get('methods_considered') or [])} "
+            f"(`analyze.recipe_methods: {recipe.get('method_set', 'paper')}`).",
+            f"- Same (method, model) in {_share(recipe)} of the frontier's bootstrap resamples "
+            f"(>= 80% wanted); held-out test: {_held(recipe)}.",
+            "- Recipe " + ("**trustworthy** by paper 1's tests (fitted range, bootstrap agreement, held-out model)."
+                           if recipe.get("trustworthy") else "**not trustworthy**: "
+                           + "; ".join((recipe.get("trust") or {}).get("why_not") or ["see the JSON"]) + "."),
+            f"- The {recipe['method']} laws ({', '.join(trust.get('checked') or []) or 'none'}): "
+            + ("no parameter at a bound but the floor." if trust.get("trustworthy", True) else
+               "a fit is untrustworthy (see the fits above): read its parameters as not identified."),
             "- Laws' predicted loss of this plan: " + (", ".join(
                 f"{k} {sig(v['loss'])}" for k, v in (recipe.get("predicted_loss_by_law") or {}).items()) or "—") + ".", ""]
     return out
+
+
+def _share(recipe: dict[str, Any]) -> str:
+    frac = (recipe.get("bootstrap_agreement") or {}).get("fraction")
+    return "—" if frac is None else f"{100 * frac:.0f}%"
+
+
+def _held(recipe: dict[str, Any]) -> str:
+    held = (recipe.get("trust") or {}).get("holdout") or {}
+    if held.get("rmse_log") is None:
+        return held.get("why", "none")
+    return f"{held.get('law')} on {held.get('holdout_model')}, RMSE(log) {sig(held['rmse_log'])} (<= {held.get('max')} wanted)"

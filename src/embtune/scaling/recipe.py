@@ -1,17 +1,21 @@
 """Paper 1's Algorithm 1 from our own fits — budget in, training plan out (stage ``recipe``,
 driver :mod:`embtune.stages.recipe`).
 
-1. method  = lowest predicted loss among the per-method frontier lines at C (not a hard-coded
-             threshold: the paper's 9.06e16 does not follow from its own rounded lines;
-             docs/fidelity.md#P1-RECIPE);
+1. method  = lowest predicted loss among the frontier lines at C of full fine-tuning and LoRA,
+             the two methods Algorithm 1 returns (``method_set="any"``: every fitted method);
+             not a hard-coded threshold: the paper's 9.06e16 does not follow from its own
+             rounded lines (docs/fidelity.md#P1-RECIPE);
 2. model   = the suite model nearest in ln N to that method's optimal-N line at C;
 3. tokens  = C / FLOP-per-token of (model, method, hyper-parameter) from the analytic counts;
 4. pairs, steps = tokens / tokens-per-pair (measured in the runs), / batch size;
 5. hyper-parameter = the best LoRA rank / frozen fraction observed at the nearest budget;
 6. predicted loss with a bootstrap interval; ``extrapolated`` when C is outside the fitted range;
 7. the method's scaling-law fits predict the loss of the plan too (a cross-check of the frontier
-   line), and a plan whose method has an untrustworthy law fit says so (``trustworthy: false``,
-   ``fit_trust``, a warning): its parameters sit at a bound and must not be read as a result.
+   line); an untrustworthy law fit is named (``fit_trust``, a warning), with each law's
+   identified parameters and findings (``law_findings``);
+8. ``trustworthy`` by paper 1's own tests (:mod:`embtune.scaling.recipe_trust`): inside the
+   fitted range, the same (method, model) in >= 80% of the frontier's bootstrap resamples
+   (``bootstrap_agreement``), and the method's Chinchilla law predicting the held-out model.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from embtune.models.methods import model_counts
 from embtune.scaling.frontier import best_method, predict_interval, predict_log
 from embtune.scaling.isoflop import isoflop, ok_rows
 from embtune.scaling.laws import LAWS
+from embtune.scaling.recipe_trust import allowed_methods, bootstrap_agreement, judge_recipe, law_findings
 
 
 def suite_from_runs(runs: pl.DataFrame) -> list[dict[str, Any]]:
@@ -115,13 +120,18 @@ def law_check(fits: dict[str, Any], method: str, plan: dict[str, Any]) -> dict[s
 
 def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
                 suite: list[dict[str, Any]] | None = None, batch_size: int | None = None,
-                tokens_per_pair: float | None = None) -> dict[str, Any]:
-    """The compute-optimal plan for ``budget`` FLOP (pure; see the module docstring)."""
-    lines = fits["frontier"]["lines"]
+                tokens_per_pair: float | None = None, method_set: str = "paper",
+                n_bootstrap: int | None = None) -> dict[str, Any]:
+    """The compute-optimal plan for ``budget`` FLOP (pure; see the module docstring).
+    ``n_bootstrap`` frontier resamples judge it (default: fits.json's ``settings.bootstrap``)."""
+    all_lines = fits["frontier"]["lines"]
     metric = fits["settings"]["loss_column"]
-    if not any("slope" in v for v in lines.values()):
-        reasons = {m: v.get("skipped") for m, v in lines.items()}
-        return {"budget": budget, "skipped": f"no fitted frontier line: {reasons}", "warnings": []}
+    allowed = allowed_methods(all_lines, method_set)
+    if not allowed:
+        reasons = {m: v.get("skipped", "not in the method set") for m, v in all_lines.items()}
+        return {"budget": budget, "method_set": method_set,
+                "skipped": f"no fitted frontier line in method set {method_set!r}: {reasons}", "warnings": []}
+    lines = {m: all_lines[m] for m in allowed}
     method, loss = best_method(lines, budget)
     line = lines[method]
     models = [with_n(m) for m in (suite or suite_from_runs(runs))]
@@ -139,7 +149,8 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
     lo, hi = line["x_min"], line["x_max"]
     extrapolated = not lo <= budget <= hi
     recipe = {
-        "budget": budget, "method": method, "model": model["name"], "model_N": model["N"],
+        "budget": budget, "method_set": method_set, "methods_considered": allowed,
+        "method": method, "model": model["name"], "model_N": model["N"],
         "optimal_N": n_star, "optimal_N_source": n_source,
         "hyperparameters": {k: hyper[k] for k in registry.get(method).settings if k in hyper},
         "hyperparameter_source": {k: hyper[k] for k in ("observed_budget", "observed_run", "observed_model") if k in hyper},
@@ -147,15 +158,24 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
         "tokens_per_pair": tpp, "pairs": pairs, "batch_size": batch_size,
         "steps": pairs / batch_size if pairs and batch_size else None,
         "predicted_loss": loss, "predicted_loss_ci95": predict_interval(line, budget),
-        "predicted_loss_by_method": {m: math.exp(predict_log(v, budget)) for m, v in lines.items() if "slope" in v},
+        "predicted_loss_by_method": {m: math.exp(predict_log(v, budget))
+                                     for m, v in all_lines.items() if "slope" in v},
         "fitted_budget_range": [lo, hi], "extrapolated": extrapolated,
         **law_check(fits, method, plan),
+        "law_findings": law_findings(fits, method),
         "warnings": [],
     }
-    recipe["trustworthy"] = recipe["fit_trust"]["trustworthy"]
+    n_boot = int(fits["settings"].get("bootstrap", 1000) if n_bootstrap is None else n_bootstrap)
+    agreement = bootstrap_agreement(fits.get("optimal_points") or {}, metric, allowed, models, budget,
+                                    (method, model["name"]), n_boot, int(fits["settings"].get("seed", 0)))
+    recipe["bootstrap_agreement"] = agreement
+    recipe["trust"] = judge_recipe(recipe, fits, agreement)
+    recipe["trustworthy"] = recipe["trust"]["trustworthy"]
+    for why in recipe["trust"]["why_not"]:
+        recipe["warnings"].append(f"UNTRUSTWORTHY RECIPE: {why}")
     for bad in recipe["fit_trust"]["untrustworthy"]:
         recipe["warnings"].append(f"UNTRUSTWORTHY FIT: the {bad['law']} law of {method} "
-                                  f"({'; '.join(bad['issues'])}); this recipe rests on it")
+                                  f"({'; '.join(bad['issues'])}); its parameters must not be read")
     if extrapolated:
         recipe["warnings"].append(f"budget {budget:.3g} is outside the fitted range [{lo:.3g}, {hi:.3g}] "
                                   f"of the {method} frontier line: extrapolation")

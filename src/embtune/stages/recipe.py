@@ -16,6 +16,7 @@ from embtune.errors import DataError
 from embtune.io import write_json
 from embtune.scaling.artifacts import check_budget, nonfinite_fields, read_fits, read_runs_table
 from embtune.scaling.recipe import make_recipe
+from embtune.scaling.recipe_trust import METHOD_SETS
 
 STAGE = "recipe"
 
@@ -28,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--suite-json", default=None, help="the params `models` list as JSON")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--tokens-per-pair", type=float, default=None)
+    ap.add_argument("--method-set", choices=METHOD_SETS, default="paper",
+                    help="paper: Algorithm 1 returns full fine-tuning or LoRA (§4.4); any: every fitted method")
     ap.add_argument("--out", type=Path, required=True)
     return ap
 
@@ -39,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fits = read_fits(args.fits)
     runs = read_runs_table(args.runs)
     recipe = make_recipe(budget, fits, runs, suite=suite,
-                         batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair)
+                         batch_size=args.batch_size, tokens_per_pair=args.tokens_per_pair,
+                         method_set=args.method_set)
     bad = list(nonfinite_fields(recipe))
     if bad:   # never write a NaN recipe: its inputs hold something the readers above let through
         raise DataError(f"{args.fits}: the recipe at budget {budget:g} came out NaN/inf in {', '.join(bad[:3])}; "

@@ -195,14 +195,19 @@ def test_bootstrap_interval_covers_the_truth_and_reports_its_starts():
 
 
 def test_bootstrap_resamples_at_a_bound_beyond_the_95_percent_tail_make_a_fit_untrustworthy():
-    def fit(count):
-        return {"at_bound": [], "near_bound": [], "trust_issues": [], "trustworthy": True,
-                "bootstrap": {"n": 200, "at_bound_counts": {"E": count}}}
-    ok, bad = fit(5), fit(6)                      # 2.5% of 200 = 5 resamples: the 95% tail
+    def fit(name, count):
+        return {"at_bound": [], "near_bound": [], "trust_issues": [], "trustworthy": True, "findings": [],
+                "identified": {name: True}, "bootstrap": {"n": 200, "at_bound_counts": {name: count}}}
+    ok, bad = fit("alpha", 5), fit("alpha", 6)    # 2.5% of 200 = 5 resamples: the 95% tail
     bootstrap_trust(ok)
     bootstrap_trust(bad)
-    assert ok["trustworthy"] and ok["near_bound"] == []
-    assert not bad["trustworthy"] and bad["near_bound"] == ["E"] and "6 of 200" in bad["trust_issues"][0]
+    assert ok["trustworthy"] and ok["near_bound"] == [] and ok["identified"]["alpha"]
+    assert not bad["trustworthy"] and bad["near_bound"] == ["alpha"] and "6 of 200" in bad["trust_issues"][0]
+    assert bad["identified"]["alpha"] is False
+    floor = fit("E", 6)                           # the floor at 0: not identified, a finding
+    bootstrap_trust(floor)
+    assert floor["trustworthy"] and floor["identified"]["E"] is False and floor["trust_issues"] == []
+    assert floor["findings"] and "no loss floor within the fitted range" in floor["findings"][0]
 
 
 def test_real_valued_chinchilla_reading_fits_the_same_data():
@@ -370,10 +375,13 @@ def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_pa
     out = tmp_path / "recipe.json"
     assert recipe_mod.main(["--budget", "1e16", "--fits", str(tmp_path / "fits.json"), "--runs",
                             str(tmp_path / "runs.parquet"), "--out", str(out)]) == 0
-    assert "WARNING: UNTRUSTWORTHY FIT: the chinchilla law of full" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "WARNING: UNTRUSTWORTHY FIT: the chinchilla law of full" in printed
     rec = read_json(out)
-    assert rec["trustworthy"] is False and rec["fit_trust"]["untrustworthy"][0]["law"] == "chinchilla"
+    assert rec["fit_trust"]["untrustworthy"][0]["law"] == "chinchilla"
     assert rec["predicted_loss_by_law"]["chinchilla"]["trustworthy"] is False
+    # the recipe itself is judged by paper 1's tests: no bootstrap here, so it cannot pass
+    assert rec["trustworthy"] is False and "UNTRUSTWORTHY RECIPE: no frontier bootstrap" in printed
 
     assert summary.main(["--runs", str(tmp_path / "runs.parquet"), "--fits", str(tmp_path / "fits.json"),
                          "--recipes", str(out), "--out", str(tmp_path / "metrics.json")]) == 0
@@ -382,3 +390,4 @@ def test_untrustworthy_flag_reaches_fits_report_figure_recipe_and_summary(tmp_pa
     assert "full/chinchilla" in metrics["fits"]["untrustworthy_fits"]
     assert metrics["fits"]["laws"]["full"]["chinchilla"]["trustworthy"] is False
     assert next(iter(metrics["recipes"].values()))["trustworthy"] is False
+    assert next(iter(metrics["recipes"].values()))["bootstrap_agreement"] is None   # no bootstrap
