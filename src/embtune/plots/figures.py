@@ -28,7 +28,7 @@ class _PlainLogFormatter(LogFormatter):
         return f"{x:g}"
 
 
-def _compact(x: float, _pos: Any = None) -> str:
+def compact_number(x: float, _pos: Any = None) -> str:
     """``2e11`` / ``3.5e16``: short enough that neighbouring log ticks never run into each other."""
     if x <= 0:
         return ""
@@ -52,7 +52,7 @@ class _SparseLogFormatter(Formatter):
         span = math.log10(hi / lo) if lo > 0 else 10.0
         mant = round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
         keep = {1.0} | ({2.0, 5.0} if span < 2 else set()) | ({3.0} if span < 0.5 else set())
-        return _compact(x) if mant in keep else ""
+        return compact_number(x) if mant in keep else ""
 
 
 def _log_x(ax: Any) -> None:
@@ -154,7 +154,7 @@ def isoflop_figure(df: pl.DataFrame, ylabel: str, title: str, higher_is_better: 
     for i, budget in enumerate(sorted(df["budget"].unique().to_list())):
         sub = df.filter(pl.col("budget") == budget).sort("N")
         color = colors[budget]
-        ax.plot(sub["N"], sub["value"], "o", color=color, label=f"C = {_compact(budget)}")
+        ax.plot(sub["N"], sub["value"], "o", color=color, label=f"C = {compact_number(budget)}")
         fit = isoflop_parabola(sub["N"], sub["value"], higher_is_better)
         if fit is not None:
             n_opt, v_opt, poly = fit

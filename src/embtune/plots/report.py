@@ -265,12 +265,41 @@ def skipped_markdown(runs: pl.DataFrame) -> list[str]:
     return lines + [""]
 
 
+def glance_markdown(items: list[Any], recipe: dict[str, Any] | None, runs: pl.DataFrame) -> list[str]:
+    """The report's first screen: the recipe and whether to trust it, the findings counted by
+    verdict with the ones that disagree or are weaker named, and links to every section."""
+    counts = runs.group_by("status").len().sort("status").rows()
+    out = ["## At a glance", "", "Runs: " + ", ".join(f"{n:,} {s}" for s, n in counts) + ".", ""]
+    if recipe and "method" in recipe:
+        why = "; ".join((recipe.get("trust") or {}).get("why_not") or [])
+        out.append(f"- **Recipe** at C = {F.compact_number(float(recipe['budget']))} FLOP: **{recipe['method']}** fine-tuning of "
+                   f"**{recipe.get('model')}**, {int(round(recipe.get('pairs') or 0)):,} pairs, predicted loss "
+                   f"{recipe.get('predicted_loss', float('nan')):.3f}. "
+                   + ("Trustworthy by paper 1's tests." if recipe.get("trustworthy") else f"**Not trustworthy**: {why}."))
+    elif recipe:
+        out.append(f"- **Recipe**: none ({recipe.get('skipped', 'no fit')}).")
+    verdicts = {}
+    for f in items:
+        verdicts.setdefault(f.agrees, []).append(f)
+    tally = ", ".join(f"{len(verdicts[v])} {v}" for v in ("yes", "partly", "no", "n/a") if v in verdicts)
+    out.append(f"- **Findings** ({len(items)} claims of the two papers): {tally}.")
+    for f in verdicts.get("no", []) + verdicts.get("partly", []):
+        out.append(f"  - *{f.agrees}*: {f.claim} — {f.demo}")
+    weaker = [f for f in verdicts.get("yes", []) if "weaker than the paper" in f.demo]
+    for f in weaker:
+        out.append(f"  - *yes, weaker than the paper*: {f.claim} — {f.demo}")
+    out += ["", "Sections: [Findings](#findings-do-the-results-agree-with-the-papers) · "
+            "[Scaling-law fits](#scaling-law-fits) · [Recipe](#recipe-algorithm-1) · [Figures](#figures) · "
+            "[Compute](#compute-estimated-vs-measured). Every number below is in `analysis/` "
+            "(`runs.parquet` and `runs.csv`, `fits.json`, `recipes/`).", ""]
+    return out
+
+
 def report_markdown(specs: list[Spec], fits: dict[str, Any], recipe: dict[str, Any] | None,
                     runs: pl.DataFrame, fig_dir: Path, report_path: Path,
-                    findings: list[str] | None = None) -> str:
-    counts = runs.group_by("status").len().sort("status").rows()
-    lines = ["# embtune analysis report", "",
-             "Runs: " + ", ".join(f"{s}: {n}" for s, n in counts), ""]
+                    findings: list[str] | None = None, glance: list[str] | None = None) -> str:
+    lines = ["# embtune analysis report", ""]
+    lines += glance or []
     lines += skipped_markdown(runs)
     lines += failed_markdown(runs, fits)      # embtune.plots.failed: failed runs, each once
     lines += findings or []

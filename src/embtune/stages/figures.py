@@ -25,7 +25,7 @@ from embtune.io import atomic_dir, check_replaceable, write_json, write_text
 from embtune.plots.findings import findings_markdown, paper1_findings, paper2_findings
 from embtune.plots.memory_report import memory_markdown
 from embtune.plots.render import curve_tables, make_all, query_tables
-from embtune.plots.report import cost_markdown, encoder_notes, query_table_sections, report_markdown
+from embtune.plots.report import cost_markdown, encoder_notes, glance_markdown, query_table_sections, report_markdown
 from embtune.scaling.artifacts import read_fits, read_recipe, read_runs_table
 
 STAGE = "figures"
@@ -63,9 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                         for s in specs])
     cost = pl.read_csv(args.planned_cost) if args.planned_cost and args.planned_cost.exists() else None
     qmodels = json.loads(args.query_models_json) if args.query_models_json else None
-    found = findings_markdown(paper1_findings(runs, fits, recipe) + paper2_findings(tables),
-                              encoder_notes(qmodels))
-    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report, found)
+    items = paper1_findings(runs, fits, recipe) + paper2_findings(tables)
+    found = findings_markdown(items, encoder_notes(qmodels))
+    glance = glance_markdown(items, recipe, runs)
+    write_text(args.report, report_markdown(specs, fits, recipe, runs, args.out, args.report, found, glance)
                + query_table_sections(args.query_table_dir)
                + "\n".join(cost_markdown(runs, cost)) + "\n" + "\n".join(memory_markdown(runs)) + "\n")
     made = [s for s in specs if not s.skipped]

@@ -109,3 +109,27 @@ def test_per_run_curves_one_panel_per_model_a_line_per_run() -> None:
     assert [ax.get_title() for ax in panels] == ["tiny-d32-l2 (3 runs)", "tiny-d64-l2 (3 runs)"]
     assert all(len(ax.get_lines()) == 3 for ax in panels)
     assert list(panels[0].get_lines()[0].get_ydata()) == [3.0 / s for s in range(1, 6)]
+
+
+def test_the_report_opens_with_one_screen() -> None:
+    """The first screen: run counts as integers, the recipe and its trust, the findings counted by
+    verdict with those that disagree, are partial or weaker than the paper named, and the links."""
+    from embtune.plots.findings import Finding, strength
+    from embtune.plots.report import glance_markdown
+
+    runs = pl.DataFrame({"status": ["ok"] * 1200 + ["skipped"] * 3})
+    items = [Finding(1, "bias-only is worst", "worst at 3 of 3 budgets", "yes"),
+             Finding(1, "loss vs MTEB", f"Spearman ρ = -0.35, a {strength(-0.35)} correlation; weaker than the "
+                     "paper's -0.892", "yes"),
+             Finding(2, "adiabatic range", "no rate improves MSMARCO", "no"),
+             Finding(1, "rank 32 or 128", "ranks tried: [8, 32]", "n/a")]
+    recipe = {"method": "full", "budget": 2e11, "model": "tiny-d96-l2", "pairs": 12345.4, "predicted_loss": 1.2345,
+              "trustworthy": False, "trust": {"why_not": ["bootstrap agreement 0.55 < 0.8"]}}
+    text = "\n".join(glance_markdown(items, recipe, runs))
+    assert "1,200 ok, 3 skipped" in text and "e+" not in text
+    assert "**full** fine-tuning of **tiny-d96-l2**, 12,345 pairs" in text
+    assert "**Not trustworthy**: bootstrap agreement 0.55 < 0.8." in text
+    assert "2 yes, 1 no, 1 n/a" in text
+    assert "*no*: adiabatic range" in text and "*yes, weaker than the paper*: loss vs MTEB" in text
+    assert strength(-0.35) == "moderate" and strength(0.1) == "weak" and strength(-0.892) == "very strong"
+    assert len(text.splitlines()) <= 20
