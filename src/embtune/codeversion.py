@@ -37,18 +37,21 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
+from embtune import code_reach
+
 PACKAGE = "embtune"
 ROOT = Path(__file__).resolve().parent   # src/embtune
 DIGEST_CHARS = 16
 CACHE_ENV = "EMBTUNE_CACHE_DIR"
 # Bumped whenever what is cached changes meaning (a new normalisation, a new import rule)
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 _NAME = re.compile(rf"^{PACKAGE}(\.\w+)*$")
 _DIGEST = re.compile(rf"^[0-9a-f]{{{DIGEST_CHARS}}}$")
 
@@ -211,9 +214,6 @@ def stage_closure(stage: str, root: Path = ROOT) -> list[str]:
     return closure([f"{PACKAGE}.cli", modules[stage]], root)
 
 
-_DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
 def normalised_source(path: Path) -> bytes:
     """What of a module can change a result: its AST without docstrings, as ``ast.dump`` writes it
     (no line or column numbers), so comments, docstrings and formatting do not count (issue 23:
@@ -226,12 +226,7 @@ def normalised_source(path: Path) -> bytes:
 def _normalised_cached(path: Path, _mtime_ns: int, _size: int) -> bytes:
     if path.suffix != ".py":
         return path.read_bytes()
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None) if isinstance(node, _DOCSTRING_OWNERS) else None
-        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
+    tree = code_reach.strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
     return ast.dump(tree, include_attributes=False).encode()
 
 
@@ -252,18 +247,71 @@ def digest(files: Iterable[str], root: Path = ROOT) -> str:
 
 
 def code_version(*stages: str, root: Path = ROOT) -> str:
-    """The rerun hash of one or more CLI stages (a Snakemake rule's ``code`` param). On disk:
-    under the stages and the hash of every module of the package (walking ~30 overlapping
-    closures was ~0.5 s of each workflow parse)."""
+    """The rerun hash of one or more CLI stages (a Snakemake rule's ``code`` param): the paths
+    and normalised sources of the definitions they can run (:func:`reach_digest`). On disk:
+    under the stages and the hash of every module of the package (~30 overlapping walks were
+    ~0.5 s of each workflow parse)."""
     if not stages:
         raise ValueError("code_version needs at least one embtune stage name")
     key = _cache_key("stages", *sorted(set(stages)), _package_hash(Path(root)))
     cached = _cache_read(key, _DIGEST)
     if cached and len(cached) == 1:
         return cached[0]
-    value = digest({f for s in stages for f in stage_closure(s, root)}, root)
+    value = reach_digest(stages, root)
     _cache_write(key, [value])
     return value
+
+
+# What `embtune <stage>` calls in the stage module: cli.main parses with `_parser()` or
+# `_parse(argv)` (the stage's own arguments, checked before any work), then runs `main(argv)`.
+STAGE_ENTRIES = ("main", "_parser", "_parse")
+
+
+def stage_units(*stages: str, root: Path = ROOT) -> dict[str, list[code_reach.Unit]]:
+    """File (relative to ``root``) -> the units (embtune.code_reach) ``embtune <stage>`` can run,
+    from ``cli.main`` and the stage module's entries."""
+    root = Path(root)
+    modules = stage_modules(root)
+    unknown = sorted(set(stages) - set(modules))
+    if unknown:
+        raise KeyError(f"unknown embtune stage {unknown[0]!r} (cli.STAGES has: {', '.join(sorted(modules))})")
+    entries = [(f"{PACKAGE}.cli", ("main",)), *((modules[s], STAGE_ENTRIES) for s in sorted(set(stages)))]
+    found = code_reach.reachable(entries, lambda name: _units(name, root))
+    return {module_file(m, root).relative_to(root).as_posix(): units for m, units in found.items()}
+
+
+def reach_digest(stages: Iterable[str], root: Path = ROOT) -> str:
+    """Hash of the reachable units' files and normalised ASTs, file by file in sorted order and
+    in source order within a file: a new unused definition leaves it, an edit of one that runs
+    changes it."""
+    h = hashlib.sha256()
+    for rel, units in sorted(stage_units(*stages, root=root).items()):
+        for unit in units:
+            h.update(f"{rel}\0{unit.digest}\0".encode())
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def _units(name: str, root: Path) -> list[code_reach.Unit] | None:
+    path = module_file(name, root)
+    if path is None:
+        return None
+    stat = path.stat()
+    return _units_cached(path, name, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=1024)
+def _units_cached(path: Path, name: str, _mtime_ns: int, _size: int) -> list[code_reach.Unit]:
+    """A module's units, parsed once per process; on disk as JSON under the hash of the
+    module's name (relative imports resolve against it) and bytes."""
+    key = _cache_key("units", name, _content_hash(path))
+    try:
+        raw = json.loads((cache_dir() / key).read_text())
+        return [code_reach.Unit.from_json(u) for u in raw]
+    except (OSError, UnicodeDecodeError, ValueError, TypeError):
+        pass
+    units = code_reach.analyse(path.read_text(), name, path.name == "__init__.py", filename=str(path))
+    _cache_write(key, [json.dumps([u.to_json() for u in units], separators=(",", ":"))])
+    return units
 
 
 def _package_hash(root: Path) -> str:
