@@ -1,36 +1,34 @@
-"""The library code each ``embtune <stage>`` runs, derived from its imports: rerun hashes.
+"""The library code each ``embtune <stage>`` runs, derived from the source: rerun hashes.
 
 Why: Snakemake re-runs a job when a rule's params change (its ``params`` rerun trigger), so every
-rule carries ``code=code_version("<stage>")``, a hash of the source its CLI stage runs; DVC
-re-runs a stage when one of its ``deps`` changes, so each DVC stage lists those source files.
-Both used to be hand-kept lists, and they drifted from the imports (issue 16): editing a module
-that a stage imported did not re-run that stage. Here the list is the *import closure* of the
-stage, found statically:
+rule that runs project code carries ``code=code_version("<stage>")``, a hash of the code its CLI
+stage runs; DVC re-runs a stage when one of its ``deps`` changes, so each DVC stage lists source
+files. Both are derived here, never hand-kept (hand-kept lists drifted from the imports, issue 16):
 
 - a stage's entry points are ``embtune/cli.py`` (the dispatcher) and the module that
   ``cli.STAGES`` maps the stage name to, read from cli.py's source with ``ast``;
-- every ``import embtune...`` / ``from embtune... import x`` / relative ``from .x import y``
-  anywhere in a module (function-level, lazy imports included: they run when the stage runs)
-  adds the imported module, and ``x`` too when ``x`` is a sub-module; importing ``a.b.c`` runs
-  ``a/__init__.py`` and ``a/b/__init__.py``, so those are in the closure as well;
+- **the rerun hash** (:func:`code_version`) covers the functions, classes, constants and
+  import-time statements reachable *by name* from ``cli.main`` and the stage module's
+  ``main``/``_parser``/``_parse`` (:mod:`embtune.code_reach` has the rules), each as its AST
+  without docstrings. So a comment, a docstring, the formatting, or a definition nothing
+  reachable names (a new helper in io.py, which nearly every stage imports) re-runs nothing,
+  while an edit of code a stage can run re-runs it (tests/contracts/test_rerun_hashes.py,
+  tests/e2e/test_rerun_identity.py);
+- **the import closure** (:func:`stage_closure`): every module the stage imports, function-level
+  lazy imports included, with parent packages' ``__init__.py``. It is a superset of what a plain
+  ``import`` loads, which the contract test checks against ``sys.modules`` in a fresh
+  interpreter. DVC depends on files, so its ``deps`` are these whole files
+  (workflow/scripts/dvc_code_deps.py): ``dvc repro`` then re-runs the Snakemake phase, and
+  Snakemake, by the rerun hashes, runs only the jobs whose code changed;
 - only modules under the ``embtune`` package count: third-party code is pinned by the
   environment, not by this hash.
 
-The closure is a superset of what a plain ``import`` loads (lazy imports are included), which is
-what tests/contracts/test_rerun_hashes.py checks against ``sys.modules`` in a fresh interpreter.
-
-The hash covers each file's *normalised* source (:func:`normalised_source`: the AST without
-docstrings), so editing a comment, a docstring or the formatting re-runs nothing, while any change
-to what the code does re-runs the stages that import it (tests/e2e/test_rerun_identity.py). DVC's
-``deps`` of the same files still hash bytes (DVC has no such hook): ``dvc repro`` re-runs the
-Snakemake phase, and Snakemake then finds nothing to do.
-
 **Cached on disk** (:func:`cache_dir`): every Snakemake process computes these hashes while it
 parses the workflow: the controller, each dry run, and each SLURM job, which starts a Snakemake
-of its own. Parsing and dumping the ASTs of ~130 modules took ~3 of the ~4.5 CPU seconds of that
-parse. A file's imports are kept under the hash of its bytes, and a closure's digest under the
-hash of its files' paths and bytes, so a changed byte misses the cache and nothing stale is
-ever read. The digests are the same with or without the cache.
+of its own. Parsing the ~140 modules is most of the cost. A module's imports and its units are
+kept under the hash of its bytes, and a set of stages' hash under the hash of every module's
+path and bytes, so a changed byte misses the cache and nothing stale is ever read. The digests
+are the same with or without the cache.
 """
 
 from __future__ import annotations
@@ -228,22 +226,6 @@ def _normalised_cached(path: Path, _mtime_ns: int, _size: int) -> bytes:
         return path.read_bytes()
     tree = code_reach.strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
     return ast.dump(tree, include_attributes=False).encode()
-
-
-def digest(files: Iterable[str], root: Path = ROOT) -> str:
-    """Hash of the files' relative paths and normalised sources (:func:`normalised_source`), in
-    sorted order (a rename changes it too). On disk: under the hash of the paths and bytes."""
-    rels = sorted(set(files))
-    key = _cache_key("digest", *(f"{rel}\0{_content_hash(Path(root) / rel)}" for rel in rels))
-    cached = _cache_read(key, _DIGEST)
-    if cached and len(cached) == 1:
-        return cached[0]
-    h = hashlib.sha256()
-    for rel in rels:
-        h.update(rel.encode() + b"\0" + normalised_source(Path(root) / rel) + b"\0")
-    value = h.hexdigest()[:DIGEST_CHARS]
-    _cache_write(key, [value])
-    return value
 
 
 def code_version(*stages: str, root: Path = ROOT) -> str:
