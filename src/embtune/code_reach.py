@@ -1,25 +1,24 @@
 """What a stage's code computes: the definitions reachable from its entry points, found by name.
 
-Why: a rerun hash over whole modules (every file a stage imports) re-runs the stage for an edit
+Why: a rerun hash over whole modules (every file a stage imports) re-runs a stage for an edit
 that changes nothing it computes: an unused helper added to io.py, which nearly every stage
 imports, re-planned every training job of a study. The hash (:func:`embtune.codeversion.code_version`)
 covers instead the module-level statements a stage can execute, found statically:
 
 - a module is split into *units*, one per top-level statement (a function, a class with all
   its methods, an assignment, an import); the statements inside a top-level ``if``/``try`` are
-  units of their own, beside a unit for the test and handler clauses;
-- the entry units (``cli.main``, the stage module's ``main``, ``_parser`` and ``_parse``) are
-  reachable; a reachable unit makes reachable every unit that binds a name it reads: its own
-  module's definitions, what an ``import`` binds (``from embtune.x import y`` is ``y`` of
-  ``embtune.x``, or the sub-module), attribute chains on modules (``io.write_json``), names a
-  ``from x import *`` brings in. Decorators, default arguments, base classes and annotations
-  are read like any other name; a module used as a value (``getattr(mod, name)``) makes all of
-  it reachable;
-- a module runs its non-definition statements (``register(...)``, a ``for`` loop filling a
-  table, ``matplotlib.use``) when imported, so those *effects* are reachable once the module is
-  loaded: by an entry, by a module-level import of a loaded module, or by an import inside a
-  reachable function. So is a definition with a decorator that may register it (not one of
-  :data:`PURE_DECORATORS`).
+  units of their own, beside one for the test and handler clauses;
+- the entry units (``cli.main``, the stage module's ``main``, ``_parser``, ``_parse``) are
+  reachable; a reachable unit reaches every unit that binds a name it reads: its module's
+  definitions, what an ``import`` binds (``from embtune.x import y``: ``y`` of ``embtune.x``, or
+  the sub-module), attribute chains on modules (``io.write_json``), a ``from x import *``.
+  Decorators, default arguments, base classes and annotations are names like any other; a module
+  used as a value (``getattr(mod, name)``) is reached whole;
+- a module runs its other statements (``register(...)``, a loop filling a table,
+  ``matplotlib.use``) when it is loaded (by an entry, a loaded module's import, or an import in
+  reached code); so does a definition whose decorator may register it (not in
+  :data:`PURE_DECORATORS`). Such an *effect* counts when it can change a result
+  (:meth:`Reach._counts`).
 
 Over-approximation by name is deliberate: a local variable that shares a module-level name pulls
 that definition in (a needless re-run at worst, never a missed one). What stays out is code
@@ -49,10 +48,9 @@ _FLATTENED = (ast.If, ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else 
 
 @dataclass(frozen=True)
 class Unit:
-    """One module-level statement: the names it binds, its kind (``def``: a definition or an
-    assignment, counted when named; ``import``; ``effect``: runs when the module loads), the
-    hash of its normalised AST, the dotted names it reads, and its imports as (bound name,
-    module, attribute) with module ``""`` for third-party ones, plus the modules they load."""
+    """One module-level statement: the names it binds; its kind (``def``, counted when named;
+    ``import``; ``effect``, run on load); the hash of its AST; the dotted names it reads; its
+    imports as (bound name, module ``""`` if third-party, attribute); the modules they load."""
 
     binds: tuple[str, ...]
     kind: str
@@ -118,9 +116,8 @@ def _add_units(stmt: ast.stmt, package: str, units: list[Unit]) -> None:
     elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         parts = [_target_names(t) for t in targets]
-        plain = all(p is not None for p in parts)
-        names = [n for p in parts if p is not None for n in p]
-        units.append(_unit(stmt, tuple(names) if plain else (), "def" if plain else "effect", package))
+        names = None if None in parts else tuple(n for p in parts for n in p)
+        units.append(_unit(stmt, names or (), "effect" if names is None else "def", package))
     elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
         units.append(_unit(stmt, (), "effect", package))
 
@@ -184,17 +181,14 @@ def _absolute(node: ast.ImportFrom, package: str) -> str:
 
 
 def _ours(module: str) -> bool:
-    return module == PACKAGE or module.startswith(PACKAGE + ".")
+    return module.split(".")[0] == PACKAGE
 
 
 def _imports_of(node: ast.Import | ast.ImportFrom, package: str) -> list[tuple[str, str, str]]:
     """(bound name, module, attribute) per alias; module "" for third-party imports."""
-    if isinstance(node, ast.Import):
-        out = []
-        for alias in node.names:
-            module = alias.name if alias.asname else alias.name.split(".")[0]
-            out.append((alias.asname or module, module if _ours(module) else "", ""))
-        return out
+    if isinstance(node, ast.Import):   # `import a.b` binds a; `import a.b as c` binds c to a.b
+        bound = [(a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2 for a in node.names]
+        return [(name, module if _ours(module) else "", "") for name, module in bound]
     base = _absolute(node, package)
     return [(a.asname or a.name, base if _ours(base) else "", a.name if a.name != "*" else "")
             for a in node.names]
@@ -213,6 +207,9 @@ def _with_parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
+Target = tuple[str, int]   # (module, index of one of its units)
+
+
 class Reach:
     """The walk: ``units_of(module)`` gives a module's units, or None when it is not a module
     of the package (a name inside one, or a missing file)."""
@@ -221,22 +218,34 @@ class Reach:
         self._units_of = units_of
         self._memo: dict[str, list[Unit] | None] = {}
         self._binds: dict[str, dict[str, list[int]]] = {}
+        self._lookups: dict[tuple[str, tuple[str, ...]], tuple[frozenset[Target], frozenset[str], bool]] = {}
         self.reached: dict[str, set[int]] = {}
         self.loaded: set[str] = set()
-        self._todo: list[tuple[str, int]] = []
-        self._seen: set[tuple[str, tuple[str, ...]]] = set()
+        self._named: set[str] = set()           # modules something reached names a definition of
+        self._pending: set[Target] = set()      # effects of loaded modules, not yet known to count
+        self._todo: list[Target] = []
 
     def units(self, module: str) -> list[Unit] | None:
-        if module not in self._memo:
-            self._memo[module] = self._units_of(module)
-        return self._memo[module]
+        return self._memo[module] if module in self._memo else self._memo.setdefault(module, self._units_of(module))
 
     def entry(self, module: str, names: Iterable[str]) -> None:
         """Load ``module`` and reach its definitions of ``names`` (absent ones are skipped)."""
+        self._named.add(module)
         self.load(module)
         for name in names:
             self._resolve(module, (name,), {})
-        self._run()
+
+    def settle(self) -> None:
+        """Walk until nothing more is reached: pending effects join when they count (:meth:`_counts`)."""
+        while True:
+            self._run()
+            ready = sorted(e for e in self._pending if self._counts(*e))
+            self._pending -= {e for e in self._pending if e[1] in self.reached.get(e[0], ())}
+            if not ready:
+                return
+            for module, index in ready:
+                self._pending.discard((module, index))
+                self._reach(module, index)
 
     def load(self, module: str) -> None:
         for name in _with_parents(module):
@@ -246,10 +255,35 @@ class Reach:
             self.loaded.add(name)
             for i, unit in enumerate(units):
                 if unit.kind == "effect":
-                    self._reach(name, i)
+                    self._pending.add((name, i))
                 elif unit.kind == "import":
                     for target in unit.loads:
                         self.load(target)
+
+    def _counts(self, module: str, index: int) -> bool:
+        """Whether an effect of a loaded module can change what the stage computes: its module
+        is named by reached code; or it touches third-party state (``matplotlib.use``,
+        ``torch.set_...``); or it touches a reached definition, directly or through the
+        module-level names of a definition it calls (``register(x)`` fills the ``_TABLE`` that a
+        reached ``get`` reads). A table-filling loop of a module the stage imports but never
+        reads (pnd_sets.py's for paper 1's training) does not count."""
+        if module in self._named:
+            return True
+        unit = self.units(module)[index]
+        local = _local(unit)
+        direct: set[Target] = set()
+        for chain in unit.refs:
+            targets, _, third_party = self._lookup(module, chain, local)
+            if third_party:
+                return True
+            direct |= {t for t in targets if self.units(t[0])[t[1]].kind != "import"}
+        touched = set(direct)
+        for mod, i in direct:
+            inner = self.units(mod)[i]
+            for chain in inner.refs:
+                touched |= {t for t in self._lookup(mod, chain, _local(inner))[0]
+                            if t[0] == mod and self.units(mod)[t[1]].kind != "import"}
+        return any(i in self.reached.get(mod, ()) for mod, i in touched)
 
     def _reach(self, module: str, index: int) -> None:
         done = self.reached.setdefault(module, set())
@@ -265,9 +299,20 @@ class Reach:
                 continue
             for target in unit.loads:
                 self.load(target)
-            local = {name: (mod, attr) for name, mod, attr in unit.imports}
+            local = _local(unit)
             for chain in unit.refs:
                 self._resolve(module, chain, local)
+
+    def _resolve(self, module: str, chain: tuple[str, ...], local: dict[str, tuple[str, str]]) -> None:
+        """Reach what ``chain`` (``name.attr...``, read in ``module``) names, and load the
+        modules on the way."""
+        targets, modules, _ = self._lookup(module, chain, local)
+        for name in modules:
+            self.load(name)
+        for mod, i in targets:
+            if self.units(mod)[i].kind != "import":
+                self._named.add(mod)
+            self._reach(mod, i)
 
     def _binds_of(self, module: str) -> dict[str, list[int]]:
         if module not in self._binds:
@@ -278,49 +323,71 @@ class Reach:
             self._binds[module] = table
         return self._binds[module]
 
-    def _resolve(self, module: str, chain: tuple[str, ...], local: dict[str, tuple[str, str]]) -> None:
-        """Reach what ``chain`` (``name.attr...``, read in ``module``) names."""
+    def _lookup(self, module: str, chain: tuple[str, ...], local: dict[str, tuple[str, str]]
+                ) -> tuple[frozenset[Target], frozenset[str], bool]:
+        """What ``chain`` read in ``module`` names: the units (the imports on the way included),
+        the modules it goes through, and whether it ends in third-party code."""
+        if local and chain[0] in local:
+            return self._find(module, chain, local)
+        key = (module, chain)
+        if key not in self._lookups:
+            self._lookups[key] = self._find(module, chain, {})
+        return self._lookups[key]
+
+    def _find(self, module: str, chain: tuple[str, ...], local: dict[str, tuple[str, str]]
+              ) -> tuple[frozenset[Target], frozenset[str], bool]:
+        found = _Lookup(self)
+        found.name_in(module, chain, local)
+        return frozenset(found.units), frozenset(found.modules), found.third_party
+
+
+class _Lookup:
+    """One name chain's resolution (:meth:`Reach._lookup`), through imports and sub-modules."""
+
+    def __init__(self, walk: Reach) -> None:
+        self.walk = walk
+        self.units: set[Target] = set()
+        self.modules: set[str] = set()
+        self.third_party = False
+        self.seen: set[tuple[str, tuple[str, ...]]] = set()
+
+    def name_in(self, mod: str, chain: tuple[str, ...], local: dict[str, tuple[str, str]]) -> None:
         name, rest = chain[0], chain[1:]
         if name in local:
-            self._follow(*local[name], rest)
+            self.follow(*local[name], rest)
             return
-        if not local:
-            if (module, chain) in self._seen:
-                return
-            self._seen.add((module, chain))
-        binds = self._binds_of(module)
-        for i in binds.get(name, ()):
-            self._reach(module, i)
-            unit = self.units(module)[i]
-            for bound, mod, attr in unit.imports if unit.kind == "import" else ():
+        if (mod, chain) in self.seen:
+            return
+        self.seen.add((mod, chain))
+        binds = self.walk._binds_of(mod)
+        # a name no statement binds may come from a `from x import *`
+        for i in binds.get(name) or binds.get("*", ()):
+            self.units.add((mod, i))
+            unit = self.walk.units(mod)[i]
+            for bound, target, attr in unit.imports if unit.kind == "import" else ():
                 if bound == name:
-                    self._follow(mod, attr, rest)
-        if name not in binds:
-            for i in binds.get("*", ()):
-                self._reach(module, i)
-                for bound, mod, _ in self.units(module)[i].imports:
-                    if bound == "*":
-                        self._follow(mod, name, rest)
+                    self.follow(target, attr, rest)
+                elif bound == "*" and name not in binds:
+                    self.follow(target, name, rest)
 
-    def _follow(self, module: str, attr: str, rest: tuple[str, ...]) -> None:
-        """Reach ``module.attr.rest...`` (``attr`` "": the module itself)."""
-        if not module:
-            return   # third-party
-        self.load(module)
-        if attr:
-            self._attr(module, attr, rest)
-        elif rest:
-            self._attr(module, rest[0], rest[1:])
-        else:   # the module used as a value: all of it
-            for i in range(len(self.units(module) or ())):
-                self._reach(module, i)
+    def follow(self, mod: str, attr: str, rest: tuple[str, ...]) -> None:
+        if not mod:
+            self.third_party = True
+            return
+        self.modules.add(mod)
+        if not attr and not rest:   # the module used as a value: all of it
+            self.units.update((mod, i) for i in range(len(self.walk.units(mod) or ())))
+            return
+        head, tail = (attr, rest) if attr else (rest[0], rest[1:])
+        if self.walk.units(f"{mod}.{head}") is not None:
+            self.follow(f"{mod}.{head}", "", tail)
+        if self.walk.units(mod) is not None:
+            self.name_in(mod, (head, *tail), {})
 
-    def _attr(self, module: str, attr: str, rest: tuple[str, ...]) -> None:
-        sub = f"{module}.{attr}"
-        if self.units(sub) is not None:
-            self._follow(sub, "", rest)
-        if self.units(module) is not None:
-            self._resolve(module, (attr, *rest), {})
+
+def _local(unit: Unit) -> dict[str, tuple[str, str]]:
+    """Names a definition's own (function-level) imports bind."""
+    return {} if unit.kind == "import" else {name: (mod, attr) for name, mod, attr in unit.imports}
 
 
 def reachable(entries: Iterable[tuple[str, Iterable[str]]],
@@ -329,4 +396,5 @@ def reachable(entries: Iterable[tuple[str, Iterable[str]]],
     walk = Reach(units_of)
     for module, names in entries:
         walk.entry(module, names)
+    walk.settle()
     return {m: [walk.units(m)[i] for i in sorted(idx)] for m, idx in walk.reached.items()}

@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -64,7 +65,13 @@ def cache_dir() -> Path:
 
 
 def _cache_key(*parts: str) -> str:
-    return hashlib.sha256("\0".join((CACHE_FORMAT, *parts)).encode()).hexdigest()
+    """Also keyed by the analysers' own bytes: an edit of the rules here or in code_reach.py
+    misses every entry, even where CACHE_FORMAT was not bumped."""
+    return hashlib.sha256("\0".join((CACHE_FORMAT, _analysers_hash(), *parts)).encode()).hexdigest()
+
+
+def _analysers_hash() -> str:
+    return "".join(_content_hash(Path(m.__file__)) for m in (code_reach, sys.modules[__name__]))
 
 
 def _cache_read(key: str, valid: re.Pattern[str]) -> list[str] | None:

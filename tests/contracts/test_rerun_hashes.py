@@ -176,7 +176,8 @@ def test_reach_follows_names_not_files(package_tree) -> None:
     """Every way a name is reached, on a hand-built package whose reachable definitions are
     known: module attributes, from-imports, star imports, lazy imports, sub-modules, default
     arguments, base classes, a module used as a value, import-time registrations and a
-    registering decorator; and what stays out: unused definitions, never-imported modules."""
+    registering decorator; and what stays out: unused definitions, never-imported modules, the
+    import-time effects of a loaded module that reach nothing the stage reads."""
     root = package_tree({
         "cli.py": """
             STAGES = {"go": ("embtune.a.main", "help")}
@@ -186,6 +187,7 @@ def test_reach_follows_names_not_files(package_tree) -> None:
         "a/__init__.py": "",
         "a/main.py": """
             from embtune import util, whole
+            from embtune import tables, plugin, side   # loaded, never named
             from embtune.reg import get
             from .helpers import *
             import embtune.deep.mod as dm
@@ -236,6 +238,11 @@ def test_reach_follows_names_not_files(package_tree) -> None:
         "lazy.py": "def lazy_fn():\n    return 1\ndef other():\n    return 2\n",
         "whole.py": "def f():\n    return 1\ndef g():\n    return 2\n",
         "never.py": "def f():\n    return 1\n",
+        # effects of loaded modules nothing names: a table no reached code reads does not count,
+        # a registration into reg.py's table (which get() reads) and a third-party call do
+        "tables.py": "_T = {}\ndef add(k):\n    _T[k] = 1\nfor k in (1, 2):\n    add(k)\n",
+        "plugin.py": "from embtune.reg import register\nregister('p', lambda: 3)\n",
+        "side.py": "import os\nos.environ.setdefault('X', '1')\n",
     })
     units = codeversion.stage_units("go", root=root)
     named = {rel: sorted(n for u in us if u.kind != "import" for n in u.binds) for rel, us in units.items()}
@@ -250,9 +257,11 @@ def test_reach_follows_names_not_files(package_tree) -> None:
         "deep/mod.py": ["Thing"],
         "lazy.py": ["lazy_fn"],
         "whole.py": ["f", "g"],
+        "plugin.py": [], "side.py": [],      # their effects only
     }
     assert effects["reg.py"] == 2       # register("x", _impl) and the decorated definition
-    assert effects["a/main.py"] == 0
+    assert effects["a/main.py"] == 0 and effects["plugin.py"] == 1 and effects["side.py"] == 1
+    assert "tables.py" not in units
     # one edit after another: each changes the hash iff it edits something reached
     edits = [(False, _append("util.py", "def also_unused():\n    return never()\n")),
              (False, _append("never.py", "X = 1\n")),
@@ -263,6 +272,9 @@ def test_reach_follows_names_not_files(package_tree) -> None:
              (True, lambda r: _edit_function(r / "whole.py", "g")),           # getattr(whole, ...)
              (True, lambda r: _edit_function(r / "reg.py", "decorated")),     # registered on import
              (True, _append("reg.py", "register('y', _impl)\n")),
+             (False, lambda r: (r / "tables.py").write_text((r / "tables.py").read_text().replace("(1, 2)", "(1, 3)"))),
+             (True, lambda r: (r / "plugin.py").write_text((r / "plugin.py").read_text().replace("3", "4"))),
+             (True, lambda r: (r / "side.py").write_text((r / "side.py").read_text().replace("'1'", "'2'"))),
              (True, lambda r: (r / "util.py").write_text((r / "util.py").read_text().replace("DEFAULT = 1", "DEFAULT = 4"))),
              (True, lambda r: (r / "parent.py").write_text("class Parent:\n    y = 1\nclass Other:\n    pass\n")),
              (False, lambda r: (r / "parent.py").write_text("class Parent:\n    y = 1\nclass Other:\n    z = 1\n"))]
@@ -368,6 +380,22 @@ def test_an_import_time_registration_counts_where_its_module_is_loaded(tmp_path:
     changed = _changed_by(_copy_src(tmp_path), edit)
     assert {"train", "train-batch", "plan", "fit-scaling"} <= changed
     assert not changed & {"summary", "stage-in", "fetch", "prepare-xnli"}
+
+
+def test_a_table_filled_on_import_counts_only_where_it_is_read(tmp_path: Path) -> None:
+    """pnd_sets.py fills its registry of PND evaluation sets with a module-level loop. Paper 1's
+    training imports the module (layout.py does) but reads no PND set; split-msmarco names its
+    output files after them (layout.pnd_file_name) and evaluate-pnd evaluates them. A changed set
+    re-runs those, not training."""
+    def edit(root: Path) -> None:
+        pnd_sets = root / "pnd_sets.py"
+        old = '"msmarco/eval.parquet"'
+        assert pnd_sets.read_text().count(old) == 1
+        pnd_sets.write_text(pnd_sets.read_text().replace(old, '"msmarco/eval_v2.parquet"'))
+
+    changed = _changed_by(_copy_src(tmp_path), edit)
+    assert {"evaluate-pnd", "split-msmarco"} <= changed
+    assert not changed & {"train", "train-batch", "evaluate-mteb", "build-model"}
 
 
 def _forget_in_process() -> None:
