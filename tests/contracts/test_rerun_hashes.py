@@ -284,6 +284,54 @@ def test_reach_follows_names_not_files(package_tree) -> None:
         assert (code_version("go", root=root) != before) == counts, i
 
 
+_TRACE = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    import embtune
+    from embtune import cli
+    root = str(Path(embtune.__file__).parent)
+    seen = set()
+    def prof(frame, event, arg):
+        if event != "call" or not frame.f_code.co_filename.startswith(root):
+            return
+        f = frame.f_back
+        while f is not None:   # code run while a module is imported is not a call of the stage
+            if f.f_code.co_name == "<module>" and f.f_code.co_filename.startswith(root):
+                return
+            f = f.f_back
+        seen.add((frame.f_code.co_filename, frame.f_code.co_firstlineno))
+    sys.setprofile(prof)
+    rc = cli.main(sys.argv[1:])
+    sys.setprofile(None)
+    print(json.dumps({"rc": rc, "calls": sorted(seen)}))
+""")
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate-params", "params.yaml", "presets/demo.yaml"],
+    ["plan", "params.yaml", "--out-runs", "{tmp}/runs.csv", "--out-skipped", "{tmp}/skipped.csv",
+     "--out-cost", "{tmp}/cost.csv", "--out-plan", "{tmp}/plan.json"],
+])
+def test_every_function_a_stage_calls_is_in_its_reach(tmp_path: Path, argv: list[str]) -> None:
+    """The reference is the interpreter: a profiler records every embtune function the stage
+    calls (after imports); each one's top-level definition must be among the stage's units."""
+    proc = subprocess.run([sys.executable, "-c", _TRACE, *(a.format(tmp=tmp_path) for a in argv)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(SRC.parent)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["rc"] == 0
+    called: dict[str, set[str]] = {}
+    for filename, line in result["calls"]:
+        path = Path(filename)
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                    min([node.lineno, *(d.lineno for d in node.decorator_list)]) <= line <= node.end_lineno):
+                called.setdefault(path.relative_to(SRC).as_posix(), set()).add(node.name)
+    assert sum(map(len, called.values())) > 50 and "cli.py" in called     # the reference saw the run
+    reach = {rel: {n for u in units for n in u.binds} for rel, units in codeversion.stage_units(argv[0]).items()}
+    assert {rel: names - reach.get(rel, set()) for rel, names in called.items() if names - reach.get(rel, set())} == {}
+
+
 def _edit_function(path: Path, name: str) -> None:
     """One statement more inside function ``name`` of the file (before its last statement)."""
     text = path.read_text()
