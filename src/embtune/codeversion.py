@@ -1,54 +1,56 @@
-"""The library code each ``embtune <stage>`` runs, derived from its imports: rerun hashes.
+"""The library code each ``embtune <stage>`` runs, derived from the source: rerun hashes.
 
 Why: Snakemake re-runs a job when a rule's params change (its ``params`` rerun trigger), so every
-rule carries ``code=code_version("<stage>")``, a hash of the source its CLI stage runs; DVC
-re-runs a stage when one of its ``deps`` changes, so each DVC stage lists those source files.
-Both used to be hand-kept lists, and they drifted from the imports (issue 16): editing a module
-that a stage imported did not re-run that stage. Here the list is the *import closure* of the
-stage, found statically:
+rule that runs project code carries ``code=code_version("<stage>")``, a hash of the code its CLI
+stage runs; DVC re-runs a stage when one of its ``deps`` changes, so each DVC stage lists source
+files. Both are derived here, never hand-kept (hand-kept lists drifted from the imports, issue 16):
 
 - a stage's entry points are ``embtune/cli.py`` (the dispatcher) and the module that
   ``cli.STAGES`` maps the stage name to, read from cli.py's source with ``ast``;
-- every ``import embtune...`` / ``from embtune... import x`` / relative ``from .x import y``
-  anywhere in a module (function-level, lazy imports included: they run when the stage runs)
-  adds the imported module, and ``x`` too when ``x`` is a sub-module; importing ``a.b.c`` runs
-  ``a/__init__.py`` and ``a/b/__init__.py``, so those are in the closure as well;
+- **the rerun hash** (:func:`code_version`) covers the functions, classes, constants and
+  import-time statements reachable *by name* from ``cli.main`` and the stage module's
+  ``main``/``_parser``/``_parse`` (:mod:`embtune.code_reach` has the rules), each as its AST
+  without docstrings. So a comment, a docstring, the formatting, or a definition nothing
+  reachable names (a new helper in io.py, which nearly every stage imports) re-runs nothing,
+  while an edit of code a stage can run re-runs it (tests/contracts/test_rerun_hashes.py,
+  tests/e2e/test_rerun_identity.py);
+- **the import closure** (:func:`stage_closure`): every module the stage imports, function-level
+  lazy imports included, with parent packages' ``__init__.py``. It is a superset of what a plain
+  ``import`` loads, which the contract test checks against ``sys.modules`` in a fresh
+  interpreter. DVC depends on files, so its ``deps`` are these whole files
+  (workflow/scripts/dvc_code_deps.py): ``dvc repro`` then re-runs the Snakemake phase, and
+  Snakemake, by the rerun hashes, runs only the jobs whose code changed;
 - only modules under the ``embtune`` package count: third-party code is pinned by the
   environment, not by this hash.
 
-The closure is a superset of what a plain ``import`` loads (lazy imports are included), which is
-what tests/contracts/test_rerun_hashes.py checks against ``sys.modules`` in a fresh interpreter.
-
-The hash covers each file's *normalised* source (:func:`normalised_source`: the AST without
-docstrings), so editing a comment, a docstring or the formatting re-runs nothing, while any change
-to what the code does re-runs the stages that import it (tests/e2e/test_rerun_identity.py). DVC's
-``deps`` of the same files still hash bytes (DVC has no such hook): ``dvc repro`` re-runs the
-Snakemake phase, and Snakemake then finds nothing to do.
-
 **Cached on disk** (:func:`cache_dir`): every Snakemake process computes these hashes while it
 parses the workflow: the controller, each dry run, and each SLURM job, which starts a Snakemake
-of its own. Parsing and dumping the ASTs of ~130 modules took ~3 of the ~4.5 CPU seconds of that
-parse. A file's imports are kept under the hash of its bytes, and a closure's digest under the
-hash of its files' paths and bytes, so a changed byte misses the cache and nothing stale is
-ever read. The digests are the same with or without the cache.
+of its own. Parsing the ~140 modules is most of the cost. A module's imports and its units are
+kept under the hash of its bytes, and a set of stages' hash under the hash of every module's
+path and bytes, so a changed byte misses the cache and nothing stale is ever read. The digests
+are the same with or without the cache.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
+
+from embtune import code_reach
 
 PACKAGE = "embtune"
 ROOT = Path(__file__).resolve().parent   # src/embtune
 DIGEST_CHARS = 16
 CACHE_ENV = "EMBTUNE_CACHE_DIR"
 # Bumped whenever what is cached changes meaning (a new normalisation, a new import rule)
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 _NAME = re.compile(rf"^{PACKAGE}(\.\w+)*$")
 _DIGEST = re.compile(rf"^[0-9a-f]{{{DIGEST_CHARS}}}$")
 
@@ -63,7 +65,13 @@ def cache_dir() -> Path:
 
 
 def _cache_key(*parts: str) -> str:
-    return hashlib.sha256("\0".join((CACHE_FORMAT, *parts)).encode()).hexdigest()
+    """Also keyed by the analysers' own bytes: an edit of the rules here or in code_reach.py
+    misses every entry, even where CACHE_FORMAT was not bumped."""
+    return hashlib.sha256("\0".join((CACHE_FORMAT, _analysers_hash(), *parts)).encode()).hexdigest()
+
+
+def _analysers_hash() -> str:
+    return "".join(_content_hash(Path(m.__file__)) for m in (code_reach, sys.modules[__name__]))
 
 
 def _cache_read(key: str, valid: re.Pattern[str]) -> list[str] | None:
@@ -211,9 +219,6 @@ def stage_closure(stage: str, root: Path = ROOT) -> list[str]:
     return closure([f"{PACKAGE}.cli", modules[stage]], root)
 
 
-_DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
 def normalised_source(path: Path) -> bytes:
     """What of a module can change a result: its AST without docstrings, as ``ast.dump`` writes it
     (no line or column numbers), so comments, docstrings and formatting do not count (issue 23:
@@ -226,44 +231,76 @@ def normalised_source(path: Path) -> bytes:
 def _normalised_cached(path: Path, _mtime_ns: int, _size: int) -> bytes:
     if path.suffix != ".py":
         return path.read_bytes()
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None) if isinstance(node, _DOCSTRING_OWNERS) else None
-        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
+    tree = code_reach.strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
     return ast.dump(tree, include_attributes=False).encode()
 
 
-def digest(files: Iterable[str], root: Path = ROOT) -> str:
-    """Hash of the files' relative paths and normalised sources (:func:`normalised_source`), in
-    sorted order (a rename changes it too). On disk: under the hash of the paths and bytes."""
-    rels = sorted(set(files))
-    key = _cache_key("digest", *(f"{rel}\0{_content_hash(Path(root) / rel)}" for rel in rels))
-    cached = _cache_read(key, _DIGEST)
-    if cached and len(cached) == 1:
-        return cached[0]
-    h = hashlib.sha256()
-    for rel in rels:
-        h.update(rel.encode() + b"\0" + normalised_source(Path(root) / rel) + b"\0")
-    value = h.hexdigest()[:DIGEST_CHARS]
-    _cache_write(key, [value])
-    return value
-
-
 def code_version(*stages: str, root: Path = ROOT) -> str:
-    """The rerun hash of one or more CLI stages (a Snakemake rule's ``code`` param). On disk:
-    under the stages and the hash of every module of the package (walking ~30 overlapping
-    closures was ~0.5 s of each workflow parse)."""
+    """The rerun hash of one or more CLI stages (a Snakemake rule's ``code`` param): the paths
+    and normalised sources of the definitions they can run (:func:`reach_digest`). On disk:
+    under the stages and the hash of every module of the package (~30 overlapping walks were
+    ~0.5 s of each workflow parse)."""
     if not stages:
         raise ValueError("code_version needs at least one embtune stage name")
     key = _cache_key("stages", *sorted(set(stages)), _package_hash(Path(root)))
     cached = _cache_read(key, _DIGEST)
     if cached and len(cached) == 1:
         return cached[0]
-    value = digest({f for s in stages for f in stage_closure(s, root)}, root)
+    value = reach_digest(stages, root)
     _cache_write(key, [value])
     return value
+
+
+# What `embtune <stage>` calls in the stage module: cli.main parses with `_parser()` or
+# `_parse(argv)` (the stage's own arguments, checked before any work), then runs `main(argv)`.
+STAGE_ENTRIES = ("main", "_parser", "_parse")
+
+
+def stage_units(*stages: str, root: Path = ROOT) -> dict[str, list[code_reach.Unit]]:
+    """File (relative to ``root``) -> the units (embtune.code_reach) ``embtune <stage>`` can run,
+    from ``cli.main`` and the stage module's entries."""
+    root = Path(root)
+    modules = stage_modules(root)
+    unknown = sorted(set(stages) - set(modules))
+    if unknown:
+        raise KeyError(f"unknown embtune stage {unknown[0]!r} (cli.STAGES has: {', '.join(sorted(modules))})")
+    entries = [(f"{PACKAGE}.cli", ("main",)), *((modules[s], STAGE_ENTRIES) for s in sorted(set(stages)))]
+    found = code_reach.reachable(entries, lambda name: _units(name, root))
+    return {module_file(m, root).relative_to(root).as_posix(): units for m, units in found.items()}
+
+
+def reach_digest(stages: Iterable[str], root: Path = ROOT) -> str:
+    """Hash of the reachable units' files and normalised ASTs, file by file in sorted order and
+    in source order within a file: a new unused definition leaves it, an edit of one that runs
+    changes it."""
+    h = hashlib.sha256()
+    for rel, units in sorted(stage_units(*stages, root=root).items()):
+        for unit in units:
+            h.update(f"{rel}\0{unit.digest}\0".encode())
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def _units(name: str, root: Path) -> list[code_reach.Unit] | None:
+    path = module_file(name, root)
+    if path is None:
+        return None
+    stat = path.stat()
+    return _units_cached(path, name, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=1024)
+def _units_cached(path: Path, name: str, _mtime_ns: int, _size: int) -> list[code_reach.Unit]:
+    """A module's units, parsed once per process; on disk as JSON under the hash of the
+    module's name (relative imports resolve against it) and bytes."""
+    key = _cache_key("units", name, _content_hash(path))
+    try:
+        raw = json.loads((cache_dir() / key).read_text())
+        return [code_reach.Unit.from_json(u) for u in raw]
+    except (OSError, UnicodeDecodeError, ValueError, TypeError):
+        pass
+    units = code_reach.analyse(path.read_text(), name, path.name == "__init__.py", filename=str(path))
+    _cache_write(key, [json.dumps([u.to_json() for u in units], separators=(",", ":"))])
+    return units
 
 
 def _package_hash(root: Path) -> str:

@@ -27,7 +27,8 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
             "scaling": "scaling", "plots": "plots", "stages": "drivers"}
 #: Top-level modules, placed by what they import and what imports them:
 #: - base: no embtune imports but each other (``optim`` holds the LR helpers that models/build.py,
-#:   both training loops and the sweep read; ``codeversion`` hashes source files);
+#:   both training loops and the sweep read; ``codeversion`` hashes source files, what
+#:   ``code_reach`` finds a stage runs);
 #: - runconfig: the typed run configs the training loops take (issue 28), built from the
 #:   method registry in models/;
 #: - plan: params and the grid (config validates freeze specs of train/, the sweep expands grids
@@ -36,6 +37,7 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
 #: - drivers: the CLI dispatcher.
 TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "stage_paths": "base", "model_files": "base", "optim": "base", "codeversion": "base", "layout": "base",
              "params_yaml": "base", "pnd_sets": "base",
+             "code_reach": "base",
              "run_identity": "base", "batch_members": "base", "launch": "base", "gpus": "plan", "study_cost": "plan", "progress": "base",
              "config": "plan", "config_checks": "plan", "sweep": "plan", "cost": "plan", "plan": "plan",
              "params_coverage": "plan", "runconfig": "runconfig", "summary": "plots", "cli": "drivers"}

@@ -108,8 +108,9 @@ def test_identity_drops_exactly_the_runtime_keys_and_merge_restores_them() -> No
 
 # ------------------------------------------------------------------ a finished pipeline
 def check_reruns(work: Path, presets: tuple[str, ...], results: str, *args: str) -> int:
-    """On the finished pipeline in ``work``: harmless edits leave no training job to run, a
-    changed temperature or loss code re-plans every training run. Returns the runs' count.
+    """On the finished pipeline in ``work``: harmless edits leave no training job to run (and
+    code nothing runs, no job at all), a changed temperature or loss code re-plans every
+    training run. Returns the runs' count.
 
     The demo trains in batches (train.runs_per_job 8): a changed run re-runs its batch job
     (train_batch), which retrains the changed members only (the reuse is tests/unit/stages/
@@ -129,6 +130,18 @@ def check_reruns(work: Path, presets: tuple[str, ...], results: str, *args: str)
         assert train_jobs() == (0, 0)
     finally:
         io_py.write_text(original)
+    # code nothing runs: a new helper in io.py (imported by nearly every stage), a new constant
+    # in pnd_sets.py (imported by paper 1's training): no job at all re-plans
+    for rel, text in (("src/embtune/io.py", "\n\ndef unused_helper(path):\n    return write_text(path, '')\n"),
+                      ("src/embtune/pnd_sets.py", "\nUNUSED_CONSTANT = 3\n")):
+        path = work / rel
+        original = path.read_text()
+        try:
+            path.write_text(original + text)
+            out = snakemake(work, "-n", *args, presets=presets, timeout=600)
+            assert out.returncode == 0 and "Nothing to be done" in out.stdout + out.stderr, (rel, out.stdout[-3000:])
+        finally:
+            path.write_text(original)
     preset = work / "presets" / "intervals.yaml"
     try:
         preset.write_text("train:\n  log_every_steps: 3\n  checkpoint_every_steps: 7\n  gradcache_chunk: 4\n")

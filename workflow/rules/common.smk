@@ -109,13 +109,14 @@ SRC = Path(workflow.basedir) / "src" / "embtune"
 
 
 def code_version(stage):
-    """Rerun hash of the library code `embtune <stage>` runs: the stage module's import closure
-    within src/embtune, derived by embtune.codeversion (never a hand-kept list, issue 16).
+    """Rerun hash of the library code `embtune <stage>` runs: the functions, classes and
+    constants it reaches by name within src/embtune, derived by embtune.codeversion (never a
+    hand-kept list, issue 16).
 
     Used as the `code` param of a rule; Snakemake's params trigger then re-runs exactly the rules
-    whose code changed (e.g. editing evaluate/pnd.py re-runs the PND evaluations and the query tables that
-    import it, never training or data). tests/contracts/test_rerun_hashes.py checks that each rule names
-    the stage its shell command runs."""
+    whose code changed (e.g. editing the contrastive loss re-runs every training job, never the
+    PND evaluations; an unused new helper in io.py re-runs nothing). tests/contracts/
+    test_rerun_hashes.py checks that each rule names the stage its shell command runs."""
     return _codeversion.code_version(stage, root=SRC)
 
 

@@ -22,6 +22,10 @@ rule stage_snapshot:
     wildcard_constraints:
         repo=r"[^/]+(?:/[^/]+)?",
         revision=r"[^/]+",
+    # A fix to what `embtune stage-in` runs re-stages (the folder or its record might be wrong);
+    # only the code it reaches counts (embtune.code_reach), so an edit elsewhere re-downloads nothing.
+    params:
+        code=code_version("stage-in"),
     shell:
         "embtune stage-in snapshot --repo-id {wildcards.repo:q} "
         "--revision {wildcards.revision:q} --out {output:q} > {log:q} 2>&1"

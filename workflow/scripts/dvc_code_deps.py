@@ -8,6 +8,14 @@ so the library code it depends on is
 - the closure of what the workflow itself imports while it builds the DAG (``from embtune...``
   lines of the Snakefile and the listed .smk files): e.g. embtune.sweep decides which runs exist.
 
+Why whole files, when Snakemake's rerun hashes cover only the definitions a stage reaches
+(embtune.code_reach): DVC hashes files and nothing finer, and a DVC stage is a whole Snakemake
+phase, so a per-file dep is both the finest DVC can track and enough. An edit DVC sees as a dep
+change (an unused helper in io.py) makes ``dvc repro`` start the phase; Snakemake then compares
+each job's ``code`` param and runs only jobs whose reached code changed, i.e. none. A per-stage
+hash file as the dep would save that start (seconds) but need its own writer kept in step with
+the workflow, which these derived file lists avoid.
+
 The generated lines sit between two marker comments in each stage's deps and are the only part
 of dvc.yaml this script touches:
 
