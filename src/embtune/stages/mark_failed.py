@@ -99,11 +99,18 @@ def _query(unit: dict[str, Any], attempt: int, retries: int) -> str:
 
 
 def _mteb(unit: dict[str, Any], attempt: int, retries: int) -> str:
+    from embtune.io import read_json, write_json
     from embtune.stages.evaluate_mteb import _skipped
 
-    metrics = {"status": "failed", "skip_reason": f"{REASON}: {unit.get('detail', '')}"}
-    _skipped(Path(unit["scores"]), [], metrics, Path(unit["table"]), Path(unit["results"]))
-    return str(unit["scores"])
+    detail = unit.get("detail", "")
+    scores = Path(unit["scores"])
+    _skipped(scores, [], {"status": "failed", "skip_reason": f"{REASON}: {detail}"}, Path(unit["table"]),
+             Path(unit["results"]))
+    # its own failure (embtune status counts it), unlike the record of a run training lost
+    record = {**read_json(scores), "failure": {"reason": REASON, "attempt": attempt, "retries": retries,
+                                               "detail": detail}}
+    write_json(scores, record)
+    return str(scores)
 
 
 def _pnd(unit: dict[str, Any], attempt: int, retries: int) -> str:
