@@ -22,6 +22,7 @@ from collections.abc import Iterable
 _HEADER = re.compile(r"^(?:(?:local)?rule (\w+)|Error in rule (\w+)):\s*$")
 _FIELD = re.compile(r"^ {4}(\w+): ?(.*)$")
 _RESTART = re.compile(r"^Trying to restart job (\d+)\.")
+_LOGFILE = re.compile(r"^Logfile .*:\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,22 @@ def _wildcards(text: str) -> dict[str, str]:
     return out
 
 
+def _own_lines(lines: list[str]) -> list[str]:
+    """The controller's own lines: without the job logs it prints after a failure
+    (``show-failed-logs``: ``Logfile X:`` then the log between two ``=====`` rules), whose
+    blocks are the job-step Snakemake's (job id 0 there) and would read as failures here."""
+    out, i = [], 0
+    while i < len(lines):
+        if _LOGFILE.match(lines[i]) and i + 1 < len(lines) and lines[i + 1].startswith("====="):
+            i += 2
+            while i < len(lines) and not lines[i].startswith("====="):
+                i += 1
+        else:
+            out.append(lines[i])
+        i += 1
+    return out
+
+
 def _blocks(lines: list[str]) -> Iterable[tuple[str, str, dict[str, str]]]:
     """(kind, rule, fields) per job header or error block; kind is 'job', 'error' or 'restart'."""
     i = 0
@@ -84,7 +101,7 @@ def final_failures(log_text: str) -> list[FailedJob]:
     none), matched by job id."""
     wildcards: dict[str, dict[str, str]] = {}
     failed: dict[str, FailedJob] = {}
-    for kind, rule, fields in _blocks(log_text.splitlines()):
+    for kind, rule, fields in _blocks(_own_lines(log_text.splitlines())):
         jobid = fields.get("jobid", "")
         if kind == "job":
             wildcards[jobid] = _wildcards(fields.get("wildcards", ""))

@@ -398,13 +398,20 @@ def test_preempted_training_resumes_through_slurm(slurm_cluster: SlurmCluster, p
 
 
 # --------------------------------------------------------------------------- runs that end for good
-# Two more runs of the ci preset beside the pre-empted one (3e11, trained by the tests above or
-# here first), on the cluster at once, with --retries 0 (so their first attempt is their last) and
-# a one-minute time request (EMBTUNE_MAX_RUNTIME_MIN, the profile's cap): the 3e12 run (~110 s of
-# steps) is still training when SLURM's --signal=TERM@15 arrives and must write a time_limit
-# record; the 1e12 run is kill -9'd mid-run (what an OOM killer or a lost node leaves) and the
-# workflow's onerror must write a `killed` record. A second `snakemake` writes the analysis.
-FOR_GOOD_PRESET = PREEMPT_PRESET.replace("budgets: [3.0e+11]", "budgets: [3.0e+11, 1.0e+12, 3.0e+12]")
+# Two runs of the ci preset (six epochs allowed, so they outlast a minute) on the cluster at once,
+# with --retries 0 (their first attempt is their last) and a one-minute time request
+# (EMBTUNE_MAX_RUNTIME_MIN, the profile's cap): the 2e12 run (~2,200 steps of ~35 ms) is still
+# training when SLURM's --signal=TERM@15 arrives and must write a time_limit record; the 1e12 run
+# is kill -9'd mid-run (what an OOM killer or a lost node leaves), and the workflow's onerror must
+# write a `killed` record. A second `snakemake` then writes the analysis without them.
+FOR_GOOD_PRESET = """\
+train:
+  methods: [full]
+  budgets: [1.0e+12, 2.0e+12]
+  max_epochs: 6
+  log_every_steps: 1
+  checkpoint_every_steps: 1000000
+"""
 FOR_GOOD_CONFIG = [*PRESETS, "for_good.yaml"]
 
 
@@ -426,13 +433,9 @@ def test_time_limit_and_kill_are_failure_records_and_the_analysis_goes_on(
         slurm_cluster: SlurmCluster, preempt_copy: dict) -> None:
     work, env = preempt_copy["work"], {**preempt_copy["env"], "EMBTUNE_MAX_RUNTIME_MIN": "1"}
     (work / "for_good.yaml").write_text(FOR_GOOD_PRESET)
-    ok_run = preempt_copy["run_id"]
-    if not (work / RESULTS.runs.file(ok_run, METRICS_JSON)).exists():    # run alone: train it locally
-        local = subprocess.run(["snakemake", preempt_copy["target"], "--configfile", *PREEMPT_CONFIG], cwd=work,
-                               env=preempt_copy["env"], capture_output=True, text=True, timeout=300)
-        assert local.returncode == 0, local.stderr[-3000:]
-    killed, timed = (ok_run.replace(f"c{format_budget(3e11)}", f"c{format_budget(c)}") for c in (1e12, 3e12))
-    assert killed != ok_run != timed, (ok_run, killed, timed)
+    killed, timed = (preempt_copy["run_id"].replace(f"c{format_budget(3e11)}", f"c{format_budget(c)}")
+                     for c in (1e12, 2e12))
+    assert killed != preempt_copy["run_id"] != timed, (killed, timed)
     killed_log, timed_log = (work / RESULTS.log(f"train/{r}") for r in (killed, timed))
     before = set(slurm_cluster.submitted_job_ids())
     out = work.parent / "snakemake-for-good.out"
@@ -467,6 +470,7 @@ def test_time_limit_and_kill_are_failure_records_and_the_analysis_goes_on(
     assert rec["reason"] == "time_limit" and rec["attempt"] == 1 and rec["retries"] == 0, rec
     assert rec["detail"].startswith("signal 15 at step ") and 0 < rec["partial"]["steps"], rec
     assert (work / RESULTS.checkpoint(timed) / "state.json").exists()         # kept: a rerun resumes it
+    assert "failed for good: time_limit" in _read(timed_log)
     # the kill: no record from the job itself; the controller's onerror wrote it
     killed_metrics = json.loads((work / RESULTS.runs.file(killed, METRICS_JSON)).read_text())
     assert killed_metrics["failure"]["reason"] == "killed", killed_metrics
@@ -474,7 +478,7 @@ def test_time_limit_and_kill_are_failure_records_and_the_analysis_goes_on(
 
     # ... and the analysis goes on without them
     again = subprocess.run(["snakemake", "--profile", "slurm", *TARGETS, "--configfile", *FOR_GOOD_CONFIG],
-                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
+                           cwd=work, env=preempt_copy["env"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-4000:]
     fits = json.loads((work / TARGETS[0]).read_text())
     assert fits["failed_runs"]["count"] == 2, fits["failed_runs"]

@@ -59,19 +59,19 @@ def _pnd_unit(qmodel, qrun, detail):
 def failed_units(job):
     """The units a job Snakemake gave up on would have written (embtune.failed_jobs.FailedJob)."""
     wc, detail = job.wildcards, job.detail()
-    if job.rule == "train_contrastive" and TRAIN_RUNS_PER_JOB == 1:
+    if job.rule == "train_contrastive" and TRAIN_RUNS_PER_JOB == 1 and wc.get("run") in RUNS:
         return [_train_unit(wc["run"], detail)]
     if job.rule == "train_batch":
         return [_train_unit(run, detail) for run in TRAIN_BATCHES.get(wc.get("batch"), [])]
-    if job.rule == "tune_query" and QUERY_RUNS_PER_JOB == 1:
+    if job.rule == "tune_query" and QUERY_RUNS_PER_JOB == 1 and (wc.get("qmodel"), wc.get("qrun")) in QRUNS:
         return [_query_unit(wc["qmodel"], wc["qrun"], detail)]
     if job.rule == "tune_query_batch":
         return [_query_unit(m, q, detail) for m, q in QUERY_BATCHES.get(wc.get("qbatch"), [])]
     if job.rule == "evaluate_mteb_batch":
         return [_mteb_unit(run, detail) for run in MTEB_BATCHES.get(wc.get("batch"), [])]
-    if job.rule == "evaluate_pnd_base":
+    if job.rule == "evaluate_pnd_base" and wc.get("qmodel") in QMODELS:
         return [_pnd_unit(wc["qmodel"], BASE_RUN, detail)]
-    if job.rule == "evaluate_pnd_query":
+    if job.rule == "evaluate_pnd_query" and (wc.get("qmodel"), wc.get("qrun")) in QRUNS:
         return [_pnd_unit(wc["qmodel"], wc["qrun"], detail)]
     return []
 
@@ -82,6 +82,7 @@ def mark_failed_jobs(logs):
         return
     text = "".join(Path(p).read_text(errors="replace") for p in ([logs] if isinstance(logs, str) else logs or []))
     units = [unit for job in _final_failures(text) for unit in failed_units(job)]
+    units = list({_json.dumps(u, sort_keys=True): u for u in units}.values())  # a batch named twice
     if not units:
         return
     L.results.log("mark_failed").parent.mkdir(parents=True, exist_ok=True)
