@@ -63,8 +63,8 @@ def _own_lines(lines: list[str]) -> list[str]:
     out, i = [], 0
     while i < len(lines):
         if _LOGFILE.match(lines[i]) and i + 1 < len(lines) and lines[i + 1].startswith("====="):
-            i += 2
-            while i < len(lines) and not lines[i].startswith("====="):
+            rule, i = lines[i + 1].rstrip(), i + 2     # closed by the same rule (a job log has its own
+            while i < len(lines) and lines[i].rstrip() != rule:     # shorter "=====" under SNAKEMAKE)
                 i += 1
         else:
             out.append(lines[i])

@@ -19,11 +19,12 @@
 #   EMBTUNE_MAX_RUNTIME_MIN    cap on any runtime request (default 7 days), e.g. the partition's
 #                              MaxTime
 #   EMBTUNE_MAX_MEM_MB         cap on any memory request (default: none), e.g. a node's RealMemory
-#   EMBTUNE_SLURM_SIGNAL_SECONDS  how long before its time limit SLURM sends a training job SIGTERM
+#   EMBTUNE_SLURM_SIGNAL_SECONDS  how long before its time limit SLURM sends a training job SIGUSR1
 #                              (default 300; --signal, see `train_slurm_extra`)
 
 import math as _math
 import os as _os
+import signal as _signal
 
 from embtune import cost as _cost
 from embtune import gpus as _gpus
@@ -101,14 +102,24 @@ def train_runtime(wildcards, attempt):
 
 
 def signal_option(runtime_min):
-    """`sbatch --signal=TERM@S`: SLURM sends SIGTERM to the job's steps S seconds before its time
+    """`sbatch --signal=USR1@S`: SLURM sends SIGUSR1 to the job's steps S seconds before its time
     limit, so `embtune train` finishes its step and checkpoints (an earlier attempt exits 75 and is
     retried; the last writes a `time_limit` record and exits 0: embtune.train.failures). Without
     it the limit itself kills the job: SIGTERM to the batch step too, whose `srun` then SIGKILLs the
     training at once, and the run leaves no record. No `B:` prefix: that would signal only the
-    batch shell (the executor's own snakemake), never the training. S is the configured lead, at
-    most a quarter of a short request (SLURM may signal up to 60 s early), so the run starts first."""
-    return f"--signal=TERM@{max(1, min(_SIGNAL_SECONDS, int(runtime_min) * 60 // 4))}"
+    batch shell (the executor's own snakemake), never the training. USR1, not TERM: the signal
+    reaches every process of the step, the job step's own Snakemake too, which on SIGTERM fails
+    the job after it ends (measured: the record is then deleted as a failed job's output); that
+    Snakemake ignores SIGUSR1 (below). S is the configured lead, at most a quarter of a short
+    request (SLURM may signal up to 60 s early), so the run starts first."""
+    return f"--signal=USR1@{max(1, min(_SIGNAL_SECONDS, int(runtime_min) * 60 // 4))}"
+
+
+if not workflow.is_main_process:
+    # The job step's Snakemake (SLURM jobs run the rule through a Snakemake of their own): SIGUSR1,
+    # the time-limit warning above, would kill it (the default action); ignored here, and by the
+    # rule's shell that inherits it, until `embtune train` installs its own handler.
+    _signal.signal(_signal.SIGUSR1, _signal.SIG_IGN)
 
 
 def train_slurm_extra(wildcards, attempt):

@@ -182,7 +182,7 @@ def test_throughput_is_read_from_one_place(tmp_path: Path, monkeypatch: pytest.M
 def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """resources.smk's train_runtime = 20 min + the 5-minute lead of the time-limit signal + 2 x the
     GPU-hours `embtune plan` prints, at the same calibrated throughput (here
-    $EMBTUNE_FLOPS_PER_SECOND), times the attempt; the job asks SLURM for SIGTERM 300 s before its
+    $EMBTUNE_FLOPS_PER_SECOND), times the attempt; the job asks SLURM for SIGUSR1 300 s before its
     limit (a short request: a quarter of it)."""
     import math
 
@@ -197,8 +197,8 @@ def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypa
     minutes = 20 + 5 + 2 * hand_hours(1.6e13, "bias") * (FPS / fps) * 60     # ~1000 min
     for attempt in (1, 2):
         assert scope["train_runtime"]({"run": big["run_id"]}, attempt) == math.ceil(minutes) * attempt
-        assert scope["train_slurm_extra"]({"run": big["run_id"]}, attempt) == "--signal=TERM@300"
-    assert scope["signal_option"](1) == "--signal=TERM@15" and scope["signal_option"](20) == "--signal=TERM@300"
+        assert scope["train_slurm_extra"]({"run": big["run_id"]}, attempt) == "--signal=USR1@300"
+    assert scope["signal_option"](1) == "--signal=USR1@15" and scope["signal_option"](20) == "--signal=USR1@300"
 
 
 def test_cap_trimming_needs_no_runs_when_the_grid_fits() -> None:

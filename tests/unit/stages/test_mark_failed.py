@@ -65,8 +65,8 @@ def test_a_restart_after_the_last_error_clears_it() -> None:
                             "SLURM-job '17' failed, SLURM status is: 'OUT_OF_MEMORY'")
     assert final_failures(log + "Trying to restart job 4.\n") == []
     # the job step's own blocks inside a printed job log (show-failed-logs) are not the controller's
-    printed = ("Logfile logs/slurm/17.log:\n" + "=" * 80 + "\nError in rule t:\n    message: None\n"
-               "    jobid: 0\n    output: r/x\n" + "=" * 80 + "\n")
+    printed = ("Logfile logs/slurm/17.log:\n" + "=" * 80 + "\nSNAKEMAKE\n=========\n  Date: today\n"
+               "Error in rule t:\n    message: None\n    jobid: 0\n    output: r/x\n" + "=" * 80 + "\n")
     assert [j.jobid for j in final_failures(log + printed)] == ["4"]
 
 
