@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import types
 from pathlib import Path
 
 import polars as pl
@@ -190,7 +191,8 @@ def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypa
     monkeypatch.setenv("EMBTUNE_FLOPS_PER_SECOND", str(fps))
     runs, _ = training_runs(tiny_params(tmp_path))
     scope = {"RUNS": {r["run_id"]: r for r in runs}, "config": {}, "WorkflowError": RuntimeError,
-             "RUN_CONFIGS": {r["run_id"]: RunConfig.from_dict(r) for r in runs}}     # common.smk's typed plan
+             "RUN_CONFIGS": {r["run_id"]: RunConfig.from_dict(r) for r in runs},    # common.smk's typed plan
+             "workflow": types.SimpleNamespace(is_main_process=True)}               # the controller's
     exec(compile((REPO / "workflow/rules/resources.smk").read_text(), "resources.smk", "exec"), scope)  # noqa: S102
     assert scope["FLOPS_PER_SECOND"] == fps
     big = next(r for r in runs if r["budget"] == 1.6e13 and r["method"] == "bias")
