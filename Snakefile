@@ -30,9 +30,14 @@ include: "workflow/rules/stage_in.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/analyze.smk"
+include: "workflow/rules/failures.smk"
 
 
 rule all:
     default_target: True
     input:
         final_outputs(),
+
+
+onerror:
+    mark_failed_jobs(log)

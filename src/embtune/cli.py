@@ -48,6 +48,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "fit-scaling": ("embtune.stages.fit_scaling", "Fit scaling laws, frontier and crossovers."),
     "recipe": ("embtune.stages.recipe", "Algorithm 1: budget in, method/model/data/hyper-parameters out."),
     "figures": ("embtune.stages.figures", "All figures and tables, and results/report.md."),
+    "mark-failed": ("embtune.stages.mark_failed", "Failure records for jobs killed from outside (Snakemake's onerror)."),
     "status": ("embtune.stages.status", "Where a study stands: done/failed/running/pending per study, model, method; GPU-hours, ETA."),
     "summary": ("embtune.stages.summary", "Headline numbers as results/.../metrics.json (DVC metrics)."),
     "query-table": ("embtune.stages.query_table", "Table-1-style rows and heatmaps for query tuning."),

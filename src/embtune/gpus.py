@@ -152,3 +152,21 @@ def check(runs: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
         more = f" (and {len(refused) - 1} more runs)" if len(refused) > 1 else ""
         raise GpuClassError(refused[0] + more)
     return fits
+
+
+def escalate(fit: Fit, classes: Classes, attempt: int) -> tuple[GpuClass | None, int | None]:
+    """The GPU class and GradCache chunk of a run's ``attempt`` (Snakemake's 1, 2, ...): a retry
+    follows an out-of-memory (or a kill the estimate missed), so each one asks for less memory per
+    chunk or a larger card, alternately: attempt 2 halves the chunk, attempt 3 moves to the next
+    larger class, attempt 4 halves again, and so on; at the largest class every further attempt
+    halves, down to one sequence. The chunk changes no result (GradCache is exact), the class only
+    where the run lands, so a retry trains the same run."""
+    if fit.gpu_class is None or fit.chunk is None:
+        return fit.gpu_class, fit.chunk
+    index, chunk = classes.classes.index(fit.gpu_class), int(fit.chunk)
+    for step in range(2, int(attempt) + 1):
+        if step % 2 == 1 and index + 1 < len(classes.classes):
+            index += 1
+        else:
+            chunk = max(1, chunk // 2)
+    return classes.classes[index], chunk

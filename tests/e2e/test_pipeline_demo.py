@@ -256,3 +256,26 @@ def test_report_renders_in_headless_chromium(demo_run: Path, tmp_path: Path) -> 
     with Image.open(shot) as im:
         assert im.size == (1280, 900) and len(set(im.convert("L").getdata())) > 5   # not a blank page
     hb.keep_artifact(shot)
+
+
+def test_status_counts_the_mteb_jobs_with_recorded_times(demo_run: Path) -> None:
+    """`embtune status --json` on the finished demo: one MTEB job per run the workflow evaluates
+    (embtune.sweep.mteb_run_ids), all settled, each ending when its mteb.json says; the ETA's
+    rate comes from recorded end times."""
+    from embtune.config import load_params
+    from embtune.sweep import mteb_run_ids, training_plan
+
+    stack = [demo_run / "params.yaml", demo_run / "presets/demo.yaml", demo_run / "presets/test.yaml"]
+    proc = subprocess.run([sys.executable, "-m", "embtune.cli", "status", *map(str, stack), "--json", "--no-squeue"],
+                          cwd=demo_run, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    params = load_params(stack)
+    runs, _, members = training_plan(params)
+    mteb = [j for j in out["jobs"] if j["kind"] == "mteb"]
+    assert sorted(j["id"] for j in mteb) == sorted(mteb_run_ids(params, runs, members)) and mteb
+    assert {j["state"] for j in mteb} <= {"done", "skipped", "failed"}
+    assert all(j["finished_at"] for j in mteb if j["state"] == "done")
+    assert sum(g["done"] for g in out["groups"] if g["method"] == "evaluate-mteb") == \
+        sum(j["state"] == "done" for j in mteb) > 0
+    assert out["gpu_hours"]["rate_gpu_hours_per_hour"] is not None

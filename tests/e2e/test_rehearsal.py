@@ -289,10 +289,15 @@ def test_status_asks_slurm_and_matches_the_runs_table(rehearsal: Rehearsal) -> N
     ok = {(s, m, me): n for s, m, me, n in table.filter(pl.col("status") == "ok")
           .group_by("study", "model", "method").len().rows()}
     done = {(g["study"], g["model"], g["method"]): g["done"] for g in out["groups"]
-            if g["study"] != "paper2" and g["done"]}
+            if g["study"] not in ("paper2", "stage-in") and g["method"] != "evaluate-mteb" and g["done"]}
     assert done == ok and sum(ok.values()) == 2, (done, ok)                 # the full and freeze runs
     assert out["totals"]["failed"] == 1
     assert out["failed"] == [{"kind": "train", "id": BIAS, "reason": "diverged"}], out["failed"]
+    # every kind of job: the MTEB evaluations (the diverged run's passes its failure on) and stage-in
+    kinds = collections.Counter((j["kind"], j["state"]) for j in out["jobs"])
+    assert (kinds[("mteb", "done")], kinds[("mteb", "skipped")]) == (2, 1), kinds
+    assert kinds[("stage-in", "done")] == 2 and not kinds[("stage-in", "pending")], kinds    # Pythia, E5
+    assert all(j["finished_at"] for j in out["jobs"] if j["kind"] == "mteb" and j["state"] == "done")
 
 
 def dry_run_jobs(workdir: Path, env: dict, *extra: str) -> collections.Counter:

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurm_cluster import SlurmCluster  # noqa: E402  (the fixture itself comes from conftest.py)
 
 from embtune.layout import METRICS_JSON, Results  # noqa: E402
+from embtune.sweep import format_budget  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -394,3 +395,92 @@ def test_preempted_training_resumes_through_slurm(slurm_cluster: SlurmCluster, p
     print(f"\n[timing] pre-emption via {how} through SLURM: {elapsed:.1f} s (jobs {jobs}, pre-empted "
           f"at step {k}/{planned}; loss {metrics['final_train_loss']:.6f} = reference "
           f"{ref['final_train_loss']:.6f})")
+
+
+# --------------------------------------------------------------------------- runs that end for good
+# Two runs of the ci preset (six epochs allowed, so they outlast a minute) on the cluster at once,
+# with --retries 0 (their first attempt is their last) and a one-minute time request
+# (EMBTUNE_MAX_RUNTIME_MIN, the profile's cap): the 2e12 run (~2,200 steps of ~35 ms) is still
+# training when SLURM's --signal=USR1@15 arrives and must write a time_limit record; the 1e12 run
+# is kill -9'd mid-run (what an OOM killer or a lost node leaves), and the workflow's onerror must
+# write a `killed` record. A second `snakemake` then writes the analysis without them.
+FOR_GOOD_PRESET = """\
+train:
+  methods: [full]
+  budgets: [1.0e+12, 2.0e+12]
+  max_epochs: 6
+  log_every_steps: 1
+  checkpoint_every_steps: 1000000
+"""
+FOR_GOOD_CONFIG = [*PRESETS, "for_good.yaml"]
+
+
+def _pids_of(run_id: str) -> list[int]:
+    """The `embtune train` processes of ``run_id`` on this host (the job step's own)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if proc.name.isdigit() and b"train" in argv and any(run_id.encode() in a for a in argv) and \
+                any(a.endswith(b"embtune") for a in argv[:2]):
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_time_limit_and_kill_are_failure_records_and_the_analysis_goes_on(
+        slurm_cluster: SlurmCluster, preempt_copy: dict) -> None:
+    work, env = preempt_copy["work"], {**preempt_copy["env"], "EMBTUNE_MAX_RUNTIME_MIN": "1"}
+    (work / "for_good.yaml").write_text(FOR_GOOD_PRESET)
+    killed, timed = (preempt_copy["run_id"].replace(f"c{format_budget(3e11)}", f"c{format_budget(c)}")
+                     for c in (1e12, 2e12))
+    assert killed != preempt_copy["run_id"] != timed, (killed, timed)
+    killed_log, timed_log = (work / RESULTS.log(f"train/{r}") for r in (killed, timed))
+    before = set(slurm_cluster.submitted_job_ids())
+    out = work.parent / "snakemake-for-good.out"
+    t0 = time.monotonic()
+    with open(out, "w") as fh:
+        proc = subprocess.Popen(["snakemake", "--profile", "slurm", *TARGETS, "--retries", "0", "--configfile",
+                                 *FOR_GOOD_CONFIG], cwd=work, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        # its first step done (well before SLURM's signal, 15-45 s into the job)
+        pids = _wait_for(lambda: STEP_LINE.findall(_read(killed_log)) and _pids_of(killed), 180,
+                         f"a step in {killed_log}", proc, out)
+        for pid in pids:
+            os.kill(pid, 9)
+        rc = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            for jid in set(slurm_cluster.submitted_job_ids()) - before:
+                subprocess.run(["scancel", str(jid)], capture_output=True, timeout=30)
+    text = _read(out)
+    assert rc != 0 and "Error in rule train_contrastive" in text, text[-4000:]
+    assert "mark-failed: 1 failure record(s) written" in text, text[-4000:]
+
+    # the time limit: SLURM's signal before the limit, a checkpoint, a record, exit 0
+    jobs = {slurm_cluster.show_job(j).get("Comment", ""): j for j in set(slurm_cluster.submitted_job_ids()) - before}
+    timed_job = next(j for c, j in jobs.items() if timed in c)
+    info = slurm_cluster.show_job(timed_job)
+    assert info["TimeLimit"] == "00:01:00" and info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", info
+    timed_metrics = json.loads((work / RESULTS.runs.file(timed, METRICS_JSON)).read_text())
+    rec = timed_metrics["failure"]
+    assert rec["reason"] == "time_limit" and rec["attempt"] == 1 and rec["retries"] == 0, rec
+    assert rec["detail"].startswith("signal 10 at step ") and 0 < rec["partial"]["steps"], rec   # SIGUSR1
+    assert (work / RESULTS.checkpoint(timed) / "state.json").exists()         # kept: a rerun resumes it
+    assert "failed for good: time_limit" in _read(timed_log)
+    # the kill: no record from the job itself; the controller's onerror wrote it
+    killed_metrics = json.loads((work / RESULTS.runs.file(killed, METRICS_JSON)).read_text())
+    assert killed_metrics["failure"]["reason"] == "killed", killed_metrics
+    assert f"SLURM job {jobs[next(c for c in jobs if killed in c)]}" in killed_metrics["failure"]["detail"]
+
+    # ... and the analysis goes on without them
+    again = subprocess.run(["snakemake", "--profile", "slurm", *TARGETS, "--configfile", *FOR_GOOD_CONFIG],
+                           cwd=work, env=preempt_copy["env"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-4000:]
+    fits = json.loads((work / TARGETS[0]).read_text())
+    assert fits["failed_runs"]["count"] == 2, fits["failed_runs"]
+    assert fits["failed_runs"]["by_reason"] == {"killed": 1, "time_limit": 1}, fits["failed_runs"]
+    print(f"\n[timing] time limit + kill -9 through SLURM, then the analysis: {time.monotonic() - t0:.1f} s")

@@ -290,10 +290,11 @@ def train_batch_json(wildcards):
 
 def train_batch_runtime_json(wildcards, resources):
     """Each member's runtime settings (as `run_runtime_json`, with the GradCache chunk of its own
-    GPU fit). It reads `resources`, so Snakemake counts it as derived: never a rerun trigger."""
-    out = {}
+    GPU fit at this attempt). It reads `resources`, so Snakemake counts it as derived: never a
+    rerun trigger."""
+    out, attempt = {}, int(resources.get("attempt", 1) or 1)
     for run in TRAIN_BATCHES[wildcards.batch]:
-        chunk = train_gradcache_chunk(_MemberWildcards(run=run))  # the per-run rule's resource
+        chunk = train_gradcache_chunk(_MemberWildcards(run=run), attempt)  # the per-run rule's resource
         out[run] = _run_identity.runtime(RUNS[run], **({"gradcache_chunk": chunk} if chunk else {}))
     return json.dumps(out, sort_keys=True)
 

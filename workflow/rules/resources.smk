@@ -19,9 +19,12 @@
 #   EMBTUNE_MAX_RUNTIME_MIN    cap on any runtime request (default 7 days), e.g. the partition's
 #                              MaxTime
 #   EMBTUNE_MAX_MEM_MB         cap on any memory request (default: none), e.g. a node's RealMemory
+#   EMBTUNE_SLURM_SIGNAL_SECONDS  how long before its time limit SLURM sends a training job SIGUSR1
+#                              (default 300; --signal, see `train_slurm_extra`)
 
 import math as _math
 import os as _os
+import signal as _signal
 
 from embtune import cost as _cost
 from embtune import gpus as _gpus
@@ -41,6 +44,7 @@ _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 6
 _MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
 _RUNTIME_SAFETY = 2.0  # estimated GPU time -> wall-clock head-room (evaluation of val loss, I/O)
 _OVERHEAD_MIN = 20  # model load, tokenised-data load, final save
+_SIGNAL_SECONDS = int(_os.environ.get("EMBTUNE_SLURM_SIGNAL_SECONDS", "300"))
 
 
 def _minutes(value, attempt):
@@ -94,7 +98,33 @@ def train_runtime(wildcards, attempt):
     x2 head-room, + 20 min overhead, times `attempt`."""
     run = _run(wildcards)
     hours = _cost.run_cost(RUN_CONFIGS[run["run_id"]], FLOPS_PER_SECOND)["gpu_hours"] if run is not None else 0.0
-    return _minutes(_OVERHEAD_MIN + _RUNTIME_SAFETY * hours * 60.0, attempt)
+    return _minutes(_OVERHEAD_MIN + _SIGNAL_SECONDS / 60.0 + _RUNTIME_SAFETY * hours * 60.0, attempt)
+
+
+def signal_option(runtime_min):
+    """`sbatch --signal=USR1@S`: SLURM sends SIGUSR1 to the job's steps S seconds before its time
+    limit, so `embtune train` finishes its step and checkpoints (an earlier attempt exits 75 and is
+    retried; the last writes a `time_limit` record and exits 0: embtune.train.failures). Without
+    it the limit itself kills the job: SIGTERM to the batch step too, whose `srun` then SIGKILLs the
+    training at once, and the run leaves no record. No `B:` prefix: that would signal only the
+    batch shell (the executor's own snakemake), never the training. USR1, not TERM: the signal
+    reaches every process of the step, the job step's own Snakemake too, which on SIGTERM fails
+    the job after it ends (measured: the record is then deleted as a failed job's output); that
+    Snakemake ignores SIGUSR1 (below). S is the configured lead, at most a quarter of a short
+    request (SLURM may signal up to 60 s early), so the run starts first."""
+    return f"--signal=USR1@{max(1, min(_SIGNAL_SECONDS, int(runtime_min) * 60 // 4))}"
+
+
+if not workflow.is_main_process:
+    # The job step's Snakemake (SLURM jobs run the rule through a Snakemake of their own): SIGUSR1,
+    # the time-limit warning above, would kill it (the default action); ignored here, and by the
+    # rule's shell that inherits it, until `embtune train` installs its own handler.
+    _signal.signal(_signal.SIGUSR1, _signal.SIG_IGN)
+
+
+def train_slurm_extra(wildcards, attempt):
+    """`slurm_extra` of `train_contrastive`: the time-limit signal (`signal_option`)."""
+    return signal_option(train_runtime(wildcards, attempt))
 
 
 def train_mem_mb(wildcards, attempt):
@@ -213,18 +243,26 @@ def bge_shards_mem_mb(wildcards, attempt):
     return _mb(4096 + config["data"]["bge"]["shard_rows"] * 4 / 1024, attempt)
 
 
-def train_gradcache_chunk(wildcards):
-    """Sequences per GradCache chunk: the largest (at most train.gradcache_chunk) that fits the
-    run's GPU class (embtune.gpus). A resource, not a param: it changes no result (GradCache is
-    exact), so it must not re-run anything (embtune.run_identity)."""
+def _escalated(wildcards, attempt):
+    """(GPU class, chunk) of this attempt (embtune.gpus.escalate: the fit, then half the chunk,
+    then the next larger class, ...), or (None, None) for a run without a fit."""
     fit = GPU_FITS.get(wildcards.run)
-    return int(fit.chunk) if fit is not None and fit.chunk else 0
+    return _gpus.escalate(fit, GPU_CLASSES, attempt) if fit is not None else (None, None)
+
+
+def train_gradcache_chunk(wildcards, attempt):
+    """Sequences per GradCache chunk: the largest (at most train.gradcache_chunk) that fits the
+    run's GPU class (embtune.gpus), halved on retries (`_escalated`). A resource, not a param: it
+    changes no result (GradCache is exact), so it must not re-run anything (embtune.run_identity);
+    each attempt's value reaches the run's manifest (run.train.gradcache_chunk)."""
+    chunk = _escalated(wildcards, attempt)[1]
+    return int(chunk) if chunk else 0
 
 
 def _class_resource(key):
-    def value(wildcards):
-        fit = GPU_FITS.get(wildcards.run)
-        return (fit.gpu_class.resources().get(key) or "") if fit is not None and fit.gpu_class else ""
+    def value(wildcards, attempt):
+        gpu_class = _escalated(wildcards, attempt)[0]
+        return (gpu_class.resources().get(key) or "") if gpu_class is not None else ""
 
     value.__name__ = f"train_{key}"
     return value
@@ -241,6 +279,7 @@ def train_gpu_mem_mb(wildcards):
 _CLASS_KEYS = sorted({k for c in GPU_CLASSES.classes for k in c.resources()})
 TRAIN_RESOURCES = {
     "runtime": train_runtime,
+    "slurm_extra": train_slurm_extra,
     "mem_mb": train_mem_mb,
     "gradcache_chunk": train_gradcache_chunk,
     "gpu_mem_mb": train_gpu_mem_mb,
@@ -272,6 +311,11 @@ def train_batch_runtime(wildcards, attempt):
     return _minutes(sum(train_runtime(m, 1) for m in _train_members(wildcards)), attempt)
 
 
+def train_batch_slurm_extra(wildcards, attempt):
+    """`slurm_extra` of `train_batch`: the time-limit signal (`signal_option`)."""
+    return signal_option(train_batch_runtime(wildcards, attempt))
+
+
 def train_batch_mem_mb(wildcards, attempt):
     """Host RAM (MB) for `train_batch`: its largest member's `train_mem_mb` (one run at a time)."""
     return max([train_mem_mb(m, attempt) for m in _train_members(wildcards)] or [_mb(4096, attempt)])
@@ -280,8 +324,8 @@ def train_batch_mem_mb(wildcards, attempt):
 def _batch_class_resource(key):
     per_run = _class_resource(key)
 
-    def value(wildcards):
-        return per_run(_largest_member(wildcards))
+    def value(wildcards, attempt):
+        return per_run(_largest_member(wildcards), attempt)
 
     value.__name__ = f"train_batch_{key}"
     return value
@@ -289,6 +333,7 @@ def _batch_class_resource(key):
 
 TRAIN_BATCH_RESOURCES = {
     "runtime": train_batch_runtime,
+    "slurm_extra": train_batch_slurm_extra,
     "mem_mb": train_batch_mem_mb,
     "gpu_mem_mb": lambda wildcards: train_gpu_mem_mb(_largest_member(wildcards)),
     "attempt": job_attempt,

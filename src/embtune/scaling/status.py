@@ -19,8 +19,13 @@ GPU-hours measured = Σ ``wall_seconds`` × ``world_size`` of the training runs'
 failed: a failed run's time was spent too) + the query runs' tuning time; the estimate is
 :func:`embtune.cost.run_cost` of every planned training run (the plan's cost table; query tuning
 has no estimate). ETA: the estimate left (pending and running training runs), scaled by measured ÷
-estimated of the finished runs, at the rate GPU-hours were measured per wall-clock hour so far
-(first run start to last result).
+estimated of the finished runs, at the rate GPU-hours were measured per wall-clock hour so far:
+over the jobs whose outputs record when they ended (a manifest's ``created_utc``, an MTEB record's
+``finished_utc``; start = end − the GPU time they recorded), first start to last end. Never file
+mtimes: a copy, ``dvc pull`` or ``snakemake --touch`` moves them.
+
+MTEB evaluations (one per run the workflow evaluates, :func:`mteb_jobs`) and, given the store,
+the hub snapshots of stage-in (:func:`stage_in_jobs`) are counted as jobs too.
 """
 
 from __future__ import annotations
@@ -28,21 +33,22 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from embtune.cost import run_cost
 from embtune.io import read_json
-from embtune.layout import BASE_RUN, METRICS_JSON, PND_JSON, Results
+from embtune.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, MTEB_JSON, PND_JSON, Results, Store
 from embtune.runconfig import RunConfig
-from embtune.sweep import expand_training, query_runs, run_batches
+from embtune.sweep import expand_training, mteb_run_ids, query_runs, run_batches
 from embtune.train.checkpoint import STATE_FILE
 from embtune.train.failures import failure_of
 
 STATES = ("done", "failed", "running", "pending", "skipped", "dropped")
 RUNNING_WINDOW_S = 3600.0
-PAPER2 = "paper2"
-TUNE, PND = "tune-query", "evaluate-pnd"
+PAPER2, STAGE_IN = "paper2", "stage-in"
+TUNE, PND, MTEB = "tune-query", "evaluate-pnd", "evaluate-mteb"
 # SLURM job states -> ours (squeue %T / sacct State); anything else says nothing
 SLURM_RUNNING = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING"}
 SLURM_PENDING = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED"}
@@ -110,6 +116,16 @@ def job_state(result: Mapping[str, Any] | None, slurm: str | None = None,
     return "pending", None
 
 
+def recorded_end(record: Mapping[str, Any] | None, key: str = "created_utc") -> float | None:
+    """When a job finished, as its own output recorded it (a manifest's ``created_utc``, an MTEB
+    record's ``finished_utc``; POSIX seconds), or None. Never a file's mtime: a copy, a ``dvc
+    pull`` or ``snakemake --touch`` moves those, and the ETA would follow them."""
+    try:
+        return datetime.fromisoformat(str(record[key])).timestamp() if record and record.get(key) else None
+    except (TypeError, ValueError):
+        return None
+
+
 def _wall_hours(metrics: Mapping[str, Any] | None) -> float:
     """GPU-hours one result measured: wall_seconds × world_size (training) or wall_time_s (query)."""
     if not metrics:
@@ -124,11 +140,12 @@ def _wall_hours(metrics: Mapping[str, Any] | None) -> float:
 
 def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | None = None,
                  slurm: Mapping[str, str] | None = None, now: float | None = None,
-                 running_window_s: float = RUNNING_WINDOW_S) -> list[dict[str, Any]]:
+                 running_window_s: float = RUNNING_WINDOW_S, store: Store | None = None) -> list[dict[str, Any]]:
     """One record per planned job: training runs (main grid and studies, plan-time skips and
-    cap drops), query-tuning runs and PND evaluations (base and tuned) of paper 2."""
+    cap drops), their MTEB evaluations, query-tuning runs and PND evaluations (base and tuned)
+    of paper 2, and (given the ``store``) the hub snapshots stage-in fetches."""
     slurm, now = slurm or {}, time.time() if now is None else now
-    _, runs, skipped, _ = expand_training(dict(params), flops_per_second=fps)
+    _, runs, skipped, members = expand_training(dict(params), flops_per_second=fps)
     per_job = int(params["train"].get("runs_per_job", 1))
     batch_of = {rid: batch for batch, members in run_batches([r.run_id for r in runs], per_job).items()
                 for rid in members} if per_job > 1 else {}
@@ -149,7 +166,7 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
                      "method": run.method, "state": state, "reason": reason,
                      "resumable": state == "pending" and age is not None,
                      "gpu_hours": _wall_hours(metrics), "est_gpu_hours": run_cost(run, fps)["gpu_hours"] if fps else None,
-                     "finished_at": metrics_path.stat().st_mtime if metrics is not None else None})
+                     "finished_at": recorded_end(_read(metrics_path.parent / MANIFEST_JSON)) if metrics else None})
     for s in skipped:
         try:
             cols = RunConfig.parse_id(s.run_id).columns()
@@ -169,14 +186,53 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
             jobs.append({"kind": "query", "id": f"{qmodel}/{qrun}", "study": PAPER2, "model": qmodel,
                          "method": TUNE, "state": state, "reason": reason, "resumable": False,
                          "gpu_hours": _wall_hours(metrics), "est_gpu_hours": None,
-                         "finished_at": path.stat().st_mtime if metrics is not None else None})
+                         "finished_at": recorded_end(_read(path.parent / MANIFEST_JSON)) if metrics else None})
         rule = ("evaluate_pnd_base", qmodel) if qrun == BASE_RUN else ("evaluate_pnd_query", qmodel, qrun)
         pnd = _read(results.query_runs.file(qmodel, qrun, PND_JSON))
         state, reason = job_state(pnd, slurm.get(slurm_comment(*rule)))
         jobs.append({"kind": "pnd", "id": f"{qmodel}/{qrun}", "study": PAPER2, "model": qmodel,
                      "method": PND, "state": state, "reason": reason, "resumable": False,
                      "gpu_hours": 0.0, "est_gpu_hours": None, "finished_at": None})
+    jobs += mteb_jobs(params, results, runs, members, slurm)
+    return jobs + (stage_in_jobs(params, store) if store is not None else [])
+
+
+def mteb_jobs(params: Mapping[str, Any], results: Results, runs: list[RunConfig], members: list[dict[str, Any]],
+              slurm: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One record per MTEB evaluation the workflow plans (embtune.sweep.mteb_run_ids), its SLURM
+    job the run's batch (rule evaluate_mteb_batch). The mteb.json of a run that training skipped
+    or that failed for good passes its status on without a failure of its own: skipped here (the
+    training job counts the failure); a ``failure`` record (an evaluation killed for good,
+    embtune.stages.mark_failed) is this job's own failure."""
+    ids = mteb_run_ids(dict(params), [r.to_dict() for r in runs], members)
+    batch_of = {rid: b for b, rids in run_batches(ids, int(params["evaluate"]["mteb"].get("runs_per_job", 8)),
+                                                  key="evaluate.mteb.runs_per_job").items() for rid in rids}
+    by_id = {r.run_id: r for r in runs}
+    jobs = []
+    for rid in ids:
+        record = _read(results.runs.file(rid, MTEB_JSON))
+        if record is not None and record.get("status") == "failed" and "failure" not in record:
+            record = {**record, "status": "skipped"}
+        state, reason = job_state(record, slurm.get(slurm_comment("evaluate_mteb_batch", batch_of[rid])))
+        seconds = (record or {}).get("seconds")
+        jobs.append({"kind": "mteb", "id": rid, "study": RunConfig.parse_id(rid).columns()["study"],
+                     "model": by_id[rid].model["name"], "method": MTEB, "state": state, "reason": reason,
+                     "resumable": False, "gpu_hours": float(seconds) / 3600.0 if isinstance(seconds, (int, float)) else 0.0,
+                     "est_gpu_hours": None, "finished_at": recorded_end(record, "finished_utc")})
     return jobs
+
+
+def stage_in_jobs(params: Mapping[str, Any], store: Store) -> list[dict[str, Any]]:
+    """One record per hub snapshot the params stage in (models, encoders, a hub tokenizer): done
+    when its folder holds the stage-in record (the commit marker, embtune.data.store)."""
+    from embtune.data.store import STAGE_RECORD, hub_id
+
+    specs = [*params["models"], *params["query_tuning"]["models"], params.get("tokenizer") or {}]
+    snaps = sorted({(hub_id(s), str(s.get("revision") or "main")) for s in specs if s.get("source") == "hub"})
+    return [{"kind": "stage-in", "id": f"{repo}@{rev}", "study": STAGE_IN, "model": repo, "method": STAGE_IN,
+             "state": "done" if (store.snapshot(repo, rev) / STAGE_RECORD).is_file() else "pending",
+             "reason": None, "resumable": False, "gpu_hours": 0.0, "est_gpu_hours": None, "finished_at": None}
+            for repo, rev in snaps]
 
 
 def summarize(jobs: list[dict[str, Any]], now: float | None = None) -> dict[str, Any]:
@@ -212,7 +268,8 @@ def gpu_hours(jobs: list[dict[str, Any]], now: float) -> dict[str, Any]:
     ends = [j for j in jobs if j["finished_at"] is not None]
     start = min((j["finished_at"] - j["gpu_hours"] * 3600.0 for j in ends), default=None)
     elapsed_h = (max(j["finished_at"] for j in ends) - start) / 3600.0 if ends and start is not None else 0.0
-    rate = measured / elapsed_h if elapsed_h > 0 else None
+    # the rate of the jobs whose start and end are recorded (end - their GPU time), over their window
+    rate = sum(j["gpu_hours"] for j in ends) / elapsed_h if elapsed_h > 0 else None
     return {"measured": measured, "planned": sum(planned) if planned else None,
             "planned_finished": est_done, "measured_over_planned": ratio,
             "left_planned": left_est, "left_at_measured_ratio": left,

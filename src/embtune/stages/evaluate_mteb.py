@@ -20,6 +20,7 @@ import argparse
 import json
 import shutil
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,8 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
                                      args.exclude_from_average, meta, task_results)
     record.update(max_length=int(embedder.config.max_length), mteb_model_name=meta.name,
                   mteb_revision=meta.revision, mteb_results=MTEB_RESULTS_DIR,
-                  data_source=mteb_data_source(args.data_dir))
+                  data_source=mteb_data_source(args.data_dir),
+                  finished_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # embtune status
     if key is not None:
         record["eval_key"] = key
     write_parquet(tidy_path, tidy)

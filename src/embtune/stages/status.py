@@ -1,5 +1,6 @@
 """``embtune status``: where a study stands — per study × model × method the jobs done, failed
-(with reasons), running, pending, skipped and dropped; GPU-hours measured against the plan; an ETA.
+(with reasons), running, pending, skipped and dropped (training, MTEB, query tuning, PND,
+stage-in); GPU-hours measured against the plan; an ETA from the jobs' recorded end times.
 
 Why a driver apart from :mod:`embtune.scaling.status`: the library counts from the plan, the
 results tree and SLURM job states it is given; loading the params stack, the calibrated FLOP/s,
@@ -82,11 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CostError as err:
         fps = None
         notes.append(f"no GPU-hour estimate: {err}")
-    results = Results(args.results) if args.results else Layout.from_paths(params["paths"]).results
+    layout = Layout.from_paths(params["paths"])
+    results = Results(args.results) if args.results else layout.results
     if not results.root.is_dir():
         notes.append(f"{results.root}: no results yet")
     jobs = collect_jobs(params, results, fps=fps, slurm=slurm_states(args.squeue, args.sacct, notes),
-                        running_window_s=args.running_window)
+                        running_window_s=args.running_window, store=layout.store)
     summary = summarize(jobs)
     summary["notes"] = notes
     summary["results"] = str(results.root)

@@ -170,7 +170,7 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
     except Exception as err:
         if not (failures.is_oom(err) and _final("oom", args)):
             raise                           # not ours, or the next attempt gets more memory
-        return _failed(args, run, stop, "oom", str(err), None)
+        return _failed(args, run, stop, "oom", f"{err} ({_tried(args, run)})", None)
     if result.status == "preempted" and os.environ.get("SLURM_JOB_ID") and _final("time_limit", args):
         # under SLURM only: a local signal is someone stopping the run (Snakemake's Ctrl-C), not a limit
         return _failed(args, run, stop, "time_limit",
@@ -195,6 +195,13 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
           + (f"loss {result.metrics['final_train_loss']:.4f} C {result.metrics['flops']:.3g}"
              if result.status == "ok" else result.metrics["skip_reason"]))
     return 0
+
+
+def _tried(args: argparse.Namespace, run: RunConfig) -> str:
+    """What this attempt ran with: the workflow's retries halve the GradCache chunk and move to a
+    larger GPU class (embtune.gpus.escalate), so the record says which rung failed last."""
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    return f"attempt {args.attempt}: GradCache chunk {run.train.gradcache_chunk} on {device}"
 
 
 def _final(reason: str, args: argparse.Namespace) -> bool:

@@ -14,7 +14,8 @@ when finished outputs with the same run identity (:mod:`embtune.run_identity`) a
 version already exist: in ``<checkpoint>.done/`` (a batch stopped by a pre-emption and retried)
 or in the run's own folder (a batch re-run because another member changed). So a changed run
 re-trains itself alone, and a pre-empted batch resumes where it stopped. The ``.done`` folders go
-when the whole batch has finished.
+when the whole batch has finished. When a member ends with a ``time_limit`` record (SLURM's signal
+on the last attempt), the members after it get one too without starting: the job has no time left.
 """
 
 from __future__ import annotations
@@ -73,10 +74,8 @@ def up_to_date(run_dir: Path, identity: dict[str, Any], code_version: str) -> bo
     return batch_members.up_to_date(run_dir, code_version, lambda manifest: identity_of(manifest["run"]) == identity)
 
 
-def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None) -> int:
-    """``embtune train`` on one member, writing into its ``.done`` folder; its exit code."""
-    from embtune.model_files import check_model_folder
-    from embtune.stage_paths import exclusive_lock
+def _member_args(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None):
+    """(run config, ``embtune train``'s arguments) of one member, writing into its ``.done`` folder."""
     from embtune.stages import train
 
     try:        # the same reader as `embtune train --run-config-json --runtime-json`
@@ -88,9 +87,37 @@ def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dic
                              checkpoint_dir=member["checkpoint"], code_version=args.code_version,
                              attempt=args.attempt, retries=args.retries, log_with=args.log_with,
                              stop_after_steps=args.stop_after_steps)
+    return run, one
+
+
+def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None) -> int:
+    """``embtune train`` on one member, writing into its ``.done`` folder; its exit code."""
+    from embtune.model_files import check_model_folder
+    from embtune.stage_paths import exclusive_lock
+    from embtune.stages import train
+
+    run, one = _member_args(args, member, runtime)
     check_model_folder(run.base_model_dir)
     with exclusive_lock(member["checkpoint"], f"run {run.run_id}"):
         return train._train(one, run)
+
+
+def _timed_out(member: dict[str, Any]) -> bool:
+    """Whether the member just wrote a ``time_limit`` record: the job's time is up."""
+    metrics = done_dir(member["checkpoint"]) / "run" / METRICS_JSON
+    return metrics.is_file() and (json.loads(metrics.read_text()).get("failure") or {}).get("reason") == "time_limit"
+
+
+def _time_limit_record(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None,
+                       after: str) -> None:
+    """The ``time_limit`` record of a member the job had no time left for (the last attempt, after
+    ``after`` got SLURM's signal): not started, so the batch's output is whole and the job ends."""
+    from embtune.stages import train
+    from embtune.train.loop import StopFlag
+
+    run, one = _member_args(args, member, runtime)
+    train._failed(one, run, StopFlag(), "time_limit",
+                  f"not started: the job's time ran out while {after} trained (attempt {args.attempt})", None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     members = read_members(args.batch_json)
     runtimes = json.loads(args.runtime_json) if args.runtime_json else {}
     trained = reused = 0
+    timed_out: str | None = None    # the member whose time_limit record ended the job's time
     for member in members:
         run_id = member["run"].get("run_id")
         done, previous = done_dir(member["checkpoint"]), Path(member["previous"])
@@ -114,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif up_to_date(previous, member["run"], args.code_version):
             src, src_tracking = previous, Path(member["previous_tracking"])
             reused += 1
+        elif timed_out:
+            _time_limit_record(args, member, runtimes.get(run_id), timed_out)
+            src, src_tracking = done / "run", done / "tracking"
         else:
             code = _train_member(args, member, runtimes.get(run_id))
             if code:               # pre-empted (75) or a checkpoint to refuse (3): the batch stops
@@ -122,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return code
             src, src_tracking = done / "run", done / "tracking"
             trained += 1
+            timed_out = run_id if _timed_out(member) else None
         batch_members.stage_member(src, src_tracking, Path(member["stage"]), tracking_name, RUN_FILES)
     for member in members:
         shutil.rmtree(done_dir(member["checkpoint"]), ignore_errors=True)

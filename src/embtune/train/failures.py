@@ -14,6 +14,9 @@ Reasons (:data:`REASONS`):
   memory): final only on the last attempt.
 - ``time_limit``: SIGTERM/SIGUSR1 under SLURM (time limit or pre-emption) on the last attempt; on
   an earlier one, or outside SLURM, the run checkpoints and exits 75 for the retry to resume.
+- ``killed``: the job was killed from outside (cgroup OOM kill, node failure, ``kill -9``, SLURM's
+  hard time limit) on its last attempt and wrote nothing itself; the workflow's ``onerror``
+  handler writes this record (:mod:`embtune.stages.mark_failed`).
 
 Explosion bound: symmetric InfoNCE over B in-batch candidates is ln B when every logit is equal
 (a collapsed model); a loss above ln B + :data:`EXPLODE_SLACK_NATS` means the model ranks the
@@ -27,7 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-REASONS = ("diverged", "oom", "time_limit", "data_too_small")
+REASONS = ("diverged", "oom", "time_limit", "killed", "data_too_small")
 DETERMINISTIC = frozenset({"diverged", "data_too_small"})
 EXPLODE_SLACK_NATS = 3.0
 EXPLODE_STEPS = 20

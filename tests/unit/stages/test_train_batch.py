@@ -113,6 +113,22 @@ def test_a_preempted_batch_resumes_after_its_finished_members(dirs, tmp_path, ca
             _metrics(tmp_path / "ref" / r["run_id"])["final_train_loss"]
 
 
+def test_a_time_limit_on_the_last_attempt_leaves_records_for_the_members_after_it(
+        dirs, tmp_path, monkeypatch) -> None:
+    """SLURM's signal (here the test hook) stops the first member on the last attempt: its
+    time_limit record, and one for the second member, which is not started (no time left), so
+    the batch's output is whole and the job ends 0."""
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    runs = _runs(dirs)
+    out = tmp_path / "b"
+    assert _batch(runs, tmp_path, out, "--stop-after-steps", "2", "--attempt", "1", "--retries", "0") == 0
+    first, second = (_metrics(out / r["run_id"])["failure"] for r in runs)
+    assert first["reason"] == second["reason"] == "time_limit", (first, second)
+    assert first["partial"]["steps"] == 2 and second["partial"]["steps"] == 0, (first, second)
+    assert second["detail"].startswith(f"not started: the job's time ran out while {runs[0]['run_id']} trained")
+    assert (tmp_path / "ck" / runs[0]["run_id"]).is_dir() and not (tmp_path / "ck" / runs[1]["run_id"]).exists()
+
+
 def test_bad_batch_json_names_the_member_and_key(tmp_path) -> None:
     from embtune.errors import DataError
 

@@ -123,6 +123,8 @@ def test_out_of_memory_is_final_on_the_last_attempt(tmp_path, fixture_dirs, monk
     assert train_stage.main(args) == 0
     rec = _metrics(tmp_path)["failure"]
     assert rec["reason"] == "oom" and rec["attempt"] == 3 and "20.00 GiB" in rec["detail"]
+    chunk = run_json(base, data, "full")["train"]["gradcache_chunk"]
+    assert rec["detail"].endswith(f"(attempt 3: GradCache chunk {chunk} on cpu)"), rec["detail"]
     assert rec["partial"]["steps"] == 0
 
 
