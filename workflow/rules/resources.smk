@@ -27,6 +27,7 @@ import os as _os
 import signal as _signal
 
 from embtune import cost as _cost
+from embtune import study_cost as _study_cost
 from embtune import gpus as _gpus
 
 try:
@@ -42,8 +43,12 @@ except _gpus.GpuClassError as _err:
     raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
 _MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
-_RUNTIME_SAFETY = 2.0  # estimated GPU time -> wall-clock head-room (evaluation of val loss, I/O)
-_OVERHEAD_MIN = 20  # model load, tokenised-data load, final save
+# One throughput model for `embtune plan` and these requests (embtune.study_cost.JobHours: FLOPs
+# at the per-size MFU curve, a fixed cost per step, a job's start-up): a request is the planned
+# hours x 1.3 head-room (held-out loss, I/O, a slower node), times `attempt`, so the plan and the
+# cluster's bill agree within 1.5x (tests/unit/core/test_study_cost.py).
+_RUNTIME_SAFETY = 1.3
+_JOB_HOURS = _study_cost.JobHours()
 _SIGNAL_SECONDS = int(_os.environ.get("EMBTUNE_SLURM_SIGNAL_SECONDS", "300"))
 
 
@@ -93,12 +98,12 @@ def _n_params(run):
 
 
 def train_runtime(wildcards, attempt):
-    """Minutes for `train_contrastive`: the run's hardware FLOPs (embtune.cost: its budget plus
-    GradCache's second forward and the checkpointing recompute) at the calibrated throughput,
-    x2 head-room, + 20 min overhead, times `attempt`."""
+    """Minutes for `train_contrastive`: the run's planned hours (its hardware FLOPs at its size's
+    rate, its steps' fixed cost, start-up: embtune.study_cost.JobHours.train) x 1.3, + the lead of
+    the time-limit signal, times `attempt`."""
     run = _run(wildcards)
-    hours = _cost.run_cost(RUN_CONFIGS[run["run_id"]], FLOPS_PER_SECOND)["gpu_hours"] if run is not None else 0.0
-    return _minutes(_OVERHEAD_MIN + _SIGNAL_SECONDS / 60.0 + _RUNTIME_SAFETY * hours * 60.0, attempt)
+    hours = _JOB_HOURS.train(run) if run is not None else _study_cost.TRAIN_JOB_MIN / 60
+    return _minutes(_SIGNAL_SECONDS / 60.0 + _RUNTIME_SAFETY * hours * 60.0, attempt)
 
 
 def signal_option(runtime_min):
@@ -134,8 +139,9 @@ def train_mem_mb(wildcards, attempt):
 
 
 def eval_mteb_runtime(wildcards, attempt):
-    """Minutes for `evaluate_mteb`: 30 min + 60 min per 1e9 parameters, times `attempt`."""
-    return _minutes(30 + 60.0 * _n_params(_run(wildcards)) / 1e9, attempt)
+    """Minutes for `evaluate_mteb` (one run a job): JobHours.mteb_job x 1.3, times `attempt`."""
+    run = _run(wildcards)
+    return _minutes(_RUNTIME_SAFETY * 60.0 * _JOB_HOURS.mteb_job([run] if run else [], config), attempt)
 
 
 def eval_mteb_mem_mb(wildcards, attempt):
@@ -148,9 +154,10 @@ def _batch_runs(wildcards):
 
 
 def eval_mteb_batch_runtime(wildcards, attempt):
-    """Minutes for `evaluate_mteb_batch`: 30 min once (start-up, imports, data) + per run 10 min
-    and 60 min per 1e9 parameters, times `attempt`."""
-    return _minutes(30 + sum(10 + 60.0 * _n_params(r) / 1e9 for r in _batch_runs(wildcards)), attempt)
+    """Minutes for `evaluate_mteb_batch`: start-up once + each checkpoint's evaluation
+    (JobHours.mteb_job) x 1.3, times `attempt`."""
+    runs = [r for r in _batch_runs(wildcards) if r is not None]
+    return _minutes(_RUNTIME_SAFETY * 60.0 * _JOB_HOURS.mteb_job(runs, config), attempt)
 
 
 def eval_mteb_batch_mem_mb(wildcards, attempt):
@@ -159,22 +166,20 @@ def eval_mteb_batch_mem_mb(wildcards, attempt):
     return _mb(8192 + max([_n_params(r) for r in _batch_runs(wildcards)] or [0]) * 8 / 2**20, attempt)
 
 
-def _query_steps(wildcards=None):
-    """Planned steps of a query run in batch-14 units: its own max_epochs x batches_per_epoch x
-    batch_size / 14 (a grid's batch 112 at 1000 batches per epoch is 8x the default's work)."""
+def _query_run(wildcards=None):
+    """The query run's config (common.smk's QRUNS), else the query-tuning defaults."""
     qt = config.get("query_tuning", {}).get("defaults", {})
     try:
         qt = QRUNS[(wildcards.get("qmodel"), wildcards.get("qrun"))]
     except (NameError, KeyError, TypeError, AttributeError):
         pass
-    batch = int(qt.get("batch_size", 14))
-    return int(qt.get("max_epochs", 100)) * int(qt.get("batches_per_epoch", 1000)) * batch / 14
+    return {"max_epochs": 100, "batches_per_epoch": 1000, "batch_size": 14, **qt}
 
 
 def tune_runtime(wildcards, attempt):
-    """Minutes for `tune_query`: the planned steps at ~0.1 s per batch of 14, + 30 min
-    (early stopping usually ends sooner), times `attempt`."""
-    return _minutes(30 + _query_steps(wildcards) * 0.1 / 60.0, attempt)
+    """Minutes for `tune_query`: the query run's planned maximum (JobHours.tune: its steps' FLOPs
+    and fixed cost; early stopping usually ends sooner) x 1.3, times `attempt`."""
+    return _minutes(_RUNTIME_SAFETY * 60.0 * _JOB_HOURS.tune(_query_run(wildcards)), attempt)
 
 
 def tune_mem_mb(wildcards, attempt):
@@ -184,8 +189,8 @@ def tune_mem_mb(wildcards, attempt):
 
 def eval_pnd_runtime(wildcards, attempt):
     """Minutes for `evaluate_pnd_base` / `evaluate_pnd_query` (embeddings are cached per model):
-    60 min, times `attempt`."""
-    return _minutes(60, attempt)
+    JobHours.pnd x 1.3, times `attempt`."""
+    return _minutes(_RUNTIME_SAFETY * 60.0 * _JOB_HOURS.pnd(), attempt)
 
 
 def eval_pnd_mem_mb(wildcards, attempt):

@@ -181,22 +181,24 @@ def test_throughput_is_read_from_one_place(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """resources.smk's train_runtime = 20 min + the 5-minute lead of the time-limit signal + 2 x the
-    GPU-hours `embtune plan` prints, at the same calibrated throughput (here
-    $EMBTUNE_FLOPS_PER_SECOND), times the attempt; the job asks SLURM for SIGUSR1 300 s before its
-    limit (a short request: a quarter of it)."""
+    """resources.smk's train_runtime = the 5-minute lead of the time-limit signal + 1.3 x the hours
+    `embtune plan` prices the run at (its hardware FLOPs, counted by hand above, at its size's rate
+    on throughput.yaml's MFU curve; 0.1 s for each planned step; 5 min of start-up), times the
+    attempt; the job asks SLURM for SIGUSR1 300 s before its limit (a short request: a quarter)."""
     import math
 
-    fps = 1e9                          # slow enough that the hours dominate the 20-minute overhead
-    monkeypatch.setenv("EMBTUNE_FLOPS_PER_SECOND", str(fps))
+    from embtune import study_cost
+
     runs, _ = training_runs(tiny_params(tmp_path))
     scope = {"RUNS": {r["run_id"]: r for r in runs}, "config": {}, "WorkflowError": RuntimeError,
              "RUN_CONFIGS": {r["run_id"]: RunConfig.from_dict(r) for r in runs},    # common.smk's typed plan
              "workflow": types.SimpleNamespace(is_main_process=True)}               # the controller's
     exec(compile((REPO / "workflow/rules/resources.smk").read_text(), "resources.smk", "exec"), scope)  # noqa: S102
-    assert scope["FLOPS_PER_SECOND"] == fps
     big = next(r for r in runs if r["budget"] == 1.6e13 and r["method"] == "bias")
-    minutes = 20 + 5 + 2 * hand_hours(1.6e13, "bias") * (FPS / fps) * 60     # ~1000 min
+    peak, curve, _ = study_cost.mfu_curve()
+    rate = study_cost.flops_per_second_at(N, peak, curve)
+    hours = hand_hours(1.6e13, "bias") * FPS / rate + big["planned"]["steps"] * 0.1 / 3600 + 5 / 60
+    minutes = 5 + 1.3 * hours * 60
     for attempt in (1, 2):
         assert scope["train_runtime"]({"run": big["run_id"]}, attempt) == math.ceil(minutes) * attempt
         assert scope["train_slurm_extra"]({"run": big["run_id"]}, attempt) == "--signal=USR1@300"

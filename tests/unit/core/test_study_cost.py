@@ -35,7 +35,7 @@ def _run(method: str = "full") -> dict:
     c = planned_counts(spec, {"method": method})
     return {"run_id": f"m__{method}", "model": spec, "method": method, "budget": 1e18, "seed": 0,
             "planned": {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward,
-                        "n_update": c.n_update, "tokens": 1e9},
+                        "n_update": c.n_update, "tokens": 1e9, "steps": 5000.0},
             "train": {"batch_size": 1024, "gradcache_chunk": 128, "gradient_checkpointing": False,
                       "context_length": 75}}
 
@@ -47,9 +47,14 @@ def test_mteb_hours_and_disk_by_hand() -> None:
     hours = study_cost.gpu_hours([run], [run["run_id"]], [], params, fps=1e14)
     peak, curve, _ = study_cost.mfu_curve()
     fps_n = study_cost.flops_per_second_at(n, peak, curve)
-    by_hand = 2 * n * 2 * study_cost.MTEB_TEXTS_PER_TASK * 75 / fps_n / 3600
+    # one batch job's start-up + the checkpoint's load + its forward FLOPs at its size's rate
+    by_hand = (study_cost.MTEB_JOB_MIN + study_cost.MTEB_RUN_MIN) / 60 \
+        + 2 * n * 2 * study_cost.MTEB_TEXTS_PER_TASK * 75 / fps_n / 3600
     assert hours["MTEB evaluation"] == pytest.approx(by_hand)
     assert hours["query tuning"] == 0 and hours["PND evaluation"] == 0
+    # training: 8N (full, two-pass GradCache) per token at the rate, + 0.1 s a step, + start-up
+    train = 8 * n * 1e9 / fps_n / 3600 + 5000 * study_cost.DEFAULT_STEP_OVERHEAD_S / 3600 + study_cost.TRAIN_JOB_MIN / 60
+    assert hours["training"] == pytest.approx(train, rel=1e-6)
     disk = study_cost.disk_bytes([run], [], {})
     full = 4 * (n + 50304 * 512)                    # fp32, embeddings included
     assert disk["run folders (fp32)"] == full
@@ -95,7 +100,30 @@ def test_embtune_plan_prints_every_part_and_the_disk() -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for part in ("training (calibrated)", "training (MFU curve)", "MTEB evaluation", "query tuning",
+    for part in ("training (calibrated)", "training  ", "MTEB evaluation", "query tuning", "30-40k A100-hours",
                  "PND evaluation", "run folders (fp32)", "checkpoints (largest one)", "DVC cache",
                  "GPU classes (", "1007 training runs planned"):
         assert part in out, part
+
+
+@pytest.mark.slow
+def test_the_plan_and_the_slurm_requests_agree() -> None:
+    """On params.yaml, `embtune plan`'s total GPU-hours and the sum of the first-attempt time
+    requests of every GPU job `snakemake --profile slurm` would submit agree within 1.5x: one
+    throughput model prices both (study_cost.JobHours)."""
+    import re
+
+    gpu_rules = {"train_contrastive", "tune_query", "evaluate_mteb_batch", "evaluate_pnd_base", "evaluate_pnd_query"}
+    dry = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "--profile", "slurm"], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert dry.returncode == 0, dry.stderr[-1000:]
+    minutes = 0
+    for block in re.split(r"\n(?=rule \w+:)", dry.stdout):
+        rule, runtime = re.match(r"rule (\w+):", block), re.search(r"runtime=(\d+)", block)
+        if rule and runtime and rule.group(1) in gpu_rules:
+            minutes += int(runtime.group(1))
+    plan = subprocess.run([str(Path(sys.executable).parent / "embtune"), "plan", "params.yaml"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    total = float(re.search(r"^  total\s+([\d.e+]+)\s+\(FLOPs at", plan.stdout, flags=re.M).group(1))
+    requested = minutes / 60
+    assert 1.0 <= requested / total <= 1.5, (requested, total)
