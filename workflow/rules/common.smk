@@ -161,4 +161,5 @@ def final_outputs():
         rules.query_table.output.tables,
         rules.appendix_tables.output.tables,
         rules.summary.output.metrics,
+        *([rules.select_mteb_tasks.output.selection] if config["evaluate"]["mteb"]["selection"]["scores"] else []),
     ]
