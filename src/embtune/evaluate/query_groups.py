@@ -44,6 +44,10 @@ from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import write_text
 
 FIRST_COLUMNS = ("model", "qrun_id", "lr_effective")
+#: The per-pair XNLI frames' keys and Table 1's relation tags (as evaluate/query_table.py writes
+#: them; that module imports this one, so they are not imported from it).
+XNLI_KEYS = ("query_lang", "text_lang", "relation", "measure")
+XNLI_RELATIONS = (("neutral", "ent_neutr"), ("contradiction", "ent_contr"))
 
 
 def membership_fields(members: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, str]]:
@@ -187,8 +191,6 @@ def xnli_vs_reference(members: list[dict[str, Any]], heats: dict[tuple[str, str]
     """``reference`` and the XNLI +/- counts of each member against its reference run, in the
     group table's row order: per language pair, relation and measure, the pooled z-test of the
     reference's tuned errors against the run's (Tables 17-18's c+/- "over the fine-tuned E5")."""
-    from embtune.evaluate.query_table import MEASURES, RELATIONS, XNLI_KEYS, compare_counts  # it imports us
-
     cols: dict[str, list[Any]] = {"reference": []}
     for m in members:
         ref_id = reference_of(m, default_ids)
@@ -197,13 +199,14 @@ def xnli_vs_reference(members: list[dict[str, Any]], heats: dict[tuple[str, str]
         both = None if run is None or ref is None else ref.select(
             *XNLI_KEYS, pl.col("errors_tuned").alias("errors_ref"), pl.col("total").alias("total_ref")).join(
             run.select(*XNLI_KEYS, "errors_tuned", "total"), on=XNLI_KEYS, how="inner")
-        for rel, tag in zip(RELATIONS, ("ent_neutr", "ent_contr")):
-            for measure in MEASURES:
+        for rel, tag in XNLI_RELATIONS:
+            for measure in ("cos", "dist"):
                 plus = minus = None
                 if both is not None and both.height:
                     sel = both.filter((pl.col("relation") == rel) & (pl.col("measure") == measure))
-                    sig = [compare_counts(a, b, n, z_critical)[1] and n == n_ref for a, b, n, n_ref in
-                           sel.select("errors_ref", "errors_tuned", "total", "total_ref").iter_rows()]
+                    sig = [n == n_ref and n > 0 and abs(pooled_z(int(a), int(b), int(n))) > z_critical
+                           for a, b, n, n_ref in sel.select("errors_ref", "errors_tuned", "total",
+                                                            "total_ref").iter_rows()]
                     diff = (sel["errors_tuned"] - sel["errors_ref"]).to_list()
                     plus = sum(1 for s, d in zip(sig, diff) if s and d < 0)
                     minus = sum(1 for s, d in zip(sig, diff) if s and d > 0)
