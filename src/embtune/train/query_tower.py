@@ -7,7 +7,7 @@ persistent :class:`embtune.models.embed_cache.EmbedCache` (store ``tower="doc"``
 a sweep trains, and the PND evaluation reads the very same vectors. Only a copy of the encoder —
 the query tower — is trained, with paper 2's regime (App. E):
 
-* triplet margin loss on cosine (1 - cos) or Euclidean distance, margin from the run config;
+* triplet margin loss on Euclidean (the default) or cosine (1 - cos) distance, margin from the run config;
 * ``batches_per_epoch`` batches per epoch, then validation; an epoch *improves* only if the
   validation loss AND the validation error count both decrease vs the best so far (epoch 0 = the
   untuned model, so "best" can be the original encoder); stop after ``patience`` consecutive
