@@ -17,13 +17,16 @@ helpers of ``bench_schedulers.py``. Data: ``data/processed/demo/msmarco`` (``sna
 
     HF_HUB_OFFLINE=1 PYTHONPATH=src .venv/bin/python benchmarks/bench_triplet_distance.py --seeds 0 1 2
 
-Measured on 2026-11-29 (2-core CPU shared with other jobs, 1 thread; seed 0; 867 eval comparisons)::
+Measured on 2026-11-29 (2-core CPU shared with other jobs, 1 thread; seeds 0 and 1, stopped
+before the rest; 867 eval comparisons)::
 
     untuned MSMARCO eval PND errors: cos 172, dist 260
     distance    vectors seed  ep best val_loss0  val_loss val_err0 val_err pnd_c  d_c pnd_d  d_d wall_s
          cos        raw    0  10    9   0.04612   0.03557       40      26   137  -35   234  -26    956
         dist        raw    0  10   10   0.20597   0.09800       50      35   158  -14   180  -80    593
         dist normalized    0   9    6   0.04549   0.03660       40      29   149  -23   240  -20    303
+         cos        raw    1  10   10   0.04612   0.03548       40      29   128  -44   236  -24    686
+        dist        raw    1  10   10   0.20597   0.10132       50      37   157  -15   180  -80    522
 
 Read: each loss improves most the PND measure that shares its distance (cos loss: -35 by cos,
 -26 by dist; raw Euclidean loss: -14 by cos, -80 by dist); the unit-vector Euclidean loss, a
