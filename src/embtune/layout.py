@@ -148,6 +148,10 @@ class Processed:
         """materialise-mteb: the MTEB tasks on disk (compute nodes are offline)."""
         return self.root / "mteb"
 
+    def mteb_selection(self) -> Path:
+        """select-mteb-tasks: App. B's task per category, its correlations, a params layer."""
+        return self.root / "mteb_selection"
+
     def pnd_file(self, dataset: str) -> Path:
         """The file evaluate-pnd reads for a PND dataset id (``xnli`` included)."""
         return self.root / pnd_sets.get(dataset).file

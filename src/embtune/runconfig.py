@@ -315,6 +315,7 @@ class QueryRunConfig:
     epoch_size: str
     patience: int
     max_epochs: int
+    saved_epoch: str
     weight_decay: float
     scheduler: str
     scheduler_unit: str

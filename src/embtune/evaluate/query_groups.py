@@ -13,12 +13,17 @@ a one-factor sweep, ``grid`` for a named grid):
 * ``<key>.csv``: the paper's layout, one row per (model, member run): factor columns, the run id,
   ``lr_effective``, then the same result columns as ``table1.csv`` (improvement % and
   significance per dataset and measure, XNLI +/- counts); ``evaluated`` false where the run has
-  no PND yet;
+  no PND yet; a grid with ``reference`` keys adds ``reference`` and the XNLI +/- counts against
+  it (``xnli_<rel>_<c|d>_plus_vs_reference``: language pairs whose PND is significantly lower /
+  higher than the reference run's, by the same pooled z-test);
 * ``<key>_long.csv``: one row per (model, run, dataset, measure) with the factor columns, the
   improvement over the untuned encoder (``improvement``, ``z``, ``significant``, as
-  ``pnd_long.csv``) and over the model's *default tuned* run (``improvement_vs_default``,
-  ``z_vs_default``, ``significant_vs_default``): Tables 17-18 print "improvement over the
-  fine-tuned E5 model", a reading the caption leaves open, so both references are here;
+  ``pnd_long.csv``) and over the member's *tuned reference* run (``reference``,
+  ``improvement_vs_reference``, ``z_vs_reference``, ``significant_vs_reference``): the default run,
+  or for a grid with ``reference`` keys the defaults at the point's values of those keys. Tables
+  17-18 print "improvement over the fine-tuned E5 model ... tuned using a batch size of 14,
+  learning rate 5e-8" (17) / "10^-7" (18), so ``table17-18`` declares ``reference: [lr]``;
+  both references are here (docs/fidelity.md#P2-TABLE17-18);
 * ``<key>_pivot.csv`` for a grid varying two or more keys: rows (model, dataset, measure, first
   factor), one column per combination of the others (``k=v,k=v``), cells the improvement (%):
   Tables 6-8 side by side as one batch x scaling-rule table;
@@ -39,6 +44,10 @@ from embtune.evaluate.stats import pooled_z, relative_improvement
 from embtune.io import write_text
 
 FIRST_COLUMNS = ("model", "qrun_id", "lr_effective")
+#: The per-pair XNLI frames' keys and Table 1's relation tags (as evaluate/query_table.py writes
+#: them; that module imports this one, so they are not imported from it).
+XNLI_KEYS = ("query_lang", "text_lang", "relation", "measure")
+XNLI_RELATIONS = (("neutral", "ent_neutr"), ("contradiction", "ent_contr"))
 
 
 def membership_fields(members: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, str]]:
@@ -104,13 +113,19 @@ def group_table(table: pl.DataFrame, members: list[dict[str, Any]]) -> pl.DataFr
         "model", *keys, "qrun_id", "lr_effective", "evaluated", *results)
 
 
-def _vs_default(run: dict[str, Any], default: dict[str, Any] | None, z_critical: float) -> dict[str, Any]:
-    """The run's PND against the default tuned run's, on the same evaluation set."""
-    if default is None or default["total"] != run["total"]:
-        return {"improvement_vs_default": None, "z_vs_default": None, "significant_vs_default": None}
-    z = pooled_z(int(default["errors_tuned"]), int(run["errors_tuned"]), int(run["total"]))
-    return {"improvement_vs_default": 100 * relative_improvement(default["pnd_tuned"], run["pnd_tuned"]),
-            "z_vs_default": z, "significant_vs_default": bool(abs(z) > z_critical) if not math.isnan(z) else False}
+def _vs_reference(run: dict[str, Any], ref: dict[str, Any] | None, z_critical: float) -> dict[str, Any]:
+    """The run's PND against its tuned reference run's, on the same evaluation set."""
+    if ref is None or ref["total"] != run["total"]:
+        return {"improvement_vs_reference": None, "z_vs_reference": None, "significant_vs_reference": None}
+    z = pooled_z(int(ref["errors_tuned"]), int(run["errors_tuned"]), int(run["total"]))
+    return {"improvement_vs_reference": 100 * relative_improvement(ref["pnd_tuned"], run["pnd_tuned"]),
+            "z_vs_reference": z,
+            "significant_vs_reference": bool(abs(z) > z_critical) if not math.isnan(z) else False}
+
+
+def reference_of(member: dict[str, Any], default_ids: dict[str, str]) -> str:
+    """The qrun_id a member is compared with: its grid's reference run, else the default run."""
+    return member.get("reference") or default_ids.get(member["model"], "default")
 
 
 def group_long(long_rows: list[dict[str, Any]], members: list[dict[str, Any]], default_ids: dict[str, str],
@@ -122,17 +137,17 @@ def group_long(long_rows: list[dict[str, Any]], members: list[dict[str, Any]], d
         by_run.setdefault((r["model"], r["qrun_id"]), []).append(r)
     rows: list[dict[str, Any]] = []
     for m in members:
-        default = {(r["dataset"], r["measure"]): r
-                   for r in by_run.get((m["model"], default_ids.get(m["model"], "default")), [])}
+        ref_id = reference_of(m, default_ids)
+        ref = {(r["dataset"], r["measure"]): r for r in by_run.get((m["model"], ref_id), [])}
         for r in by_run.get((m["model"], m["qrun_id"]), []):
-            rows.append({**r, **{f"factor:{k}": m["factors"].get(k) for k in keys},
-                         **_vs_default(r, default.get((r["dataset"], r["measure"])), z_critical)})
+            rows.append({**r, **{f"factor:{k}": m["factors"].get(k) for k in keys}, "reference": ref_id,
+                         **_vs_reference(r, ref.get((r["dataset"], r["measure"])), z_critical)})
     if not rows:
         return pl.DataFrame()
     cols = [_series(k, [r[f"factor:{k}"] for r in rows]) for k in keys]
     rest = [c for c in rows[0] if not c.startswith("factor:")]
     body = pl.DataFrame({c: [r.get(c) for r in rows] for c in rest}, strict=False)
-    body = body.with_columns(pl.col(c) + 0.0 for c in ("improvement", "improvement_vs_default")
+    body = body.with_columns(pl.col(c) + 0.0 for c in ("improvement", "improvement_vs_reference")
                              if c in body.columns and body.schema[c].is_float())   # no -0.0
     frame = pl.concat([pl.DataFrame(cols), body], how="horizontal")
     return frame.select("model", *keys, *[c for c in body.columns if c != "model"])
@@ -171,15 +186,51 @@ def _cell(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else ("" if value is None else str(value))
 
 
+def xnli_vs_reference(members: list[dict[str, Any]], heats: dict[tuple[str, str], pl.DataFrame],
+                      default_ids: dict[str, str], z_critical: float) -> pl.DataFrame:
+    """``reference`` and the XNLI +/- counts of each member against its reference run, in the
+    group table's row order: per language pair, relation and measure, the pooled z-test of the
+    reference's tuned errors against the run's (Tables 17-18's c+/- "over the fine-tuned E5")."""
+    cols: dict[str, list[Any]] = {"reference": []}
+    for m in members:
+        ref_id = reference_of(m, default_ids)
+        cols["reference"].append(ref_id)
+        run, ref = heats.get((m["model"], m["qrun_id"])), heats.get((m["model"], ref_id))
+        both = None if run is None or ref is None else ref.select(
+            *XNLI_KEYS, pl.col("errors_tuned").alias("errors_ref"), pl.col("total").alias("total_ref")).join(
+            run.select(*XNLI_KEYS, "errors_tuned", "total"), on=XNLI_KEYS, how="inner")
+        for rel, tag in XNLI_RELATIONS:
+            for measure in ("cos", "dist"):
+                plus = minus = None
+                if both is not None and both.height:
+                    sel = both.filter((pl.col("relation") == rel) & (pl.col("measure") == measure))
+                    sig = [n == n_ref and n > 0 and abs(pooled_z(int(a), int(b), int(n))) > z_critical
+                           for a, b, n, n_ref in sel.select("errors_ref", "errors_tuned", "total",
+                                                            "total_ref").iter_rows()]
+                    diff = (sel["errors_tuned"] - sel["errors_ref"]).to_list()
+                    plus = sum(1 for s, d in zip(sig, diff) if s and d < 0)
+                    minus = sum(1 for s, d in zip(sig, diff) if s and d > 0)
+                for side, value in (("plus", plus), ("minus", minus)):
+                    cols.setdefault(f"xnli_{tag}_{measure[0]}_{side}_vs_reference", []).append(value)
+    return pl.DataFrame({k: pl.Series(k, v, pl.String if k == "reference" else pl.Int64)
+                         for k, v in cols.items()})
+
+
 def write_groups(out: Path, table: pl.DataFrame, long_rows: list[dict[str, Any]],
-                 members: list[dict[str, Any]], z_critical: float) -> list[dict[str, Any]]:
-    """Every group's files into ``out`` (see the module docstring); returns the index rows."""
+                 members: list[dict[str, Any]], z_critical: float,
+                 heats: Iterable[pl.DataFrame] = ()) -> list[dict[str, Any]]:
+    """Every group's files into ``out`` (see the module docstring); returns the index rows.
+    ``heats``: the per-run XNLI frames of :func:`embtune.evaluate.query_table.xnli_rows`."""
     out.mkdir(parents=True, exist_ok=True)
     default_ids = {m["model"]: m["qrun_id"] for m in members if m["kind"] == "default"}
+    by_run = {(h["model"][0], h["qrun_id"][0]): h for h in heats if h.height}
     index = []
     for (kind, group), group_members in groups_of(members).items():
         key, keys = f"{kind}-{group}", factor_keys(group_members)
         frame = group_table(table, group_members)
+        if any("reference" in m for m in group_members):
+            frame = pl.concat([frame, xnli_vs_reference(group_members, by_run, default_ids,
+                                                        z_critical)], how="horizontal")
         frame.write_csv(out / f"{key}.csv")
         long = group_long(long_rows, group_members, default_ids, z_critical)
         long.write_csv(out / f"{key}_long.csv")

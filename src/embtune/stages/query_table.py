@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_outputs(out, table, got)
         write_extras(out, extras)   # Table 3, arxiv levels, Fig. 2(a), Figs 4-5, Tables 14-15
         if members is not None:
-            write_groups(out / "groups", table, got["long"], members, args.z_critical)
+            write_groups(out / "groups", table, got["long"], members, args.z_critical, got["heat"])
         write_json(out / "manifest.json", provenance(stage=STAGE, args=vars(args),
                                                      n_rows=table.height, missing_evaluations=missing,
                                                      skipped_runs=got["skipped"], failed_runs=got["failed"],

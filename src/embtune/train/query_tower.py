@@ -7,11 +7,12 @@ persistent :class:`embtune.models.embed_cache.EmbedCache` (store ``tower="doc"``
 a sweep trains, and the PND evaluation reads the very same vectors. Only a copy of the encoder —
 the query tower — is trained, with paper 2's regime (App. E):
 
-* triplet margin loss on cosine (1 - cos) or Euclidean distance, margin from the run config;
+* triplet margin loss on Euclidean (the default) or cosine (1 - cos) distance, margin from the run config;
 * ``batches_per_epoch`` batches per epoch, then validation; an epoch *improves* only if the
   validation loss AND the validation error count both decrease vs the best so far (epoch 0 = the
   untuned model, so "best" can be the original encoder); stop after ``patience`` consecutive
-  non-improving epochs or ``max_epochs``; the best checkpoint is what is saved;
+  non-improving epochs or ``max_epochs``; the best checkpoint is what is saved, or with
+  ``saved_epoch: last`` the last epoch's (the paper says neither; docs/fidelity.md#P2-STOPPING);
 * LR schedule of Table 19 set before every optimizer step (:mod:`embtune.optim`;
   ``scheduler_unit`` picks the step or the epoch clock), a0 = ``lr_effective`` (batch-size
   scaling already applied by :func:`embtune.sweep.query_runs`);
@@ -352,11 +353,13 @@ def tune(run: QueryRunConfig, train: list[Triplet], val: list[Triplet], docs: Do
             reason = "patience"
             break
     for tower, state_dict in zip(towers, best):
-        tower.load_state_dict(state_dict, strict=False)
+        if run.saved_epoch == "best":   # "last": keep the weights of the epoch it stopped at
+            tower.load_state_dict(state_dict, strict=False)
         tower.eval()
     metrics = _metrics(run, curve, state, reason, plan, tokens, train_time, len(val),
                        docs.cache.stats.texts_encoded - forwards0, time.perf_counter() - t0)
     metrics.update(train_time_s=train_time, doc_fill_time_s=doc_time,
+                   saved_epoch=state.best_epoch if run.saved_epoch == "best" else len(curve) - 1,
                    tune_doc_tower=len(towers) > 1,
                    n_trainable_doc_tensors=len(doc_plan.trainable) if doc_plan else 0)
     return TuneResult(query_tower, curve, metrics, plan, towers[1] if len(towers) > 1 else None)

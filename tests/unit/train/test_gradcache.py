@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -97,3 +98,34 @@ def test_triplet_margin_loss() -> None:
     assert triplet_margin_loss(q, pos, neg, 1.0, distance="cos").item() == pytest.approx(1 - 2 ** -0.5, abs=1e-6)
     # dist: d_pos = 1, d_neg = sqrt2
     assert triplet_margin_loss(q, pos, neg, 0.5, distance="dist").item() == pytest.approx(1 - 2 ** 0.5 + 0.5, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_triplet_margin_loss_matches_torch_triplet_margin_loss(seed: int) -> None:
+    """docs/fidelity.md#P2-TRIPLET-DISTANCE: ``dist`` is torch.nn.TripletMarginLoss (p = 2, mean)
+    on the raw vectors, or on the unit vectors with ``unit``; ``cos`` is torch's
+    TripletMarginWithDistanceLoss with d = 1 - cos. Random raw-scale vectors (norm ~5, as pooled
+    encoder outputs), margin 0.1 and 2.0 (so that some triplets are active)."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(seed)
+    q, pos, neg = (torch.randn(32, 16, generator=g) * 1.3 for _ in range(3))
+    for margin in (0.1, 2.0):
+        ref = torch.nn.TripletMarginLoss(margin=margin, p=2.0, eps=0.0)
+        assert triplet_margin_loss(q, pos, neg, margin, "dist").item() == pytest.approx(ref(q, pos, neg).item(), rel=1e-5)
+        unit = [F.normalize(x, dim=-1) for x in (q, pos, neg)]
+        assert triplet_margin_loss(q, pos, neg, margin, "dist", unit=True).item() == pytest.approx(
+            ref(*unit).item(), rel=1e-5, abs=1e-7)
+        cos = torch.nn.TripletMarginWithDistanceLoss(
+            distance_function=lambda a, b: 1 - F.cosine_similarity(a, b, dim=-1), margin=margin)
+        assert triplet_margin_loss(q, pos, neg, margin, "cos").item() == pytest.approx(cos(q, pos, neg).item(), rel=1e-5)
+    assert triplet_margin_loss(q, pos, neg, 2.0, "dist").item() > 0   # not vacuous
+
+
+def test_the_default_triplet_distance_is_euclidean() -> None:
+    """Paper 2's "triple margin loss with margin 0.1" read as torch's TripletMarginLoss (Euclidean)."""
+    from embtune.config import load_params
+
+    repo = Path(__file__).resolve().parents[3]
+    defaults = load_params([repo / "params.yaml"])["query_tuning"]["defaults"]
+    assert (defaults["distance"], defaults["dist_embeddings"], defaults["margin"]) == ("dist", "raw", 0.1)

@@ -201,6 +201,32 @@ def test_document_tower_and_cached_embeddings_are_bit_identical_after_tuning(enc
     assert result.metrics["doc_forward_passes"] == 0
 
 
+@pytest.mark.parametrize("saved", ["best", "last"])
+def test_saved_epoch_keeps_the_best_or_the_last_epochs_weights(encoder_path, tmp_path, monkeypatch, saved):
+    """``saved_epoch`` (docs/fidelity.md#P2-STOPPING). Validation is scripted so that epoch 1
+    improves and epochs 2-3 do not (loss 0.5 -> 0.4 -> 0.45 -> 0.42 with 5, 4, 4, 4 errors); a
+    snapshot of the query tower is taken at every validation. ``best`` returns epoch 1's
+    weights, ``last`` epoch 3's, which training moved away from epoch 1's."""
+    script = iter([(0.5, 5), (0.4, 4), (0.45, 4), (0.42, 4)])
+    snapshots: list[dict[str, torch.Tensor]] = []
+
+    def fake_validate(tower, val, docs, run, batch_size=64):
+        snapshots.append({k: v.detach().clone() for k, v in tower.state_dict().items()})
+        return next(script)
+
+    monkeypatch.setattr(qt, "validate", fake_validate)
+    run = QueryRunConfig.from_dict(_run(max_epochs=3, patience=3, saved_epoch=saved))
+    result = qt.tune(run, _triplets(8), _triplets(4, offset=50), _doc_side(encoder_path, tmp_path / "cache"),
+                     log=lambda _: None)
+    assert result.metrics["best_epoch"] == 1 and result.metrics["epochs"] == 3
+    kept = 1 if saved == "best" else 3
+    assert result.metrics["saved_epoch"] == kept
+    moved = [k for k in snapshots[1] if not torch.equal(snapshots[1][k], snapshots[3][k])]
+    assert moved                                   # epochs 1 and 3 differ, so the choice is visible
+    final = result.query_tower.state_dict()
+    assert all(torch.equal(final[k], snapshots[kept][k]) for k in snapshots[kept])
+
+
 @pytest.mark.parametrize("scheduler, unit, closed_form", [
     ("L", "step", lambda a0, t: a0 * (1 - t / 6)),       # T = 3 epochs x 2 batches
     ("E0.95", "epoch", lambda a0, t: a0 * 0.95 ** (t // 2)),

@@ -72,7 +72,7 @@ def test_a_mistyped_or_unknown_key_is_refused_by_its_dotted_name(change, needle)
 
 def test_query_run_config_fields_are_type_checked() -> None:
     q = {"qrun_id": "default", "model": {"name": "m"}, "lr": 1e-5, "batch_size": 14, "margin": 0.1,
-         "distance": "cos", "dist_embeddings": "raw", "batches_per_epoch": 1000, "epoch_size": "samples", "patience": 2, "max_epochs": 10,
+         "distance": "cos", "dist_embeddings": "raw", "batches_per_epoch": 1000, "epoch_size": "samples", "patience": 2, "max_epochs": 10, "saved_epoch": "best",
          "weight_decay": 0, "scheduler": "none", "scheduler_unit": "step", "optimizer": "adamw", "freeze": "emb",
          "lr_scaling": "none", "train_data": "msmarco", "seed": 0, "tune_doc_tower": False, "lr_effective": 1e-5}
     assert json.dumps(QueryRunConfig.from_dict(q).to_dict()) == json.dumps(q)
