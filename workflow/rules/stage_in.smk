@@ -22,9 +22,11 @@ rule stage_snapshot:
     wildcard_constraints:
         repo=r"[^/]+(?:/[^/]+)?",
         revision=r"[^/]+",
+    params:
+        revision=lambda wildcards: L.store.revision_of(wildcards.revision),  # refs~pr~N -> refs/pr/N
     shell:
         "embtune stage-in snapshot --repo-id {wildcards.repo:q} "
-        "--revision {wildcards.revision:q} --out {output:q} > {log:q} 2>&1"
+        "--revision {params.revision:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule stage_in:
