@@ -23,9 +23,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from helpers_hub import LoopbackHub  # noqa: E402
 
-from embtune.data.store import STAGE_RECORD, require_staged, verify  # noqa: E402
+from embtune.data.store import STAGE_RECORD, pickle_plan, require_staged, verify  # noqa: E402
 from embtune.errors import DataError  # noqa: E402
 from embtune.layout import Store  # noqa: E402
+from embtune.model_files import PICKLE_SUFFIXES  # noqa: E402
 from embtune.models.encoders import resolve_encoder_path  # noqa: E402
 
 MODEL_FILES = {"config.json": b'{"model_type": "gpt_neox"}', "model.safetensors": os.urandom(4096),
@@ -140,18 +141,18 @@ def test_a_pickle_only_revision_is_converted_beside_a_safetensors_main(hub: Loop
 
 
 def test_pickle_revisions_that_cannot_be_converted_are_refused(hub: LoopbackHub, tmp_path: Path) -> None:
-    """Pickles that are not transformers weights: refused before any download. Weights whose
+    """Pickles that are not transformers weights: refused before any download (other pickles
+    beside transformers weights: left out of the download, the weights converted). Weights whose
     pickle calls a function: refused by the restricted loader, naming the file, with nothing run
     and nothing staged."""
-    only = {"config.json": MODEL_FILES["config.json"], "model.ckpt": b"\x80\x04K\x01."}
-    hub.add("model", "org/only-ckpt", only, revisions=("step143000",))
-    bad = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/only-ckpt",
-                   "--revision", "step143000", "--out", str(tmp_path / "only"))
-    assert bad.returncode == 2, bad.stderr
-    last = bad.stderr.strip().splitlines()[-1]
-    assert "org/only-ckpt@step143000: only pickle files (model.ckpt)" in last and "refs/pr/N" in last, last
-    assert not (tmp_path / "only").exists()
-    assert not any("/resolve/" in r and "only-ckpt" in r for r in hub.requests)   # nothing downloaded
+    with pytest.raises(DataError, match=r"org/x@step1: only pickle files \(model.ckpt\), none of them transformers "
+                                        r"weights; .* refs/pr/N\)"):
+        pickle_plan("org/x", "step1", ["config.json", "model.ckpt"])        # before any download
+    assert pickle_plan("org/x", "main", ["pytorch_model.bin", "model.safetensors"]) == (
+        tuple(f"*{s}" for s in PICKLE_SUFFIXES), False)
+    assert pickle_plan("org/x", "step1", ["config.json", "pytorch_model-00001-of-00002.bin", "optimizer[1].pt",
+                                          "pytorch_model-00002-of-00002.bin", "pytorch_model.bin.index.json"]) == (
+        ("optimizer[[]1].pt",), True)
 
     marker = tmp_path / "ran"
     evil = pickle.dumps({"w": _RunsCode(marker)}, protocol=2)
