@@ -9,9 +9,10 @@ safetensors (data only), sharded checkpoints with their ``*.index.json`` too. Th
 are then removed from the staged folder, so compute jobs only ever see safetensors; the stage
 record keeps each pickle's sha256 beside its safetensors twin's.
 
-Why our own loop and not transformers' ``save_pretrained``: that needs the model instantiated
-(a 2.8B model is ~11 GB of RAM on the login node); this maps the zip checkpoint (``mmap``) and
-writes tensor by tensor's storage, never building a model.
+Why this loop and not transformers' ``save_pretrained``: that needs the model instantiated
+(a 2.8B model is ~11 GB of RAM on the login node); here the zip checkpoint is memory-mapped
+(``mmap``) and safetensors writes straight from those pages (``save_file`` passes pointers, no
+copy), never building a model.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ def _state() -> dict[str, torch.Tensor]:
             "gpt_neox.layers.0.mlp.dense_h_to_4h.weight": torch.randn(24, 6, generator=g).half(),
             "gpt_neox.layers.0.attention.bias": torch.tril(torch.ones(4, 4, dtype=torch.bool)),
             "gpt_neox.layers.0.attention.rotary_emb.inv_freq": torch.randn(3, generator=g)[::2],   # a view
-            "gpt_neox.final_layer_norm.weight": torch.randn(6, generator=g).to(torch.bfloat16)}
+            "gpt_neox.final_layer_norm.weight": torch.randn(6, generator=g).to(torch.bfloat16),
+            "step": torch.tensor(143000), "empty": torch.zeros(0, 3, dtype=torch.int32)}
 
 
 def _assert_same(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> None:
