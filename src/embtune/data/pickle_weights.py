@@ -46,7 +46,7 @@ def safetensors_name(name: str) -> str:
 
 def _refusal(path: Path, err: BaseException) -> str:
     """The line of torch's weights-only message that names what was refused (its advice to
-    retry with ``weights_only=False`` is exactly what must not be done)."""
+    retry with the restriction off is exactly what must not be done)."""
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     named = [ln for ln in lines if re.search(r"global|unsupported|not allowed", ln, re.I)
              and not ln.startswith("Weights only load failed")]
@@ -58,14 +58,14 @@ def load_state_dict(path: Path) -> dict[str, Any]:
     """The tensors of a pickle weights file through torch's restricted loader, or a DataError
     naming the file. Nothing in the file is executed: a global outside torch's allow-list (e.g.
     ``os.system``) is refused by the loader before it is called."""
-    import pickle
+    from pickle import UnpicklingError  # the restricted loader's refusal; nothing here unpickles
 
     import torch
 
     zipped = zipfile.is_zipfile(path)   # torch >= 1.6 format: can be memory-mapped, not read into RAM
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipped)
-    except pickle.UnpicklingError as err:
+    except UnpicklingError as err:
         raise DataError(f"{path}: refused by torch's weights-only loader ({_refusal(path, err)}); "
                         "nothing in it was run and it is not converted; expected a state dict of tensors "
                         "(pin a revision with model.safetensors if this file is not plain weights)") from None
