@@ -69,7 +69,7 @@ def pickle_plan(repo_id: str, revision: str, files: Sequence[str]) -> tuple[tupl
     (:mod:`embtune.data.pickle_weights`); other pickle files (optimizer states, training
     arguments) are never downloaded. A revision whose only weights are pickles that are not
     transformers weights is refused on the login node, naming it."""
-    from embtune.data.pickle_weights import INDEX_SUFFIX, is_pickle_weights
+    from embtune.data.pickle_weights import is_pickle_weights
     from embtune.model_files import PICKLE_SUFFIXES
 
     pickles = [f for f in files if f.endswith(PICKLE_SUFFIXES)]
@@ -82,8 +82,7 @@ def pickle_plan(repo_id: str, revision: str, files: Sequence[str]) -> tuple[tupl
                         "them transformers weights; expected model.safetensors or pytorch_model*.bin at this "
                         "revision: pin a revision that has them (a branch, tag, 40-hex commit or the hub's "
                         "safetensors-conversion PR, refs/pr/N)")
-    return tuple(_glob_literal(f) for f in sorted(pickles) if not is_pickle_weights(f)
-                 and not f.endswith(INDEX_SUFFIX)), True
+    return tuple(_glob_literal(f) for f in sorted(pickles) if not is_pickle_weights(f)), True
 
 
 def snapshot(repo_id: str, revision: str, dest: Path, repo_type: str = "model",
