@@ -47,7 +47,7 @@ def test_tokenizer_and_tiny_model(tmp_path) -> None:
         assert torch.equal(a, b), n
 
 
-def _staged_pythia(tmp_path, hidden: int = 64):
+def _staged_pythia(tmp_path, hidden: int = 64, shard: str | None = None):
     """A stage-in folder as the hub serves Pythia: a GPTNeoXForCausalLM (LM head, ``gpt_neox.``
     prefix) in safetensors, its record written last; and a tokenizer folder."""
     from transformers import GPTNeoXForCausalLM
@@ -62,19 +62,22 @@ def _staged_pythia(tmp_path, hidden: int = 64):
     lm = GPTNeoXForCausalLM(tiny_config({"hidden_size": hidden, "num_layers": 2}, len(tok), tok.pad_token_id,
                                         tok.eos_token_id))
     staged = tmp_path / "store" / f"d{hidden}"
-    lm.save_pretrained(str(staged))
+    lm.save_pretrained(str(staged), **({"max_shard_size": shard} if shard else {}))
     (staged / STAGE_RECORD).write_text("{}")
     return lm, staged
 
 
-def test_a_hub_model_is_checked_from_its_config_and_linked_not_loaded(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("shard", [None, "40KB"], ids=["one-file", "sharded"])
+def test_a_hub_model_is_checked_from_its_config_and_linked_not_loaded(tmp_path, monkeypatch, shard) -> None:
     """The login-node path: no weights are read (any from_pretrained or tensor load fails the test);
     the output holds the staged files as hard links, AutoModel loads the LM's own base weights from
     it, and n_params is the hand count of the base model's parameters."""
     import safetensors.torch
     from transformers import PreTrainedModel
 
-    lm, staged = _staged_pythia(tmp_path)
+    lm, staged = _staged_pythia(tmp_path, shard=shard)
+    weights = sorted(p.name for p in staged.glob("model*.safetensors"))
+    assert (len(weights) > 1) == bool(shard) and (staged / "model.safetensors.index.json").is_file() == bool(shard)
     want = {k: v.clone() for k, v in lm.gpt_neox.state_dict().items()}
     n_base = sum(p.numel() for p in lm.gpt_neox.parameters())
     spec = {"name": "p", "source": "hub", "id": "EleutherAI/pythia-14m", "revision": "step143000",
@@ -90,7 +93,8 @@ def test_a_hub_model_is_checked_from_its_config_and_linked_not_loaded(tmp_path, 
         assert build.main(["--model-json", json.dumps(spec), "--tokenizer", str(tmp_path / "tok"),
                            "--out", str(tmp_path / "base")]) == 0
     out = tmp_path / "base"
-    assert (out / "model.safetensors").stat().st_ino == (staged / "model.safetensors").stat().st_ino
+    assert sorted(p.name for p in out.glob("model*.safetensors")) == weights
+    assert all((out / w).stat().st_ino == (staged / w).stat().st_ino for w in weights)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["n_params"] == n_base and manifest["weights_from"] == str(staged)
     got = AutoModel.from_pretrained(out).state_dict()
