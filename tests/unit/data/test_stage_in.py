@@ -118,6 +118,7 @@ def test_a_pickle_only_revision_is_converted_beside_a_safetensors_main(hub: Loop
     proc = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/pythia",
                     "--revision", "step143000", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("(3 files, 1 converted from pickle)"), proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "embtune-stage.json", "model.safetensors",
                                                      "tokenizer.json"]
     got = load_file(out / "model.safetensors")
