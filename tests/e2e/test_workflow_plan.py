@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -93,3 +94,18 @@ def test_bge_preparation_scatters_over_parts(tmp_path: Path) -> None:
     assert proc.returncode == 0 and _job_counts(proc.stdout + proc.stderr)["bge_spill"] == 3
     proc = subprocess.run(with_parts(0), cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode != 0 and "data.bge.parts: 0 is less than the minimum of 1" in proc.stdout + proc.stderr
+
+
+def test_a_pull_request_revision_stages_into_its_own_folder(tmp_path: Path) -> None:
+    """refs/pr/N (e.g. the hub's safetensors-conversion PR) is the store folder refs~pr~N, and the
+    rule hands stage-in the ref itself."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    target = f"{tmp_path}/store/models/EleutherAI/pythia-14m/refs~pr~7"
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", target, "--configfile", "presets/demo.yaml",
+                           "--config", f"paths={{raw: data/demo, processed: {tmp_path}/p, results: {tmp_path}/r, "
+                           f"store: {tmp_path}/store}}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    shell = [ln for ln in proc.stdout.splitlines() if "embtune stage-in snapshot" in ln]
+    assert len(shell) == 1 and "--repo-id EleutherAI/pythia-14m --revision refs/pr/7 --out" in shell[0], shell
+    assert f"--out {shlex.quote(target)} " in shell[0], shell

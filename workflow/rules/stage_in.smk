@@ -26,9 +26,10 @@ rule stage_snapshot:
     # only the code it reaches counts (embtune.code_reach), so an edit elsewhere re-downloads nothing.
     params:
         code=code_version("stage-in"),
+        revision=lambda wildcards: L.store.revision_of(wildcards.revision),  # refs~pr~N -> refs/pr/N
     shell:
         "embtune stage-in snapshot --repo-id {wildcards.repo:q} "
-        "--revision {wildcards.revision:q} --out {output:q} > {log:q} 2>&1"
+        "--revision {params.revision:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule stage_in:

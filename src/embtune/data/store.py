@@ -54,24 +54,35 @@ def file_hashes(folder: Path) -> dict[str, str]:
     return out
 
 
-def pickle_ignore_patterns(repo_id: str, revision: str, files: Sequence[str]) -> tuple[str, ...]:
-    """Patterns that keep a model's pickle weights out of the store, or a DataError at once.
+def _glob_literal(name: str) -> str:
+    """``name`` as an fnmatch pattern that matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def pickle_plan(repo_id: str, revision: str, files: Sequence[str]) -> tuple[tuple[str, ...], bool]:
+    """(patterns that keep pickle files out of the store, whether to convert pickle weights).
 
     Why here: a staged folder holding ``pytorch_model.bin`` beside ``model.safetensors`` (many
     hub repos carry both) would be refused whole by the no-pickle check when a compute job loads
-    it, hours later; and a revision with only pickle weights can never be loaded. So the pickle
-    files are not downloaded where safetensors weights exist, and a revision without them is
-    refused on the login node, naming it."""
+    it, hours later. So pickle files are not downloaded where safetensors weights exist. A
+    revision with pickle weights only (Pythia's step branches) is downloaded and converted
+    (:mod:`embtune.data.pickle_weights`); other pickle files (optimizer states, training
+    arguments) are never downloaded. A revision whose only weights are pickles that are not
+    transformers weights is refused on the login node, naming it."""
+    from embtune.data.pickle_weights import is_pickle_weights
     from embtune.model_files import PICKLE_SUFFIXES
 
     pickles = [f for f in files if f.endswith(PICKLE_SUFFIXES)]
     if not pickles:
-        return ()
+        return (), False
     if any(f.endswith(".safetensors") for f in files):
-        return tuple(f"*{suffix}" for suffix in PICKLE_SUFFIXES)
-    raise DataError(f"{repo_id}@{revision}: only pickle weights ({', '.join(sorted(pickles)[:3])}); embtune "
-                    "never unpickles (it runs code); expected model.safetensors at this revision: pin a "
-                    "revision that has it (e.g. the hub's safetensors-conversion PR, refs/pr/N)")
+        return tuple(f"*{suffix}" for suffix in PICKLE_SUFFIXES), False
+    if not any(is_pickle_weights(f) for f in pickles):
+        raise DataError(f"{repo_id}@{revision}: only pickle files ({', '.join(sorted(pickles)[:3])}), none of "
+                        "them transformers weights; expected model.safetensors or pytorch_model*.bin at this "
+                        "revision: pin a revision that has them (a branch, tag, 40-hex commit or the hub's "
+                        "safetensors-conversion PR, refs/pr/N)")
+    return tuple(_glob_literal(f) for f in sorted(pickles) if not is_pickle_weights(f)), True
 
 
 def snapshot(repo_id: str, revision: str, dest: Path, repo_type: str = "model",
@@ -79,21 +90,33 @@ def snapshot(repo_id: str, revision: str, dest: Path, repo_type: str = "model",
     """Download ``repo_id`` at ``revision`` into the (new, empty) folder ``dest``; returns its
     record. The revision is resolved to a commit first and the files are fetched at that commit,
     so the record names exactly what was downloaded even if the branch moves meanwhile. A model's
-    pickle weights are never staged (:func:`pickle_ignore_patterns`)."""
+    pickle weights are never staged: they are left out, or converted to safetensors where they
+    are the revision's only weights (:func:`pickle_plan`; the record's ``converted`` lists each
+    pickle file's sha256 beside its safetensors twin's)."""
     from huggingface_hub import HfApi, snapshot_download
 
+    from embtune.model_files import refuse_pickle_weights
+
     info = HfApi().repo_info(repo_id, repo_type=repo_type, revision=revision)
+    convert = False
     if repo_type == "model":
         listed = [s.rfilename for s in (info.siblings or [])]
-        ignore_patterns = (*ignore_patterns, *pickle_ignore_patterns(repo_id, revision, listed))
+        skip, convert = pickle_plan(repo_id, revision, listed)
+        ignore_patterns = (*ignore_patterns, *skip)
     snapshot_download(repo_id, repo_type=repo_type, revision=info.sha, local_dir=dest,
                       ignore_patterns=list(ignore_patterns))
     shutil.rmtree(dest / ".cache", ignore_errors=True)   # huggingface_hub's local_dir bookkeeping
+    extra: dict[str, Any] = {}
+    if convert:
+        from embtune.data.pickle_weights import convert_folder
+
+        extra["converted"] = convert_folder(dest)
+        refuse_pickle_weights(dest)   # nothing a compute job would refuse is left behind
     files = file_hashes(dest)
     if not files:
         raise DataError(f"{repo_id}@{revision}: the hub listed no files to stage")
     return {"kind": repo_type, "repo_id": repo_id, "revision": revision, "commit": info.sha,
-            "ignore_patterns": list(ignore_patterns), "files": files}
+            "ignore_patterns": list(ignore_patterns), "files": files, **extra}
 
 
 def dataset_file(repo_id: str, filename: str, revision: str = "main") -> tuple[Path, dict[str, Any]]:

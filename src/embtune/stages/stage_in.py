@@ -42,8 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with atomic_dir(args.out) as tmp:
             record = snapshot(args.repo_id, args.revision, tmp, repo_type=args.repo_type)
             write_json(tmp / STAGE_RECORD, record)
+        converted = f", {len(record['converted'])} converted from pickle" if record.get("converted") else ""
         print(f"{STAGE}: {args.repo_id}@{args.revision} = {record['commit']} -> {args.out} "
-              f"({len(record['files'])} files)")
+              f"({len(record['files'])} files{converted})")
         return 0
     extra = {"files": {p.as_posix(): sha256_file(p) for p in args.extra_files}}
     doc = manifest(args.snapshots, args.records, extra)

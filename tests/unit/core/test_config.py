@@ -52,6 +52,22 @@ def test_negative_budget_names_the_key(paper: dict) -> None:
     assert "train.budgets[2]" in msg and "-1.0" in msg
 
 
+@pytest.mark.parametrize("revision", ["refs/pr/12", "0123456789abcdef0123456789abcdef01234567", "step143000", "v1.0"])
+def test_hub_revisions_a_pr_ref_or_a_commit_are_valid(paper: dict, revision: str) -> None:
+    """The hub's safetensors-conversion PRs (refs/pr/N) and pinned commits can be staged."""
+    ok = copy.deepcopy(paper)
+    ok["models"][0]["revision"] = ok["query_tuning"]["models"][0]["revision"] = revision
+    assert validate(ok)["models"][0]["revision"] == revision
+
+
+@pytest.mark.parametrize("revision", ["refs/pr/x", "refs/heads/main", "../step1", "refs/pr/1/..", "a b"])
+def test_other_revisions_name_the_key(paper: dict, revision: str) -> None:
+    bad = copy.deepcopy(paper)
+    bad["models"][1]["revision"] = revision
+    msg = _errors(bad)
+    assert "models[1].revision" in msg and revision in msg, msg
+
+
 def test_missing_key_names_the_key(paper: dict) -> None:
     bad = copy.deepcopy(paper)
     del bad["train"]["batch_size"]

@@ -9,19 +9,24 @@ line naming it and the rule that fetches it; once the hub is stopped nothing can
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from helpers_hub import LoopbackHub  # noqa: E402
 
-from embtune.data.store import STAGE_RECORD, require_staged, verify  # noqa: E402
+from embtune.data.store import STAGE_RECORD, pickle_plan, require_staged, verify  # noqa: E402
 from embtune.errors import DataError  # noqa: E402
+from embtune.layout import Store  # noqa: E402
+from embtune.model_files import PICKLE_SUFFIXES  # noqa: E402
 from embtune.models.encoders import resolve_encoder_path  # noqa: E402
 
 MODEL_FILES = {"config.json": b'{"model_type": "gpt_neox"}', "model.safetensors": os.urandom(4096),
@@ -65,30 +70,100 @@ def test_snapshot_at_revision_records_commit_and_hashes(hub: LoopbackHub, tmp_pa
     assert bad.returncode != 0 and not (tmp_path / "bad").exists()
 
 
-def test_pickle_weights_beside_safetensors_are_not_staged_and_alone_are_refused(hub: LoopbackHub,
-                                                                              tmp_path: Path) -> None:
+def test_pickle_weights_beside_safetensors_are_not_staged(hub: LoopbackHub, tmp_path: Path) -> None:
     """Many hub repos carry pytorch_model.bin beside model.safetensors: the pickle is not staged
-    (the load's no-pickle check would refuse the whole folder); a revision with only pickle
-    weights is refused at stage-in, naming it, before anything is downloaded."""
-    pickle = b"\x80\x04K\x01."                                  # a real pickle: protocol 4, the int 1
-    both = {**MODEL_FILES, "pytorch_model.bin": pickle}
-    hub.add("model", "org/both", both, revisions=("main",))
+    (the load's no-pickle check would refuse the whole folder)."""
+    pickled = b"\x80\x04K\x01."                                 # a real pickle: protocol 4, the int 1
+    hub.add("model", "org/both", {**MODEL_FILES, "pytorch_model.bin": pickled}, revisions=("main",))
     out = tmp_path / "both"
     proc = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/both",
                     "--revision", "main", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert (out / "model.safetensors").is_file() and not (out / "pytorch_model.bin").exists()
-    assert "pytorch_model.bin" not in json.loads((out / STAGE_RECORD).read_text())["files"]
+    record = json.loads((out / STAGE_RECORD).read_text())
+    assert "pytorch_model.bin" not in record["files"] and "converted" not in record
 
-    only = {k: v for k, v in both.items() if k != "model.safetensors"}
-    hub.add("model", "org/only-pickle", only, revisions=("step143000",))
-    bad = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/only-pickle",
-                   "--revision", "step143000", "--out", str(tmp_path / "only"))
+
+class _RunsCode:
+    """Unpickled by the full unpickler, this would run ``touch <marker>``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _saved(obj: object) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def test_a_pickle_only_revision_is_converted_beside_a_safetensors_main(hub: LoopbackHub, tmp_path: Path) -> None:
+    """Pythia's layout: safetensors in main, pytorch_model.bin only in step143000 (plus a pickle
+    that is not weights, never downloaded). The staged step folder holds safetensors with the
+    tensors torch.save wrote; the record names both files' sha256; a refs/pr/N revision stages
+    into its refs~pr~N folder."""
+    from safetensors.torch import load_file
+
+    state = {"embed_in.weight": torch.arange(12.0).reshape(3, 4), "final_layer_norm.bias": torch.ones(4).half()}
+    weights = _saved(state)
+    step = {"config.json": MODEL_FILES["config.json"], "tokenizer.json": b"{}", "pytorch_model.bin": weights,
+            "training_args.bin": b"\x80\x04K\x01."}
+    main_sha = hub.add("model", "org/pythia", MODEL_FILES, revisions=("main", "refs/pr/3"))
+    step_sha = hub.add("model", "org/pythia", step, revisions=("step143000",))
+    assert main_sha != step_sha
+    out = tmp_path / "step"
+    proc = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/pythia",
+                    "--revision", "step143000", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("(3 files, 1 converted from pickle)"), proc.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "embtune-stage.json", "model.safetensors",
+                                                     "tokenizer.json"]
+    got = load_file(out / "model.safetensors")
+    assert sorted(got) == sorted(state) and all(torch.equal(got[k], v) and got[k].dtype == v.dtype
+                                                for k, v in state.items())
+    record = json.loads((out / STAGE_RECORD).read_text())
+    assert record["commit"] == step_sha
+    assert record["converted"] == [{"from": "pytorch_model.bin", "from_sha256": hashlib.sha256(weights).hexdigest(),
+                                    "to": "model.safetensors",
+                                    "to_sha256": hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()}]
+    assert record["files"]["model.safetensors"] == record["converted"][0]["to_sha256"] and verify(out) == []
+    assert not any("training_args.bin" in r for r in hub.requests if "/resolve/" in r)
+
+    store = Store(tmp_path / "store")
+    pr = store.snapshot("org/pythia", "refs/pr/3")
+    assert pr.name == "refs~pr~3" and store.revision_of(pr.name) == "refs/pr/3"
+    proc = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/pythia",
+                    "--revision", "refs/pr/3", "--out", str(pr))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((pr / STAGE_RECORD).read_text())["commit"] == main_sha
+
+
+def test_pickle_revisions_that_cannot_be_converted_are_refused(hub: LoopbackHub, tmp_path: Path) -> None:
+    """Pickles that are not transformers weights: refused before any download (other pickles
+    beside transformers weights: left out of the download, the weights converted). Weights whose
+    pickle calls a function: refused by the restricted loader, naming the file, with nothing run
+    and nothing staged."""
+    with pytest.raises(DataError, match=r"org/x@step1: only pickle files \(model.ckpt\), none of them transformers "
+                                        r"weights; .* refs/pr/N\)"):
+        pickle_plan("org/x", "step1", ["config.json", "model.ckpt"])        # before any download
+    assert pickle_plan("org/x", "main", ["pytorch_model.bin", "model.safetensors"]) == (
+        tuple(f"*{s}" for s in PICKLE_SUFFIXES), False)
+    assert pickle_plan("org/x", "step1", ["config.json", "pytorch_model-00001-of-00002.bin", "optimizer[1].pt",
+                                          "pytorch_model-00002-of-00002.bin", "pytorch_model.bin.index.json"]) == (
+        ("optimizer[[]1].pt",), True)
+
+    marker = tmp_path / "ran"
+    evil = pickle.dumps({"w": _RunsCode(marker)}, protocol=2)
+    hub.add("model", "org/evil", {"config.json": MODEL_FILES["config.json"], "pytorch_model.bin": evil})
+    bad = _embtune(hub.url, tmp_path / "hf", "stage-in", "snapshot", "--repo-id", "org/evil",
+                   "--revision", "main", "--out", str(tmp_path / "evil"))
     assert bad.returncode == 2, bad.stderr
     last = bad.stderr.strip().splitlines()[-1]
-    assert "org/only-pickle@step143000: only pickle weights (pytorch_model.bin)" in last and "safetensors" in last
-    assert not (tmp_path / "only").exists()
-    assert not any("/resolve/" in r and "only-pickle" in r for r in hub.requests)   # nothing downloaded
+    assert "pytorch_model.bin: refused by torch's weights-only loader" in last and "posix.system" in last, last
+    assert not marker.exists() and not (tmp_path / "evil").exists()
 
 
 def test_fetch_records_dataset_file_and_manifest(hub: LoopbackHub, tmp_path: Path) -> None:
