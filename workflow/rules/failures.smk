@@ -58,20 +58,20 @@ def _pnd_unit(qmodel, qrun, detail):
 
 def failed_units(job):
     """The units a job Snakemake gave up on would have written (embtune.failed_jobs.FailedJob)."""
-    wc, detail = job.wildcards, job.detail()
-    if job.rule == "train_contrastive" and TRAIN_RUNS_PER_JOB == 1 and wc.get("run") in RUNS:
+    wc, detail, name = job.wildcards, job.detail(), job.rule
+    if name == "train_contrastive" and TRAIN_RUNS_PER_JOB == 1 and wc.get("run") in RUNS:
         return [_train_unit(wc["run"], detail)]
-    if job.rule == "train_batch":
+    if name == "train_batch":
         return [_train_unit(run, detail) for run in TRAIN_BATCHES.get(wc.get("batch"), [])]
-    if job.rule == "tune_query" and QUERY_RUNS_PER_JOB == 1 and (wc.get("qmodel"), wc.get("qrun")) in QRUNS:
+    if name == "tune_query" and QUERY_RUNS_PER_JOB == 1 and (wc.get("qmodel"), wc.get("qrun")) in QRUNS:
         return [_query_unit(wc["qmodel"], wc["qrun"], detail)]
-    if job.rule == "tune_query_batch":
+    if name == "tune_query_batch":
         return [_query_unit(m, q, detail) for m, q in QUERY_BATCHES.get(wc.get("qbatch"), [])]
-    if job.rule == "evaluate_mteb_batch":
+    if name == "evaluate_mteb_batch":
         return [_mteb_unit(run, detail) for run in MTEB_BATCHES.get(wc.get("batch"), [])]
-    if job.rule == "evaluate_pnd_base" and wc.get("qmodel") in QMODELS:
+    if name == "evaluate_pnd_base" and wc.get("qmodel") in QMODELS:
         return [_pnd_unit(wc["qmodel"], BASE_RUN, detail)]
-    if job.rule == "evaluate_pnd_query" and (wc.get("qmodel"), wc.get("qrun")) in QRUNS:
+    if name == "evaluate_pnd_query" and (wc.get("qmodel"), wc.get("qrun")) in QRUNS:
         return [_pnd_unit(wc["qmodel"], wc["qrun"], detail)]
     return []
 

@@ -121,7 +121,7 @@ def signal_option(runtime_min):
 
 
 if not workflow.is_main_process:
-    # The job step's Snakemake (SLURM jobs run the rule through a Snakemake of their own): SIGUSR1,
+    # The job step's Snakemake (a SLURM job runs its job through a Snakemake of its own). SIGUSR1,
     # the time-limit warning above, would kill it (the default action); ignored here, and by the
     # rule's shell that inherits it, until `embtune train` installs its own handler.
     _signal.signal(_signal.SIGUSR1, _signal.SIG_IGN)
