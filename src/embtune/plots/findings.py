@@ -1,13 +1,12 @@
 """The report's "Findings": each claim of the two papers, what our results show, and whether they agree.
 
-Why a module of its own: a reader judges the pipeline by whether its (demo or full) results
-reproduce the papers' claims, so each claim is stated next to the number that tests it, computed
-from the results files (runs table, fits.json, the recipe, the query-table folder) — never typed
-in. Pure functions; :func:`findings_markdown` renders them for report.md.
+Why a module of its own: a reader judges the pipeline by whether its results reproduce the
+papers' claims, so each claim stands next to the number that tests it, computed from the results
+files, never typed in. Pure functions; :func:`findings_markdown` renders them for report.md.
 
-Verdicts: ``yes`` (the result agrees), ``no`` (it contradicts), ``partly`` (agrees in part; the
-text says which), ``n/a`` (the results cannot test the claim, e.g. one LoRA rank only; the text
-says why). Paper 1 claims (loss = the fits' loss column, best over models and hyper-parameters):
+Verdicts: ``yes``, ``no``, ``partly`` (the text says which part), ``n/a`` (the results cannot
+test the claim; the text says why). Paper 1 claims (loss = the fits' loss column, best over
+models and hyper-parameters):
 
 * bias-only tuning is worst at every budget (§4.5 "consistently worse than other strategies");
 * full fine-tuning is on the frontier below 9.06e16 FLOP, LoRA above (§4.4): tested at 9.06e16
@@ -17,9 +16,8 @@ says why). Paper 1 claims (loss = the fits' loss column, best over models and hy
   one side of that range (the demo's {8, 32}) only "32 beats 8" is tested, and the text says so;
 * block freezing: updating all blocks (the smallest frozen fraction) is best for small models
   (Fig. 3; <= 160M parameters, every demo model);
-* the scaling-law fits are trustworthy (no parameter at a bound, optimizer converged);
-* the recipe's budget lies inside the fitted budget range (not an extrapolation);
-* the recipe passes paper 1's tests (held-out model, bootstrap agreement: embtune.scaling.recipe_trust);
+* the scaling-law fits are trustworthy (no parameter but E at a bound, converged); the recipe's
+  budget inside the fitted range; the recipe passes paper 1's tests (embtune.scaling.recipe_trust);
 * final loss and MTEB average are negatively rank-correlated (App. C: Spearman -0.892).
 
 Paper 2 claims (PND by cosine, the z-test of :mod:`embtune.evaluate.stats`):
@@ -31,8 +29,8 @@ Paper 2 claims (PND by cosine, the z-test of :mod:`embtune.evaluate.stats`):
 * an adiabatic range exists: low learning rates worsen no XNLI pair, higher ones do (§3.2). The
   adiabatic range of a model is every LR up to the largest one below which (inclusive) no run
   worsened any language pair significantly (both relations, both measures); judged on the
-  multilingual models when there are any. A run that changed no pair at all (an encoder left
-  untouched, e.g. stopped at epoch 0) is reported but is evidence neither way.
+  multilingual models when there are any. A run whose encoder stayed untouched (no PND count
+  of any set changed, e.g. stopped at epoch 0) is reported but is evidence neither way.
 """
 
 from __future__ import annotations
@@ -90,9 +88,8 @@ def bias_worst(best: pl.DataFrame) -> Finding:
 
 
 def full_then_lora(best: pl.DataFrame, fits: dict[str, Any]) -> Finding:
-    """§4.4's crossover: tested at 9.06e16 when the budgets bracket it; else (a demo's ~1e11-1e12)
-    by its orientation: LoRA's frontier line steeper than full's (−0.22 vs −0.21), so full is
-    better below the lines' crossover and LoRA above it."""
+    """§4.4's crossover: at 9.06e16 when the budgets bracket it; else (a demo's ~1e11-1e12) by its
+    orientation: LoRA's line steeper than full's (−0.22 vs −0.21): full better below, LoRA above."""
     full, lora = registry.algorithm1()
     claim = f"full fine-tuning on the frontier below {PAPER1_FULL_LORA_CROSSOVER:.3g} FLOP, LoRA above (§4.4)"
     pair = best.filter(pl.col("method").is_in([full, lora]))
@@ -355,13 +352,16 @@ def adiabatic_range(tables: dict[str, pl.DataFrame], measure: str = "cos") -> Fi
         counts = counts.filter(pl.col("model").is_in(multi))
     per = (counts.group_by("model", "lr").agg(pl.col("improved").sum(), pl.col("worsened").sum())
            .sort("model", "lr"))
-    parts, verdicts = [], []
+    long, lrs = _table(tables, "pnd_long.csv"), _lr_of_runs(tables)
+    changed = (long.filter(pl.col("errors_tuned") != pl.col("errors_base")).join(lrs, on=["model", "qrun_id"])
+               if long is not None and lrs is not None else pl.DataFrame({"model": [], "lr": []}))
+    touched, parts, verdicts = set(zip(changed["model"], changed["lr"])), [], []
     for model in per["model"].unique(maintain_order=True):
         sub = per.filter(pl.col("model") == model)
-        # a run that moved no language pair (e.g. stopped at epoch 0: the untouched encoder) is
-        # no evidence either way: it is listed but neither extends nor ends the range
-        still = [lr for _, lr, i, w in sub.iter_rows() if not i and not w]
-        moved = [(lr, i, w) for _, lr, i, w in sub.iter_rows() if i or w]
+        # an untouched encoder (no PND count of any set changed, e.g. stopped at epoch 0) is no
+        # evidence either way: listed, but it neither extends nor ends the range
+        still = [lr for _, lr, i, w in sub.iter_rows() if not i and not w and (model, lr) not in touched]
+        moved = [(lr, i, w) for _, lr, i, w in sub.iter_rows() if i or w or (model, lr) in touched]
         safe = None
         for lr, _, w in moved:
             if w:

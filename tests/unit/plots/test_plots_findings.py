@@ -209,10 +209,20 @@ def test_paper2_edge_cases():
     assert F.adiabatic_range(t).agrees == "partly"       # never worsens: upper end not reached
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(pl.lit(1).alias("worsened"))
     assert F.adiabatic_range(t).agrees == "no"
-    # runs that changed nothing (an untouched encoder) are no evidence: all-zero counts -> n/a
+    # runs that changed nothing (an untouched encoder) are no evidence: all-zero XNLI counts and
+    # MSMARCO counts unchanged -> n/a
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
         pl.lit(0).alias("worsened"), pl.lit(0).alias("improved"))
+    moved_msmarco = t["pnd_long.csv"]
+    t["pnd_long.csv"] = moved_msmarco.with_columns(pl.col("errors_base").alias("errors_tuned"))
     assert F.adiabatic_range(t).agrees == "n/a"
+    # the same XNLI counts, but the runs moved MSMARCO (100 -> 99, 80, 120): the encoders changed
+    # and no XNLI pair got worse at any rate -> evidence: range found, upper end not reached
+    t["pnd_long.csv"] = moved_msmarco
+    moved = F.adiabatic_range(t)
+    assert moved.agrees == "partly" and "every effective LR (≤ 1e-05)" in moved.demo
+    t["pnd_long.csv"] = moved_msmarco.with_columns(pl.when(pl.col("qrun_id") == "default").then(pl.col("errors_base"))
+                                                   .otherwise(pl.col("errors_tuned")).alias("errors_tuned"))
     # 5e-8 untouched, 1e-6 worsens 2 pairs: no adiabatic LR (the untouched one does not count)
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
         pl.when(pl.col("lr") == 1e-6).then(1).otherwise(0).alias("worsened"))
