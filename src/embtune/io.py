@@ -43,6 +43,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = tmp / final.name
     try:
         yield target
+        from embtune.outputs import mark_if_claimed
+
+        mark_if_claimed(final)        # before the rename: what appears at ``final`` is marked
         if final.is_dir() and not final.is_symlink():
             # Move the old directory aside in one rename, never delete it in place: a kill during
             # a long rmtree would leave a half-deleted old output that looks like a whole one.
@@ -192,6 +195,14 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         from embtune.errors import DataError
 
         raise DataError(f"{p}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:
+        from embtune.errors import DataError
+
+        raise DataError(f"{p}: JSON nested too deeply to read; expected a well-formed file") from None
+    except UnicodeDecodeError as err:
+        from embtune.errors import DataError
+
+        raise DataError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start}); expected a JSON file") from None
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

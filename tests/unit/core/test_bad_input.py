@@ -144,7 +144,7 @@ def test_corrupt_gzip_keeps_the_previous_complete_output(tmp_path, tokenizer_dir
     assert run_reader_stage("bge", bad, out, tokenizer_dir) == 2
     assert str(bad) in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dirs left
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.is_dir()]  # no temp dirs left
 
 
 # --------------------------------------------------------------------------- invalid UTF-8
