@@ -33,7 +33,7 @@ RANGES: dict[str, str] = {
     # physical quantities
     "budget": POSITIVE, "flops_per_second": POSITIVE, "tokens_per_pair": POSITIVE, "huber_delta": POSITIVE,
     "z_critical": POSITIVE, "running_window": POSITIVE, "temperature": POSITIVE, "peak_lr": POSITIVE,
-    "lr": POSITIVE, "lr_effective": POSITIVE, "tokens": POSITIVE, "steps": NONNEG, "n_total": POSITIVE,
+    "lr": POSITIVE, "lr_effective": POSITIVE, "tokens": NONNEG, "steps": NONNEG, "n_total": NONNEG,
     "n_forward": NONNEG, "n_backward": NONNEG, "n_update": NONNEG, "margin": NONNEG, "weight_decay": NONNEG,
     # fractions
     "warmup_fraction": FRACTION, "final_lr_fraction": FRACTION, "narrow_val_fraction": FRACTION,
@@ -55,14 +55,19 @@ def problem(name: str, value: Any) -> str | None:
     kind = RANGES.get(name, NONNEG if isinstance(value, int) else ANY_FINITE)
     if _ok(float(value), kind):
         return None
-    return f"expected {_EXPECT[kind]}" + (" (an integer >= 0)" if kind == NONNEG and isinstance(value, int) else "")
+    if name in _NAMED:
+        return f"expected {_NAMED[name]}"
+    return f"expected {_EXPECT[kind]}"
+
+
+_NAMED = {"budget": "a finite FLOP budget > 0"}
 
 
 def check_value(where: str, name: str, value: Any) -> None:
     """Raise ``ValueError`` naming ``where`` when ``value`` is out of ``name``'s range."""
     why = problem(name, value)
     if why:
-        raise ValueError(f"{where}: {value!r} is out of range; {why}")
+        raise ValueError(f"{where} is {value!r}; {why}")
 
 
 def check_namespace(ns: Any) -> None:
@@ -74,4 +79,4 @@ def check_namespace(ns: Any) -> None:
         for item in value if isinstance(value, (list, tuple)) else [value]:
             why = problem(dest, item)
             if why:
-                raise DataError(f"--{dest.replace('_', '-')} {item!r}: out of range; {why}")
+                raise DataError(f"--{dest.replace('_', '-')} is {item!r}; {why}")
