@@ -39,6 +39,25 @@ def _malformed_types() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+_DEVICE_TEXTS = {28: ("No space left on device", "os error 28", "StorageFull"),
+                 122: ("Disk quota exceeded", "os error 122"),
+                 30: ("Read-only file system", "os error 30", "ReadOnlyFilesystem")}
+
+
+def device_errno(err: BaseException) -> int | None:
+    """ENOSPC / EDQUOT / EROFS when ``err`` is a full or read-only device, also when a library
+    (polars, safetensors: Rust I/O) reports it as its own error type with the OS text inside."""
+    import errno as errno_
+
+    if isinstance(err, OSError) and err.errno in (errno_.ENOSPC, errno_.EDQUOT, errno_.EROFS):
+        return err.errno
+    text = str(err)
+    for code, needles in _DEVICE_TEXTS.items():
+        if any(n in text for n in needles):
+            return code
+    return None
+
+
 def known_failure(err: BaseException) -> str | None:
     """One line for a failure that is the input's or the machine's, not the code's: a full or
     read-only disk, a permission, a missing file, a malformed file, input nested too deeply,
@@ -47,6 +66,10 @@ def known_failure(err: BaseException) -> str | None:
 
     if isinstance(err, DataError):
         return one_line(err)
+    code = device_errno(err)
+    if code is not None and not isinstance(err, OSError):
+        return (f"{errno_.errorcode.get(code, code)} while writing ({type(err).__name__}: {one_line(err)[:300]}); "
+                "expected room to write on that device (the previous output is left as it was)")
     if isinstance(err, OSError) and err.errno is not None:
         where = err.filename if err.filename is not None else "output"
         name = errno_.errorcode.get(err.errno, str(err.errno))

@@ -52,10 +52,13 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             # Killed between the two renames, nothing is at ``final``: never a mix.
             os.replace(final, tmp / ".replaced")
         os.replace(target, final)
-    except OSError as err:
-        if err.errno not in NO_ROOM:
+    except Exception as err:
+        from embtune.errors import device_errno
+
+        code = device_errno(err)      # also a library's own error type for a full disk (polars)
+        if code is None:
             raise
-        raise _no_room(final, err) from None
+        raise _no_room(final, err, code) from None
     finally:
         _rmtree(tmp)
 
@@ -63,12 +66,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)   # the device, not the data: one line, not a traceback
 
 
-def _no_room(final: Path, err: OSError) -> Exception:
+def _no_room(final: Path, err: Exception, code: int | None = None) -> Exception:
     """A full (or read-only) device while writing ``final``: one line (``DataError``, exit 2)
     saying that the previous output, if any, is left as it was."""
     from embtune.errors import DataError
 
-    return DataError(f"{final}: {err.strerror or err} while writing it ({errno.errorcode.get(err.errno, err.errno)}); "
+    code = code if code is not None else getattr(err, "errno", None)
+    what = getattr(err, "strerror", None) or (os.strerror(code) if isinstance(code, int) else str(err))
+    return DataError(f"{final}: {what} while writing it ({errno.errorcode.get(code, code)}); "
                      "the previous output is left as it was; expected room to write on that device")
 
 
