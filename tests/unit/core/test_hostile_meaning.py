@@ -308,3 +308,27 @@ def test_cached_vectors_of_another_width_are_refused(tmp_path):
     cache = EmbedCache(tmp_path / "cache", progress=False)           # a new process, the same store
     with pytest.raises(DataError, match=r"cached embeddings of width\(s\) \[4, 8\]; expected one width"):
         cache.embed(_Fake(4), "fp", "query", "", ["a", "c"], 4)
+
+
+# ------------------------------------------------------------------------- error counts
+def _query_runs(root: Path, base_errors: int, tuned_xnli_errors: int) -> Path:
+    runs = root / "query_runs" / "m"
+    for run, errors in (("base", base_errors), ("default", 3)):
+        (runs / run).mkdir(parents=True)
+        (runs / run / "pnd.json").write_text(json.dumps({"msmarco": {"pnd": {"errors": errors, "total": 10,
+                                                                              "rate": errors / 10}}}))
+    (runs / "default" / "metrics.json").write_text(json.dumps({"status": "ok"}))
+    pl.DataFrame({"query_lang": ["en"], "text_lang": ["de"], "relation": ["entailment"], "measure": ["pnd"],
+                  "errors": [tuned_xnli_errors], "total": [10]}).write_parquet(runs / "default" / "xnli_counts.parquet")
+    return root / "query_runs"
+
+
+@pytest.mark.parametrize("base_errors,xnli_errors,want", [
+    (12, 1, "field msmarco.pnd: errors 12 of total 10; expected 0 <= errors <= total"),
+    (-1, 1, "errors -1 of total 10"),
+    (2, 11, "xnli_counts.parquet: row 0: errors 11 of total 10"),
+])
+def test_error_counts_above_the_total_are_refused(tmp_path, capsys, base_errors, xnli_errors, want):
+    runs = _query_runs(tmp_path / "in", base_errors, xnli_errors)
+    refused(["query-table", "--query-runs-dir", str(runs), "--out", str(tmp_path / "qt")], capsys,
+            tmp_path / "in", want)

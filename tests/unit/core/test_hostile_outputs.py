@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import socket
 from pathlib import Path
@@ -207,3 +208,43 @@ def test_evaluate_mteb_keeps_the_previous_result_on_bad_input(tmp_path, capsys):
     line = one_line(cli_main(argv), capsys.readouterr().err, "evaluate-mteb")
     assert "model" in line
     assert tree(tmp_path) == before
+
+
+def test_two_batch_members_with_one_stage_folder_are_refused(tmp_path, capsys):
+    for d in ("prev", "trk", "ck1", "ck2"):
+        (tmp_path / "in" / d).mkdir(parents=True)
+    stage = tmp_path / "batch" / "r"
+    members = [{"run": {"run_id": f"r{i}"}, "stage": str(stage), "checkpoint": str(tmp_path / "in" / f"ck{i}"),
+                "previous": str(tmp_path / "in" / "prev"), "previous_tracking": str(tmp_path / "in" / "trk")}
+               for i in (1, 2)]
+    before = tree(tmp_path)
+    line = one_line(cli_main(["train-batch", "--batch-json", json.dumps(members), "--code-version", "v"]),
+                    capsys.readouterr().err, "train-batch")
+    assert f"--batch-json[1].stage {stage}: the same as or nested with --batch-json[0].stage" in line
+    assert tree(tmp_path) == before
+
+
+def test_train_refuses_a_users_folder_as_its_checkpoint_dir(tmp_path, capsys):
+    """The checkpoint folder is deleted when the run ends: a user's folder there would go with it."""
+    notes = _foreign_folder(tmp_path, "train")
+    run = {"run_id": "r", "base_model_dir": str(tmp_path / "base"), "data": {"train_dir": str(tmp_path / "d")}}
+    before = tree(tmp_path)
+    line = one_line(cli_main(["train", "--run-config-json", json.dumps(run), "--out-dir", str(tmp_path / "run"),
+                              "--checkpoint-dir", str(notes)]), capsys.readouterr().err, "train")
+    assert f"--checkpoint-dir {notes}: is a folder this stage did not write" in line and REFUSED in line
+    assert tree(tmp_path) == before
+
+
+def test_a_killed_runs_checkpoint_is_still_trains_own(tmp_path):
+    """A checkpoint left by a killed run (no marker: written before the end) is recognised by
+    what it holds."""
+    from embtune.outputs import RESUMABLE_FILES, why_not_replaceable
+
+    ckpt = tmp_path / "ckpt"
+    (ckpt / "tracking").mkdir(parents=True)
+    (ckpt / "state.json").write_text("{}")
+    (ckpt / "tensors-00010-ab12.safetensors").write_bytes(b"x")
+    (ckpt / ".embtune.lock").write_text("pid 1 on h\n")
+    assert why_not_replaceable(ckpt, "train", RESUMABLE_FILES) is None
+    (ckpt / "thesis.tex").write_text("mine")
+    assert "thesis.tex" in why_not_replaceable(ckpt, "train", RESUMABLE_FILES)
