@@ -35,6 +35,13 @@ def check_unique(path: str | Path, frame: pl.DataFrame, column: str) -> None:
                         f"expected unique {column} values")
 
 
+def _text_column(path: str | Path, frame: pl.DataFrame, column: str) -> None:
+    """Text in every row (an integer column would be read as digits)."""
+    if frame[column].dtype not in (pl.String, pl.Utf8) or frame[column].null_count():
+        raise DataError(f"{path}: column {column!r} has type {frame[column].dtype} with "
+                        f"{frame[column].null_count()} nulls; expected text in every row")
+
+
 def _list_column(path: str | Path, frame: pl.DataFrame, column: str) -> None:
     dtype = frame[column].dtype
     if not (isinstance(dtype, pl.List) and dtype.inner in (pl.String, pl.Utf8, pl.Null)):
@@ -45,6 +52,7 @@ def _list_column(path: str | Path, frame: pl.DataFrame, column: str) -> None:
 def check_grouped(path: str | Path, frame: pl.DataFrame) -> None:
     """A grouped evaluation table (query, positives[], negatives[]): lists of strings, at least one
     positive and one negative per row, no positive equal to a negative of its row, unique ids."""
+    _text_column(path, frame, "query")
     for column in ("positives", "negatives"):
         _list_column(path, frame, column)
     check_unique(path, frame, "sample_id")
@@ -61,6 +69,8 @@ def check_grouped(path: str | Path, frame: pl.DataFrame) -> None:
 def check_triplets(path: str | Path, frame: pl.DataFrame, columns: tuple[str, str, str]) -> None:
     """(anchor, positive, negative) rows: the three texts differ (a paper is not its own
     negative, nor its own positive)."""
+    for c in columns:
+        _text_column(path, frame, c)
     a, p, n = (frame[c].to_list() for c in columns)
     for i, texts in enumerate(zip(a, p, n, strict=True)):
         keys = [normalised(t) for t in texts]

@@ -332,3 +332,19 @@ def test_error_counts_above_the_total_are_refused(tmp_path, capsys, base_errors,
     runs = _query_runs(tmp_path / "in", base_errors, xnli_errors)
     refused(["query-table", "--query-runs-dir", str(runs), "--out", str(tmp_path / "qt")], capsys,
             tmp_path / "in", want)
+
+
+@pytest.mark.parametrize("frame,want", [
+    (pl.DataFrame({"query": [1, 2], "pos": ["a", "b"], "neg": ["c", "d"]}), "column 'query' has type Int64"),
+    (pl.DataFrame({"query": ["q", None], "pos": ["a", "b"], "neg": ["c", "d"]}), "with 1 nulls"),
+    (pl.DataFrame({"query": ["q", "r"], "pos": ["a", "B "], "neg": ["c", "b"]}), "row 1: pos and neg are the same"),
+])
+def test_query_tuning_triplets_are_read_as_text_and_must_differ(tmp_path, frame, want):
+    from embtune.train.query_tower import read_triplets
+
+    path = tmp_path / "train.parquet"
+    frame.write_parquet(path)
+    with pytest.raises(DataError, match=want):
+        read_triplets(path, ("query", "pos", "neg"))
+    frame.head(1).with_columns(pl.lit("q").alias("query")).write_parquet(path)
+    assert read_triplets(path, ("query", "pos", "neg")) == [("q", "a", "c")]
