@@ -3,18 +3,26 @@
 Each stage lives in its own module and exposes ``main(argv) -> int``; this dispatcher imports
 only the stage asked for, so ``embtune --help`` stays fast and a missing optional dependency of
 one stage never breaks another. A :class:`~embtune.errors.DataError` escaping a stage is bad
-input: it is printed as ``embtune <stage>: error: <message>`` (one line) and the exit status is 2.
+input: it is printed as ``embtune <stage>: error: <message>`` (one line) and the exit status is 2;
+so is a machine fault or malformed file (:func:`embtune.errors.known_failure`). Any other error
+is a bug: its traceback, a line asking for a report, exit 1. Every stage runs with its outputs
+claimed (:mod:`embtune.outputs`: it replaces only what it wrote, ``--force`` overrides) and
+locked (:mod:`embtune.locks`: one writer per output).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from embtune.errors import EXIT_DATA_ERROR, DataError, one_line
-from embtune.stage_paths import check_stage_paths
+from embtune.errors import EXIT_BUG, EXIT_DATA_ERROR, known_failure
+from embtune.locks import hold_outputs
+from embtune.outputs import claim, mark_existing, split_force
+from embtune.ranges import check_namespace
+from embtune.stage_paths import check_stage_paths, claimed_paths
 
 # stage name -> (module, one-line help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -84,12 +92,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"embtune: unknown stage {stage!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     module = importlib.import_module(STAGES[stage][0])
+    rest, force = split_force(rest)
     try:
-        check_stage_paths(stage, _parsed(module, rest))   # before any work (embtune.stage_paths)
-        return int(module.main(rest) or 0)
-    except DataError as err:  # bad input: the message says where and what; no traceback
-        print(f"embtune {stage}: error: {one_line(err)}", file=sys.stderr)
+        parsed = _parsed(module, rest)
+        check_namespace(parsed)            # every number in its range (embtune.ranges)
+        check_stage_paths(stage, parsed)   # before any work (embtune.stage_paths)
+        outs, keep = claimed_paths(stage, parsed)
+        with claim(stage, outs, keep, force=force), hold_outputs(outs, stage):   # embtune.outputs, .locks
+            rc = int(module.main(rest) or 0)
+        if rc == 0:
+            mark_existing(outs, stage)
+        return rc
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as err:  # noqa: BLE001 - the one place a failure becomes a line (or a bug report)
+        return _report(stage, err)
+
+
+def _report(stage: str, err: Exception) -> int:
+    """Bad input or a machine fault: one line, exit 2. Anything else is a bug: its traceback and
+    a line asking for a report, exit 1."""
+    line = known_failure(err)
+    if line is not None:
+        print(f"embtune {stage}: error: {line}", file=sys.stderr)
         return EXIT_DATA_ERROR
+    traceback.print_exc()
+    print(f"embtune {stage}: internal error ({type(err).__name__}); this is a bug in embtune: please report "
+          "it with the command line and the traceback above", file=sys.stderr)
+    return EXIT_BUG
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -43,16 +43,22 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = tmp / final.name
     try:
         yield target
+        from embtune.outputs import mark_if_claimed
+
+        mark_if_claimed(final)        # before the rename: what appears at ``final`` is marked
         if final.is_dir() and not final.is_symlink():
             # Move the old directory aside in one rename, never delete it in place: a kill during
             # a long rmtree would leave a half-deleted old output that looks like a whole one.
             # Killed between the two renames, nothing is at ``final``: never a mix.
             os.replace(final, tmp / ".replaced")
         os.replace(target, final)
-    except OSError as err:
-        if err.errno not in NO_ROOM:
+    except Exception as err:
+        from embtune.errors import device_errno
+
+        code = device_errno(err)      # also a library's own error type for a full disk (polars)
+        if code is None:
             raise
-        raise _no_room(final, err) from None
+        raise _no_room(final, err, code) from None
     finally:
         _rmtree(tmp)
 
@@ -60,12 +66,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)   # the device, not the data: one line, not a traceback
 
 
-def _no_room(final: Path, err: OSError) -> Exception:
+def _no_room(final: Path, err: Exception, code: int | None = None) -> Exception:
     """A full (or read-only) device while writing ``final``: one line (``DataError``, exit 2)
     saying that the previous output, if any, is left as it was."""
     from embtune.errors import DataError
 
-    return DataError(f"{final}: {err.strerror or err} while writing it ({errno.errorcode.get(err.errno, err.errno)}); "
+    code = code if code is not None else getattr(err, "errno", None)
+    what = getattr(err, "strerror", None) or (os.strerror(code) if isinstance(code, int) else str(err))
+    return DataError(f"{final}: {what} while writing it ({errno.errorcode.get(code, code)}); "
                      "the previous output is left as it was; expected room to write on that device")
 
 
@@ -192,6 +200,14 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         from embtune.errors import DataError
 
         raise DataError(f"{p}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:
+        from embtune.errors import DataError
+
+        raise DataError(f"{p}: JSON nested too deeply to read; expected a well-formed file") from None
+    except UnicodeDecodeError as err:
+        from embtune.errors import DataError
+
+        raise DataError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start}); expected a JSON file") from None
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

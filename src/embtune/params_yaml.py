@@ -76,8 +76,14 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ParamsError(f"{p}: file not found") from None
     except StrictYAMLError as err:
         raise ParamsError(f"{p}:{err.line}: {err.message}") from None
-    except yaml.YAMLError as err:
-        raise ParamsError(f"{p}: not valid YAML: {err}") from None
+    except yaml.YAMLError as err:   # one line: where the parser stopped, and why
+        mark = getattr(err, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        why = " ".join(str(getattr(err, "problem", None) or err).split())
+        raise ParamsError(f"{p}{where}: not valid YAML ({why}"
+                          + (f" at column {mark.column + 1}" if mark is not None else "") + ")") from None
+    except (UnicodeDecodeError, RecursionError) as err:
+        raise ParamsError(f"{p}: not readable as YAML text ({type(err).__name__}); expected a UTF-8 YAML file") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from embtune.models import methods as registry
 from embtune.models.flops import ParamCounts
+from embtune.ranges import check_value
 
 SEP = "__"      # between the parts of a training run id (no model or study name contains it)
 
@@ -122,6 +123,7 @@ def _section(cls: Any, what: str, raw: Any) -> dict[str, Any]:
         raise ValueError(f"{what}: " + (f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]!r}"))
     for f in dataclasses.fields(cls):
         _check_type(f"{what}.{f.name}", raw[f.name], str(f.type))
+        check_value(f"{what}.{f.name}", f.name, raw[f.name])
     return {k: copy.deepcopy(raw[k]) for k in names}
 
 
@@ -179,6 +181,7 @@ class Planned:
             raise ValueError(f"{what}: {'missing' if bad[0] not in raw else 'unknown'} key {bad[0]!r}")
         for k in keys:
             _check_type(f"{what}.{k}", raw[k], "int" if k.startswith("n_") else "float")
+            check_value(f"{what}.{k}", k, raw[k])
         return cls(ParamCounts(*(raw[k] for k in keys[:4])), raw["tokens"], raw["steps"])
 
 
@@ -276,6 +279,7 @@ class RunConfig:
                 raise ValueError(f"run config {name!r}: {key} must be an object, got {run[key]!r}")
         for key, kind in (("budget", "float"), ("seed", "int"), ("peak_lr", "float"), ("base_model_dir", "str")):
             _check_type(f"run config {name!r}: {key}", run[key], kind)
+            check_value(f"run config {name!r}: {key}", key, run[key])
         where = f"run config {name!r}: "
         return cls(run_id=run["run_id"], model=copy.deepcopy(dict(run["model"])), method=run["method"],
                    settings=copy.deepcopy({k: run[k] for k in run if k in own}),
@@ -397,4 +401,5 @@ class QueryRunConfig:
         for f in dataclasses.fields(cls):
             if f.name != "model":
                 _check_type(f"query run config {name!r}: {f.name}", run[f.name], str(f.type))
+                check_value(f"query run config {name!r}: {f.name}", f.name, run[f.name])
         return cls(**copy.deepcopy(dict(run)))

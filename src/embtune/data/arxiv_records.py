@@ -149,6 +149,9 @@ def parse_published(lines: Iterable[tuple[int, str]], source: str, n_total: int,
         if rec.id in seen:
             drops.add("duplicate_id", where)
             continue
+        if rec.id in ids:
+            raise DataError(f"{where}: paper {rec.id!r} is listed as its own negative (position "
+                            f"{ids.index(rec.id)}); expected negatives that are other papers")
         seen.add(rec.id)
         papers.append(rec)
         neg_ids.append(ids)

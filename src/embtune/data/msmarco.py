@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from embtune.data.jsonl import DataError, iter_jsonl
+from embtune.data.meaning import normalised
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,10 @@ def parse_sample(obj: Any, sample_id: int) -> Sample | str:
     negatives = _text_list(neg, "neg")
     if isinstance(negatives, str):
         return negatives
+    clash = {normalised(p) for p in positives} & {normalised(n) for n in negatives}
+    if clash:
+        return (f"a positive is also a negative ({next(iter(clash))[:60]!r}, compared ignoring case and "
+                "whitespace); expected every positive to differ from the sample's negatives")
     return Sample(sample_id, query, positives, negatives)
 
 
@@ -118,13 +123,14 @@ def split_samples(samples: Iterator[Sample], train_size: int, val_size: int, eva
 def check_disjoint(split: Split, path: str) -> None:
     """No eval query may also be a train or val query: paper 2's eval numbers must be measured
     on samples the query tower never saw (a dump with repeated lines would leak them)."""
-    seen = {s.query: (name, s.sample_id) for name, part in (("train", split.train), ("val", split.val))
+    seen = {normalised(s.query): (name, s.sample_id) for name, part in (("train", split.train), ("val", split.val))
             for s in part}
     for s in split.eval:
-        if s.query in seen:
-            name, sid = seen[s.query]
-            raise DataError(f"{path}: sample {s.sample_id} (eval) has the same query as sample {sid} ({name}): "
-                            f"{s.query[:60]!r}; expected eval queries apart from train and val")
+        if normalised(s.query) in seen:
+            name, sid = seen[normalised(s.query)]
+            raise DataError(f"{path}: sample {s.sample_id} (eval) has the same query as sample {sid} ({name}) "
+                            f"up to case and whitespace: {s.query[:60]!r}; expected eval queries apart from "
+                            "train and val")
 
 
 def triplet_frame(samples: list[Sample]) -> pl.DataFrame:

@@ -107,6 +107,42 @@ def check_aligned(frames: dict[str, pl.DataFrame]) -> None:
                             "differ); expected the languages' rows aligned (same premise ids per row)")
 
 
+#: the translation check needs enough rows to tell a correlation from noise (r·sqrt(n) >> 1)
+TRANSLATION_MIN_ROWS = 90
+#: translations of the same hypotheses have correlated lengths (relative to their premise's other
+#: hypotheses): r >= 0.61 for every demo language against English; hypotheses rotated within a
+#: label give r <= 0.28, entailment swapped with contradiction r < 0
+TRANSLATION_MIN_R = 0.4
+
+
+def _length_residuals(frame: pl.DataFrame) -> pl.Series:
+    """log hypothesis length minus its premise's mean: what sets a hypothesis apart from the
+    other hypotheses of its premise, and stays with it through translation."""
+    return frame.select(
+        (pl.col("hypothesis").str.len_chars().cast(pl.Float64).log1p()
+         - pl.col("hypothesis").str.len_chars().cast(pl.Float64).log1p().mean().over(premise_ids(frame)))
+        .alias("r"))["r"]
+
+
+def check_translations(frames: dict[str, pl.DataFrame]) -> None:
+    """A cheap cross-lingual check that row i of every language is a translation of row i of the
+    first: hypothesis lengths (within their premise) must correlate across languages. Labels and
+    premises aligned (:func:`check_aligned`) do not catch hypotheses rotated within a label or
+    entailment swapped with contradiction; this does. Skipped below
+    :data:`TRANSLATION_MIN_ROWS` rows, where a correlation says nothing."""
+    ref_lang = next(iter(frames))
+    if frames[ref_lang].height < TRANSLATION_MIN_ROWS:
+        return
+    ref = _length_residuals(frames[ref_lang])
+    for lang, frame in list(frames.items())[1:]:
+        r = pl.DataFrame({"a": ref, "b": _length_residuals(frame)}).select(pl.corr("a", "b"))[0, 0]
+        if r is None or not r >= TRANSLATION_MIN_R:
+            raise DataError(f"language {lang!r}: hypothesis lengths correlate with {ref_lang!r} at r = "
+                            f"{r if r is None else round(r, 3)} over {frame.height} pairs; expected r >= "
+                            f"{TRANSLATION_MIN_R} for translations of the same rows (hypotheses moved between "
+                            "rows, e.g. rotated within a label or entailment swapped with contradiction?)")
+
+
 def first_premises(frames: dict[str, pl.DataFrame], n: int) -> dict[str, pl.DataFrame]:
     """The rows of the first ``n`` premises (in order of first appearance) with all their
     hypotheses. The languages are aligned (:func:`check_aligned`), so the premise ids of the

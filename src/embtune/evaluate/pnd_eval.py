@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from embtune import pnd_sets
+from embtune.data.meaning import check_grouped, check_triplets
 from embtune.errors import DataError
 from embtune.evaluate.pnd import Measure, Ties, grouped_errors, pair_closeness, summarise, xnli_pnd
 from embtune.evaluate.pnd_arxiv import (
@@ -312,6 +313,10 @@ def evaluate_datasets(names: Sequence[str], data_dir: Path, cache: EmbedCache, t
             continue
         frame = read_parquet(data.pnd_file(name),
                              f"the {name} evaluation table with columns {columns}", columns)
+        if name in ARXIV_DATASETS:
+            check_triplets(data.pnd_file(name), frame, ("anchor", "positive", "negative"))
+        else:
+            check_grouped(data.pnd_file(name), frame)
         for key, domain in variants.items():
             ts = arxiv_triplets(frame, domain) if name in ARXIV_DATASETS else grouped_triplets(frame)
             result[key] = evaluate_triplets(ts, cache, towers, batch_size, measures, ties)

@@ -45,11 +45,12 @@ from typing import Any
 import polars as pl
 
 from embtune import pnd_sets
+from embtune.data.meaning import check_count_rows, check_counts
 from embtune.errors import DataError
 from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domain
 from embtune.evaluate.query_groups import membership_fields
 from embtune.evaluate.stats import pooled_z, relative_improvement
-from embtune.io import read_json, write_parquet, write_text
+from embtune.io import read_json, read_parquet, write_parquet, write_text
 from embtune.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 from embtune.runconfig import QueryRunConfig
 
@@ -271,8 +272,17 @@ def table2_markdown(rows: pl.DataFrame) -> str:
 
 # ---------------------------------------------------------------- I/O
 def _read_xnli(path: Path) -> pl.DataFrame:
-    return pl.read_parquet(path) if path.exists() else pl.DataFrame(
-        schema={k: pl.String for k in XNLI_KEYS} | {"errors": pl.Int64, "total": pl.Int64})
+    if not path.exists():
+        return pl.DataFrame(schema={k: pl.String for k in XNLI_KEYS} | {"errors": pl.Int64, "total": pl.Int64})
+    frame = read_parquet(path, "the xnli_counts.parquet evaluate-pnd writes")
+    check_count_rows(path, frame)
+    return frame
+
+
+def _read_pnd(path: Path) -> Any:
+    pnd = read_json(path)
+    check_counts(path, pnd)
+    return pnd
 
 
 def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -309,7 +319,7 @@ def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = Non
     failed: list[dict[str, Any]] = []
     runs = QueryRuns(query_runs_dir)
     for model in runs.evaluated_models():
-        base_pnd = read_json(runs.file(model, BASE_RUN, PND_JSON))
+        base_pnd = _read_pnd(runs.file(model, BASE_RUN, PND_JSON))
         base_xnli = _read_xnli(runs.file(model, BASE_RUN, XNLI_COUNTS))
         for qrun in runs.run_ids(model):
             run_dir = runs.dir(model, qrun)
@@ -327,7 +337,7 @@ def collect(query_runs_dir: Path, z_critical: float, only: set[str] | None = Non
                                    "detail": rec.get("detail") or metrics.get("skip_reason")})
                 continue
             config = {**_run_config(run_dir, metrics), **fields.get((model, run_dir.name), {})}
-            rows = dataset_rows(model, run_dir.name, base_pnd, read_json(run_dir / PND_JSON),
+            rows = dataset_rows(model, run_dir.name, base_pnd, _read_pnd(run_dir / PND_JSON),
                                 z_critical, config)
             heat = xnli_rows(model, run_dir.name, base_xnli, _read_xnli(run_dir / XNLI_COUNTS), z_critical)
             table.append(table1_row(model, run_dir.name, config, rows, heat))

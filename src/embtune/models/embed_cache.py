@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from embtune.errors import DataError
 from embtune.io import atomic_path, sha256_file, write_json
 from embtune.models.encoders import OUTPUT_TAG, PRECISIONS, Encoder, check_precision, local_folder
 
@@ -106,6 +107,7 @@ class EmbedCache:
         self._count(key, len(full), len(missing), _n_batches(len(missing), batch_size))
         if not full:
             return np.zeros((0, 0), dtype=np.float32)
+        _check_widths(self.root / key, {len(store[h]) for h in hashes}, _pooling_width(encoder))
         return np.stack([store[h] for h in hashes]).astype(np.float32, copy=False)
 
     def _store(self, key: str, fingerprint: str, tower: str, prefix: str,
@@ -200,6 +202,28 @@ def check_meta(path: Path, expected: dict[str, str]) -> None:
         if meta.get(field_name) != want:
             raise DataError(f"{path}: field {field_name!r} is {str(meta.get(field_name))[:16]!r}, expected "
                             f"{str(want)[:16]!r} (these embeddings are another model's; delete {path.parent})")
+
+
+def _pooling_width(encoder: Encoder) -> int | None:
+    """The embedding width a sentence-transformers folder declares (its pooling config), if any."""
+    path = getattr(encoder, "path", None)
+    config = Path(path) / "1_Pooling" / "config.json" if isinstance(path, str) else None
+    if config is None or not config.is_file():
+        return None
+    try:
+        width = json.loads(config.read_text(encoding="utf-8")).get("word_embedding_dimension")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return width if isinstance(width, int) and not isinstance(width, bool) else None
+
+
+def _check_widths(folder: Path, widths: set[int], expected: int | None) -> None:
+    """One width for every vector of a store, the encoder's when it declares one: a cache shard
+    of another width (cut, or from another model) would otherwise be used as if it fitted."""
+    if len(widths) > 1 or (expected is not None and widths and widths != {expected}):
+        want = f"the encoder's width {expected}" if expected is not None else "one width"
+        raise DataError(f"{folder}: cached embeddings of width(s) {sorted(widths)}; expected {want} "
+                        "(delete this cache folder to encode again)")
 
 
 def _verified(shard: Path) -> tuple[np.ndarray, np.ndarray] | str:

@@ -61,7 +61,47 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
         value = metrics.get(key)
         if value is not None and not _is_number(value):
             raise DataError(f"{p}: field {key!r} is {value!r} ({type(value).__name__}); expected a number")
+        why = value_range_problem(key, value)
+        if why:
+            raise DataError(f"{p}: field {key!r} is {value!r}; expected {why}")
     return metrics
+
+
+#: counts no run can have fewer than zero of (a finite value outside the range is impossible;
+#: NaN/inf are measured failures, excluded by name later)
+NONNEG_METRICS = ("flops", "tokens", "steps", "n_total", "n_forward", "n_backward", "n_update", "wall_seconds",
+                  "N", "N_F", "N_B", "N_U", "C", "D")
+
+
+def value_range_problem(key: str, value: Any) -> str | None:
+    """What a finite ``value`` of ``key`` (a metrics field or runs-table column) must be, when it is not."""
+    if not _is_number(value) or not math.isfinite(value):
+        return None
+    if key in ("trainable_fraction", "S") and not 0 <= value <= 1:
+        return "a fraction in [0, 1]"
+    if key == "budget" and value <= 0:
+        return "a FLOP budget > 0"
+    if key in ("world_size", "batch_size") and value < 1:
+        return "at least 1"
+    if key in NONNEG_METRICS and value < 0:
+        return "a count >= 0"
+    return None
+
+
+def check_mteb_record(path: str | Path, record: Any) -> None:
+    """An mteb.json: an object whose ``average`` and per-task scores are null or in [0, 1]
+    (mteb's main scores are fractions: an average of 5.0 is not a score)."""
+    p = Path(path)
+    if not isinstance(record, dict):
+        raise DataError(f"{p}: a JSON {type(record).__name__}; expected the object evaluate-mteb writes")
+    tasks = record.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise DataError(f"{p}: field 'tasks' is {type(tasks).__name__}; expected an object of task -> score")
+    for key, value in [("average", record.get("average"))] + [(f"tasks.{k}", v) for k, v in tasks.items()]:
+        if value is None:
+            continue
+        if not _is_number(value) or not (0 <= value <= 1):
+            raise DataError(f"{p}: field {key!r} is {value!r}; expected a score in [0, 1] (or null)")
 
 
 # --------------------------------------------------------------------------- loss range
@@ -151,7 +191,31 @@ def read_runs_table(path: str | Path, required: Sequence[str] = RUNS_REQUIRED) -
     if bad.height:
         raise DataError(f"{p}: column 'budget' of run {bad['run_id'][0]} is {bad['budget'][0]}; "
                         "expected a finite FLOP budget > 0")
+    _check_rows(p, table)
     return apply_exclusions(table)
+
+
+def _check_rows(p: Path, table: pl.DataFrame) -> None:
+    """One row per run, and counts in range: a duplicated row would count twice in the fits and
+    summaries, a negative D or N has no meaning, a finished run trained on D > 0 tokens."""
+    dup = table["run_id"].is_duplicated()
+    if dup.any():
+        rows = [i for i, d in enumerate(dup.to_list()) if d]
+        raise DataError(f"{p}: run {table['run_id'][rows[0]]!r} appears in rows {rows[0]} and {rows[1]}; "
+                        "expected one row per run (collect-runs writes each run once)")
+    for col in ("N", "N_F", "N_B", "N_U", "C", "D", "S", "steps", "batch_size"):
+        if col not in table.columns or not table[col].dtype.is_numeric():
+            continue
+        for i, value in enumerate(table[col].to_list()):
+            why = value_range_problem(col, value)
+            if why:
+                raise DataError(f"{p}: row {i} (run {table['run_id'][i]!r}) column {col!r} is {value!r}; "
+                                f"expected {why}")
+    if "D" in table.columns and table["D"].dtype.is_numeric():
+        for i, (status, d) in enumerate(zip(table["status"].to_list(), table["D"].to_list(), strict=True)):
+            if status == "ok" and _is_number(d) and math.isfinite(d) and d <= 0:
+                raise DataError(f"{p}: row {i} (run {table['run_id'][i]!r}) is ok with D = {d!r} tokens; "
+                                "expected a finished run to have trained on D > 0 tokens")
 
 
 # --------------------------------------------------------------------------- fits, recipe

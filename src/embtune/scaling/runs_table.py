@@ -42,11 +42,12 @@ from typing import Any
 import polars as pl
 
 from embtune.cost import measured_hardware_flops
+from embtune.errors import DataError
 from embtune.io import read_json
 from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, Runs
 from embtune.models import methods as registry
 from embtune.runconfig import RunConfig
-from embtune.scaling.artifacts import apply_exclusions, excluded_runs, read_metrics
+from embtune.scaling.artifacts import apply_exclusions, check_mteb_record, excluded_runs, read_metrics
 from embtune.train.failures import failure_of
 
 FLOAT_COLS = ("N", "N_F", "N_B", "N_U", "S", "D", "C", "budget", "lora_alpha",
@@ -214,7 +215,12 @@ def collect(runs_dir: Path | None, skipped: Sequence[tuple[str, ...]],
     paths = sorted(metrics_files) if metrics_files else sorted(runs_dir.glob(f"*/{METRICS_JSON}")) if runs_dir else []
     for metrics_path in paths:
         runs, run_id = Runs(metrics_path.parent.parent), metrics_path.parent.name  # runs/<run_id>/
+        if run_id in seen:
+            raise DataError(f"{metrics_path}: run {run_id!r} is given twice; expected each run's "
+                            "metrics.json once (a duplicated row counts twice in the fits and summaries)")
         mteb = _read(runs.file(run_id, MTEB_JSON)) or None
+        if mteb is not None:
+            check_mteb_record(runs.file(run_id, MTEB_JSON), mteb)
         rows.append(run_row(run_id, read_metrics(metrics_path), _read(runs.file(run_id, MANIFEST_JSON)), mteb))
         seen.add(run_id)
     rows += [skipped_row(rid, reason, *status) for rid, reason, *status in skipped if rid not in seen]

@@ -159,6 +159,9 @@ def _build(args: argparse.Namespace, drops: Drops, t0: tuple[float, float]
     kept = kept_categories(sizes, args.max_category_size)
     selected = select_papers(parse_lines(_numbered_lines(src), str(src)), kept)
     check_selection(len(selected), sizes, args.max_category_size)
+    if len(selected) - 1 < args.n_negatives:
+        raise DataError(f"{src}: {len(selected)} papers selected, so each has {len(selected) - 1} others; "
+                        f"expected at least --n-negatives {args.n_negatives} other papers to draw negatives from")
     _log(f"read {n_valid} valid papers, selected {len(selected)}", t0)
     negs, info = negatives_for(selected, sizes, kept, args.n_negatives, args.seed, args.work,
                                match=args.category_match, ties=args.category_ties)

@@ -64,10 +64,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _withdraw(out: Path) -> None:
+    """mteb.json is the commit marker (collect-runs reads it): removed only once its replacement
+    and the two outputs beside it are ready to be renamed into place (inputs checked, the model
+    evaluated), and back last, so a present mteb.json always has its own beside it and a failure
+    before this point leaves the previous result whole."""
+    out.unlink(missing_ok=True)
+
+
 def _skipped(out: Path, excluded: list[str], metrics: dict[str, Any], tidy_path: Path, results_dir: Path) -> None:
     """A run training skipped, or that failed for good (embtune.train.failures): empty outputs
     and a record with the run's status and reason, not an error."""
     status = "failed" if metrics.get("status") == "failed" else "skipped"
+    _withdraw(out)
     write_parquet(tidy_path, pl.DataFrame(schema=TIDY_SCHEMA))
     write_mteb_results(results_dir, [], None, note=f"run {status}: {metrics.get('skip_reason')}")
     write_json(out, {**skipped_record(metrics, excluded), "status": status})
@@ -116,6 +125,7 @@ def _reuse(previous: Path | None, out: Path, key: str) -> bool:
     tidy, results = previous.with_suffix(".parquet"), previous.parent / MTEB_RESULTS_DIR
     if record.get("eval_key") != key or not tidy.is_file() or not results.is_dir():
         return False
+    _withdraw(out)
     with atomic_path(out.with_suffix(".parquet")) as tmp:
         shutil.copyfile(tidy, tmp)
     with atomic_path(out.parent / MTEB_RESULTS_DIR) as tmp:
@@ -131,9 +141,6 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
     results_dir = out.parent / MTEB_RESULTS_DIR
     if run["run_metrics"] and not run["run_metrics"].is_file():
         raise DataError(f"--run-metrics {run['run_metrics']}: file not found; expected the run's metrics.json")
-    # mteb.json is the commit marker (collect-runs reads it): gone before mteb.parquet and
-    # mteb_results/ are replaced, back last, so a present mteb.json always has its own beside it.
-    out.unlink(missing_ok=True)
     metrics = read_json(run["run_metrics"]) if run["run_metrics"] else {"status": "ok"}
     if metrics.get("status") in ("skipped", "failed"):
         _skipped(out, args.exclude_from_average, metrics, tidy_path, results_dir)
@@ -162,6 +169,7 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
                   finished_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"))  # embtune status
     if key is not None:
         record["eval_key"] = key
+    _withdraw(out)
     write_parquet(tidy_path, tidy)
     write_mteb_results(results_dir, task_results, meta)
     write_json(out, record)

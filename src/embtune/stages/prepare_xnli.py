@@ -13,7 +13,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.data.xnli import LABELS, check_aligned, first_premises, long_table, read_language, relative_file, resolver
+from embtune.data.xnli import (
+    LABELS,
+    check_aligned,
+    check_translations,
+    first_premises,
+    long_table,
+    read_language,
+    relative_file,
+    resolver,
+)
 from embtune.errors import DataError
 from embtune.io import provenance, sha256_file, write_json, write_parquet
 
@@ -38,6 +47,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     paths = {lang: resolve(relative_file(lang, args.split)) for lang in args.languages}
     frames = {lang: read_language(path, lang) for lang, path in paths.items()}
     check_aligned(frames)
+    check_translations(frames)
     if args.max_premises is not None:
         if args.max_premises < 1:
             raise DataError(f"--max-premises must be >= 1, got {args.max_premises}")

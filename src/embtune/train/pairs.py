@@ -112,6 +112,13 @@ class Pairs:
     def side(self, name: str) -> TokenColumn:
         return self.query if name == "query" else self.pos
 
+    def check_vocab(self, vocab_size: int, where: str) -> None:
+        """Every token id in [0, vocab_size): an id outside would fail deep inside the embedding
+        lookup mid-training (or, negative, index from the end); checked once, before training."""
+        for name in SIDES:
+            col = self.side(name)
+            check_token_ids(np.asarray(col.tokens), col.offsets, f"{where} ({name} tokens)", vocab_size)
+
     def lengths(self) -> np.ndarray:
         """Real tokens per pair (query + positive) after truncation."""
         return self.query.lengths(self.context_length) + self.pos.lengths(self.context_length)
@@ -140,11 +147,28 @@ def _arrow_column(files: Sequence[Path], name: str) -> TokenColumn:
     for f in files:
         col = _read_column(f, name)
         offsets = col.offsets.to_numpy().astype(np.int64)
-        tokens.append(col.values.to_numpy(zero_copy_only=False)[offsets[0]:offsets[-1]].astype(np.int32))
+        values = col.values.to_numpy(zero_copy_only=False)[offsets[0]:offsets[-1]]
+        check_token_ids(values, offsets - offsets[0], f"{f}: column {name!r}")
+        tokens.append(values.astype(np.int32))
         lengths.append(np.diff(offsets))
     all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     offsets = np.concatenate([[0], np.cumsum(all_lengths)]).astype(np.int64)
     return TokenColumn(np.concatenate(tokens) if tokens else np.zeros(0, np.int32), offsets)
+
+
+def check_token_ids(values: np.ndarray, offsets: np.ndarray, where: str, vocab_size: int | None = None) -> None:
+    """Token ids are integers in [0, vocab_size) (in [0, 2^31) when the vocabulary is unknown:
+    they are stored as int32, and a larger id would wrap silently); the error names the row."""
+    if values.dtype.kind not in "iu":
+        raise DataError(f"{where}: token ids of type {values.dtype}; expected integers")
+    if not len(values):
+        return
+    limit = vocab_size if vocab_size is not None else int(np.iinfo(np.int32).max) + 1
+    bad = np.flatnonzero((values < 0) | (values >= limit))
+    if len(bad):
+        row = int(np.searchsorted(offsets, bad[0], side="right")) - 1
+        raise DataError(f"{where}: row {row} holds token id {int(values[bad[0]])}; expected ids in "
+                        f"[0, {limit})" + (" (the tokenizer's vocabulary)" if vocab_size is not None else ""))
 
 
 def read_pairs(files: Sequence[Path], context_length: int) -> Pairs:

@@ -73,13 +73,22 @@ def read_triplets(path: Path, columns: tuple[str, str, str]) -> list[Triplet]:
     """(query, positive, negative) rows of a parquet file; a clear error names missing columns."""
     import polars as pl
 
+    from embtune.data.meaning import check_triplets
+    from embtune.errors import DataError
+    from embtune.io import read_parquet
+
     if not path.exists():
         raise FileNotFoundError(f"{path}: triplet file not found")
-    frame = pl.read_parquet(path)
+    frame = read_parquet(path, f"a triplet table with text columns {list(columns)}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: missing columns {missing} (has {frame.columns})")
-    return list(zip(*(frame[c].cast(pl.String).to_list() for c in columns)))
+        raise DataError(f"{path}: missing columns {missing} (has {frame.columns})")
+    for c in columns:     # never cast: an integer query would become a string silently
+        if frame[c].dtype != pl.String or frame[c].null_count():
+            raise DataError(f"{path}: column {c!r} has type {frame[c].dtype} with {frame[c].null_count()} nulls; "
+                            "expected text in every row")
+    check_triplets(path, frame, columns)
+    return list(zip(*(frame[c].to_list() for c in columns)))
 
 
 def epoch_batches(n_rows: int, batch_size: int, batches_per_epoch: int, epoch: int, seed: int) -> list[list[int]]:
