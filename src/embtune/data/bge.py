@@ -185,17 +185,23 @@ def ordered_pairs(buckets: Sequence[Sequence[Path]], dedup: bool,
 
 
 def chunk_rows(stream: Iterable[list[tuple[str, str]]], sizes: Iterator[int]) -> Iterator[list[tuple[str, str]]]:
-    """Regroup a stream of row lists into consecutive chunks whose sizes come from ``sizes``."""
+    """Regroup a stream of row lists into consecutive chunks whose sizes come from ``sizes``.
+
+    The rows already handed out are cut off the buffer once per incoming list, not once per chunk:
+    a bucket of n rows cut into k-row chunks costs O(n), not O(n^2 / k)."""
     buf: list[tuple[str, str]] = []
+    start = 0
     want = next(sizes)
     for rows in stream:
+        del buf[:start]
+        start = 0
         buf.extend(rows)
-        while len(buf) >= want:
-            yield buf[:want]
-            buf = buf[want:]
+        while len(buf) - start >= want:
+            yield buf[start:start + want]
+            start += want
             want = next(sizes)
-    if buf:
-        yield buf
+    if len(buf) > start:
+        yield buf[start:]
 
 
 def _sizes(first: int, rest: int) -> Iterator[int]:

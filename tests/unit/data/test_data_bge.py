@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
+import random
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -400,3 +402,20 @@ def test_demo_pairs_file_is_clean_and_big_enough() -> None:
         assert isinstance(obj.get("neg"), list)
         n += 1
     assert n >= 6000
+
+
+def test_chunk_rows_regroups_any_stream_exactly() -> None:
+    """Chunks of the requested sizes, in order, whatever the incoming lists' sizes (brute-force
+    reference: concatenate everything, then cut)."""
+    rng = random.Random(0)
+    for _ in range(50):
+        stream = [[(f"q{i}-{j}", "p") for j in range(rng.randint(0, 30))] for i in range(rng.randint(1, 8))]
+        sizes = [rng.randint(1, 12) for _ in range(200)]
+        flat = list(itertools.chain.from_iterable(stream))
+        want, at = [], 0
+        for size in sizes:
+            if at >= len(flat):
+                break
+            want.append(flat[at:at + size])
+            at += size
+        assert list(bge.chunk_rows(iter(stream), iter(sizes))) == want

@@ -46,22 +46,24 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, skipped, members = training_plan(params)
     main = [r for r in runs if parse_run_id(r["run_id"])["study"] == "main"]
-    # 5 models x (full 5 budgets + LoRA r8 5 + r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 80 cells,
-    # less d192's four 5e10 runs (< min_steps 10): 76
-    assert len(main) == 76 and [s.run_id for s in skipped] == [
-        "tiny-d192-l2__full__c5e10__s0", "tiny-d192-l2__freeze-1of2__c5e10__s0", "tiny-d192-l2__bias__c5e10__s0",
-        "tiny-d192-l2__lora-r8__c5e10__s0"]
-    new = {r["run_id"]: r for r in runs[76:]}
+    # 5 models x (full 6 budgets + LoRA r8 6 + r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 90 cells,
+    # less 12 (< min_steps 10): full d96 at 1.25e10, d128 up to 2.5e10, d192 up to 5e10; LoRA r8
+    # d96 and d128 at 1.25e10, d192 up to 2.5e10; freeze 1/2 and bias d192 at 2.5e10: 78
+    assert len(main) == 78 and len(skipped) == 12
+    assert {s.run_id.split("__")[0] for s in skipped} == {"tiny-d96-l2", "tiny-d128-l2", "tiny-d192-l2"}
+    new = {r["run_id"]: r for r in runs[78:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
-    # rank 8 at 1e-2 (the demo's LoRA rate) is the main LoRA run; App. F: 2 models x 2 budgets, all new (batch 64)
-    assert len(new) == (6 - 1) + (4 - 1) + 4
+    # ranks 8 and 32 at 1e-2 (the demo's LoRA rate) are main LoRA runs at 1e11; App. F: 2 models x
+    # 2 budgets, all new (batch 64)
+    assert len(new) == (6 - 1) + (4 - 2) + 4
     t20 = new["tiny-d128-l2__full__c1e11__s0__appD-temperature__inv_temperature-20__weight_decay-0"]
     assert t20["train"]["temperature"] == pytest.approx(0.05) and t20["train"]["weight_decay"] == 0.0
-    assert new["tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.01"]["peak_lr"] == 1e-2
+    assert new["tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.001"]["peak_lr"] == 1e-3
+    assert "tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.01" not in new    # the main r32 run
     f = new["tiny-d128-l2__full__c4e11__s0__appF"]
     assert (f["train"]["batch_size"], f["train"]["context_length"]) == (64, 48)
     # the plan's steps use the study's batch: tokens / (pairs-per-step estimate x 64)
-    assert f["planned"]["steps"] == pytest.approx(f["planned"]["tokens"] / 45 / 64)
+    assert f["planned"]["steps"] == pytest.approx(f["planned"]["tokens"] / 40 / 64)   # demo.yaml: 40 tokens per pair
     # memberships: the main run that is the (1/40, 0.1) point belongs to the study too
     temp = [m for m in members if m["study"] == "appD-temperature"]
     assert len(temp) == 6
@@ -93,7 +95,7 @@ def test_mteb_only_for_main_and_mteb_studies(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, _, members = training_plan(params)
     mteb = mteb_run_ids(params, runs, members)
-    assert len(mteb) == 76 + 5                              # main + the temperature study's new runs
+    assert len(mteb) == 78 + 5                              # main + the temperature study's new runs
     assert not any("appF" in r or "lora-lr" in r for r in mteb)
 
 
