@@ -3,7 +3,7 @@
 Why: Snakemake re-runs a job when a rule's params change (its ``params`` rerun trigger), so every
 rule that runs project code carries ``code=code_version("<stage>")``, a hash of the code its CLI
 stage runs; DVC re-runs a stage when one of its ``deps`` changes, so each DVC stage lists source
-files. Both are derived here, never hand-kept (hand-kept lists drifted from the imports, issue 16):
+files. Both are derived here, never hand-kept (hand-kept lists drifted from the imports):
 
 - a stage's entry points are ``embtune/cli.py`` (the dispatcher) and the module that
   ``cli.STAGES`` maps the stage name to, read from cli.py's source with ``ast``;
@@ -221,8 +221,8 @@ def stage_closure(stage: str, root: Path = ROOT) -> list[str]:
 
 def normalised_source(path: Path) -> bytes:
     """What of a module can change a result: its AST without docstrings, as ``ast.dump`` writes it
-    (no line or column numbers), so comments, docstrings and formatting do not count (issue 23:
-    one comment in io.py re-planned every training run). Not Python: the raw bytes."""
+    (no line or column numbers), so comments, docstrings and formatting do not count (a
+    comment in io.py once re-planned every training run). Not Python: the raw bytes."""
     stat = path.stat()
     return _normalised_cached(path, stat.st_mtime_ns, stat.st_size)
 

@@ -1,7 +1,7 @@
-"""GPU classes of the cluster, and the one each training run asks for (issue 23).
+"""GPU classes of the cluster, and the one each training run asks for.
 
-Why: the SLURM profile used to request "any GPU", so a run needing ~50 GB could land on a 40 GB
-card and fail after queueing. The classes a site offers are a runtime fact, like the throughput,
+Why: a request for "any GPU" lets a run needing ~50 GB land on a 40 GB card and fail after
+queueing. The classes a site offers are a runtime fact, like the throughput,
 so they live with the Snakemake profiles: ``profiles/default/gpu_classes.yaml`` (or the file
 ``$EMBTUNE_GPU_CLASSES`` names), read only here. Each class has a ``name``, ``memory_gib`` and how
 SLURM selects it: ``gpu_model`` (a gres type: the executor requests ``--gpus=<model>:N``) or

@@ -1,4 +1,4 @@
-"""How a training job starts its processes: one ``embtune`` process per GPU (issue 23).
+"""How a training job starts its processes: one ``embtune`` process per GPU.
 
 Why a launcher: ``gpu: N`` on a SLURM job only reserves N GPUs; one ``embtune train`` process
 would use one of them. The loop is data-parallel through accelerate (DDP, a global batch split

@@ -1,8 +1,8 @@
 """Where every data and results file of the study lives: the one map of the folder layout.
 
-Why a module of its own (issue 16): the layout used to be spelled out by the Snakemake rules,
-the PND evaluation, the query-tower trainer and the arxiv writer, each joining strings itself, so
-moving one folder meant finding every copy. Now the rules (``workflow/rules/common.smk`` builds
+Why a module of its own: where the rules, the PND evaluation, the query-tower trainer and the
+arxiv writer each join path strings themselves, moving one folder means finding every copy. So the
+rules (``workflow/rules/common.smk`` builds
 one :class:`Layout` from ``config["paths"]``), the stage writers and the table readers all ask
 this module; ``tests/contracts/test_layout.py`` pins every path against hand-written strings and fails when
 a rule spells a path again.

@@ -42,7 +42,7 @@ The clock (``query_tuning.defaults.scheduler_unit``):
   it L and Q decay by the same rule whatever the stopping epoch. Read per step, E0.95 reaches
   0.95^1000 ~ 5e-23 of a0 by the end of the first 1000-batch epoch, i.e. it stops tuning after
   ~100 steps.
-* ``epoch`` (default since issue 24, docs/fidelity.md#P2-SCHEDULERS): t is the 0-based epoch index, constant within an epoch, and T = ``max_epochs``
+* ``epoch`` (default, docs/fidelity.md#P2-SCHEDULERS): t is the 0-based epoch index, constant within an epoch, and T = ``max_epochs``
   (what ``torch.optim.lr_scheduler`` does when ``.step()`` is called once per epoch). Under this
   reading the exponential schedules decay over tens of epochs, which is what Table 17's E rows
   (partial, not vanished, gains) suggest the authors ran.

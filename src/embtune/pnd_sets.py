@@ -1,8 +1,8 @@
 """The PND evaluation sets of paper 2: one registry, one declaration per set.
 
-Why one registry: the list of sets used to live in five places (the layout's file map, the
-params schema's ``evaluate_on`` enum, the two query-table modules and the CI preset), and the
-query tables silently dropped a set they did not know. Each set here declares
+Why one registry: the list of sets is read in five places (the layout's file map, the params
+schema's ``evaluate_on`` enum, the two query-table modules and the CI preset); kept apart, a copy
+falls behind and the query tables silently drop a set they do not know. Each set here declares
 
 - ``name``: its ``query_tuning.evaluate_on`` id and ``pnd.json`` key;
 - ``file``: its file under ``paths.processed`` (:class:`embtune.layout.Processed` reads it here);

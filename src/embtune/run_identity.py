@@ -1,8 +1,8 @@
 """A training run's identity (what its result depends on) apart from its runtime settings.
 
 Why: Snakemake re-runs a job when a rule's params change, and the training rule passes the run
-config as a param. Keys that change no result used to be in it, so raising the log interval, or
-moving a folder, re-queued the whole grid (issue 23). Those keys are:
+config as a param. Keys that change no result stay out of it: in it, raising the log interval or
+moving a folder would re-queue the whole grid. Those keys are:
 
 - ``train.log_every_steps``, ``train.checkpoint_every_steps``: when the loop prints and saves;
 - ``train.gradcache_chunk``: GradCache gives the same gradients at any chunk size (paper 1

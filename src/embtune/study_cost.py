@@ -1,8 +1,8 @@
-"""The whole study's cost before it runs (issue 23): GPU-hours of training, MTEB evaluation, query
+"""The whole study's cost before it runs: GPU-hours of training, MTEB evaluation, query
 tuning and PND evaluation at a throughput per model size, and the disk it will write.
 
-Why: ``embtune plan`` used to print training only, at one throughput for every size, while small
-models run far below a GPU's peak; and nothing said that the run folders alone are terabytes.
+Why: training alone, at one throughput for every size, misses much of a study's time (small models
+run far below a GPU's peak) and says nothing of the run folders, which alone are terabytes.
 
 **Throughput per model size**: ``profiles/default/throughput.yaml`` holds ``peak_flops_per_gpu``
 and ``mfu_curve``, [non-embedding parameters, MFU] points, log-linear in the parameters between

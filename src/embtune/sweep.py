@@ -24,7 +24,7 @@ from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
 from embtune.optim import scaled_lr
-from embtune.runconfig import RUN_NAME, SEP, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings, format_budget  # noqa: F401  (their old home)
+from embtune.runconfig import SEP, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings
 
 
 @dataclass(frozen=True)

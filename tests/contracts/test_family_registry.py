@@ -1,4 +1,4 @@
-"""A decoder family is one declaration (issue 28, part 4): ``models.families.Family`` owns its
+"""A decoder family is one declaration: ``models.families.Family`` owns its
 transformers config class (``tiny_config``: models/build.py has no per-family code) and the
 prefix under which a causal LM keeps its base weights (``causal_lm_prefix``: models/embedder.py).
 A toy family (Mistral, not one of the four) is registered from this test alone and goes through

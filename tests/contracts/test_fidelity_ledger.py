@@ -1,4 +1,4 @@
-"""docs/fidelity.md stays a ledger of the code (issue 12).
+"""docs/fidelity.md stays a ledger of the code.
 
 Why: the ledger is what tells a researcher which sentence of which paper each mechanism follows.
 It rots silently: a row can name a function or a params key that no longer exists, keep a
@@ -11,7 +11,7 @@ Checked: (a) the ledger's rows parse, with unique, well-formed anchors; (b) ever
 README and docs resolves to an anchor; (c) a comment claiming "the paper's convention" or
 "as in the paper" in src/ or workflow/ cites a row on the same or an adjacent line; (d) no row
 still says "fix in progress"; (e) every row has a verdict from the allowed set; (f) the rows
-issue 12 names exist; and the code locations and params keys the rows name exist.
+names exist; and the code locations and params keys the rows name exist.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ BARE_ROW_REF = re.compile(r"(?<![\w/.])#(P[12]-[A-Z0-9-]*[A-Z0-9])")
 IN_LEDGER_LINK = re.compile(r"\]\(#([A-Za-z0-9_-]+)\)")
 CLAIM = re.compile(r"papers?['’]s? convention|as in the paper\b", re.IGNORECASE)
 
-# Issue 12, "Deliver" 1 and 2: the rows the ledger must have.
+# The rows the ledger must have.
 REQUIRED_ROWS = (
     "P1-LOGIT-SCALE",         # cos·exp(τ) (§3.3) vs cos/τ (App. D)
     "P1-LR-PEAK",             # §4.1's LR range vs App. D.1's ÷10 rule
@@ -145,7 +145,7 @@ def test_every_ledger_link_resolves() -> None:
 
 
 def test_link_scanner_sees_both_link_forms() -> None:
-    line = "(docs/fidelity.md#P1-FLOPS, #P1-LORA-FLOPS) and url#not-a-row, issue #12"
+    line = "(docs/fidelity.md#P1-FLOPS, #P1-LORA-FLOPS) and url#not-a-row,"
     assert LEDGER_LINK.findall(line) == ["P1-FLOPS"]
     assert BARE_ROW_REF.findall(line) == ["P1-LORA-FLOPS"]
 
@@ -196,7 +196,7 @@ def test_every_row_has_an_allowed_verdict() -> None:
 
 @pytest.mark.parametrize("rid", REQUIRED_ROWS)
 def test_required_row_exists(rid: str) -> None:
-    assert rid in {r for r, _ in ledger_rows()}, f"docs/fidelity.md lacks the row {rid} (issue 12)"
+    assert rid in {r for r, _ in ledger_rows()}, f"docs/fidelity.md lacks the row {rid}"
 
 
 # ---------------------------------------------------------------- what the rows name exists

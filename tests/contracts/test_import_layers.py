@@ -1,4 +1,4 @@
-"""The library's import graph runs one way (issue 16): base -> data -> models -> runconfig ->
+"""The library's import graph runs one way: base -> data -> models -> runconfig ->
 train -> plan -> evaluate -> scaling -> plots, and the library never builds a path into the workflow/ folder.
 
 Every ``import`` of every module under src/embtune is read with ``ast`` (function-level and
@@ -29,7 +29,7 @@ PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "e
 #: - base: no embtune imports but each other (``optim`` holds the LR helpers that models/build.py,
 #:   both training loops and the sweep read; ``codeversion`` hashes source files, what
 #:   ``code_reach`` finds a stage runs);
-#: - runconfig: the typed run configs the training loops take (issue 28), built from the
+#: - runconfig: the typed run configs the training loops take, built from the
 #:   method registry in models/;
 #: - plan: params and the grid (config validates freeze specs of train/, the sweep expands grids
 #:   that evaluate/query_table.py and scaling/ read back), cost and the planning tables;
@@ -158,7 +158,7 @@ def import_cycles(root: Path) -> list[list[str]]:
 
 
 def test_the_library_has_no_import_cycle() -> None:
-    """Within a layer too: config -> config_checks -> sweep -> config was one (issue 28)."""
+    """Within a layer too: config -> config_checks -> sweep -> config was one."""
     assert import_cycles(SRC) == []
 
 

@@ -1,4 +1,4 @@
-"""embtune.layout is the one map of the data and results folders (issue 16 item 4).
+"""embtune.layout is the one map of the data and results folders.
 
 Every path is compared with a string written out by hand here (not built by the module), the rule
 files are scanned for path literals that would bypass the layout, and the library's writers and

@@ -1,4 +1,4 @@
-"""Single method-name comparisons outside the registry (issue 28, part 4).
+"""Single method-name comparisons outside the registry.
 
 tests/contracts/test_method_registry.py catches a literal that *lists* two or more method names; this file
 catches code that singles one out (``method == "lora"``, ``!= "lora"``, ``"freeze" in ...``),

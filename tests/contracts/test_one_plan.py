@@ -1,4 +1,4 @@
-"""One plan per invocation (issue 28, part 2).
+"""One plan per invocation.
 
 The plan (training runs before and after the GPU-hour cap, skips, study memberships, query runs
 and their memberships) is expanded once: the params validation expands it to check it and

@@ -1,4 +1,4 @@
-"""No stage writes over what it reads (issue 25): every stage, run with its output set to each of
+"""No stage writes over what it reads: every stage, run with its output set to each of
 its inputs (the same path, a directory holding it, or a path inside it), exits 2 with one line
 naming both, prints no traceback, and leaves every input byte-identical.
 

@@ -1,4 +1,4 @@
-"""CI exercises everything the paper-scale params.yaml selects (issue 13, item 6).
+"""CI exercises everything the paper-scale params.yaml selects.
 
 Why: a path only params.yaml selects (a narrow-domain sweep, the held-out model, both towers) is
 otherwise first run on a cluster after days of GPU time. Two checks:

@@ -1,4 +1,4 @@
-"""Rerun hashes are derived from imports (issue 16, item 1).
+"""Rerun hashes are derived from imports.
 
 Snakemake re-runs a rule when its ``code`` param changes and DVC a stage when a dep changes, so
 both must cover every embtune module the stage's code imports. The reference for "what a stage
@@ -125,7 +125,7 @@ def test_every_rule_covers_its_imports_and_a_hand_removed_module_is_reported(
 
 
 def test_the_drift_of_issue_16_is_covered() -> None:
-    """The table of issue 16: modules the hand-kept lists had missed (checked by reading the
+    """The table of modules the hand-kept lists had missed (checked by reading the
     imports: mteb_eval imports data.mteb_data; build.py imports tokenizer.py and, inside a
     function, the LR schedule (train/schedule.py then, optim.py now); plan.py and recipe.py import
     models.flops; xnli.py data.jsonl)."""

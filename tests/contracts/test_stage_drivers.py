@@ -1,4 +1,4 @@
-"""Stage drivers live in ``embtune.stages``; library modules parse no arguments (issue 16, item 5).
+"""Stage drivers live in ``embtune.stages``; library modules parse no arguments.
 
 Why: a library module that builds an ``argparse`` parser or exits the process cannot be imported
 and called as a function without an argv, and its CLI glue hides its pure part. Each
@@ -123,7 +123,7 @@ def test_summary_driver_reads_table1_or_nothing(tmp_path: Path) -> None:
         {"model": "m", "qrun_id": "q2", "msmarco_c_pct": 12.5, "xnli_plus": 0, "xnli_minus": 2}]
 
 
-# A missing input per stage whose driver moved out of its library module (issue 16, item 5): the
+# A missing input per stage whose driver moved out of its library module: the
 # argv names the missing path, which the one-line message must name too.
 MISSING_INPUT: dict[str, list[str]] = {
     "build-tokenizer": ["--source", "local", "--id", "{missing}", "--out", "{out}"],

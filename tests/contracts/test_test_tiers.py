@@ -1,4 +1,4 @@
-"""The suite's own layout (issue 28, part 5): every test file sits in a tier, the files that share
+"""The suite's own layout: every test file sits in a tier, the files that share
 the demo run or a SLURM cluster are scheduled on one xdist worker, and no test name is written twice."""
 
 from __future__ import annotations

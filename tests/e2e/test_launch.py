@@ -1,4 +1,4 @@
-"""Multi-process training through the rule (issue 23): ``gpu: N`` or ``nproc: N`` on a training
+"""Multi-process training through the rule: ``gpu: N`` or ``nproc: N`` on a training
 job starts N processes (torchrun, embtune.launch), and 2 CPU processes (gloo) through the rule
 train the same run as the one process of the finished demo."""
 

@@ -139,7 +139,7 @@ def test_appendix_studies_and_query_grids_at_micro_scale(demo_run: Path) -> None
 
 
 def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
-    """Issue 13: the paths only params.yaml selected before run here (presets/test.yaml): every
+    """The paths only params.yaml selected before run here (presets/test.yaml): every
     narrow domain is compared on arxiv without its own rows (App. K) through the query table, both
     towers tuned, every freeze-spec family, the held-out model; then figures and summary."""
     from embtune.config import load_params
@@ -180,7 +180,7 @@ def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
 
 
 def test_issue24_figures_and_distances(demo_run: Path) -> None:
-    """Issue 24: paper 2's Figs 3, 11a, 12, 13, 14 (grids fig<N>) and 7-8 are drawn; E5's dist
+    """Paper 2's Figs 3, 11a, 12, 13, 14 (grids fig<N>) and 7-8 are drawn; E5's dist
     counts are computed on the raw vectors, so they differ from its cos counts."""
     figures = {p.stem for p in (demo_run / "results/demo/analysis/figures").glob("p2_*.png")}
     for fig in ("fig03", "fig11a", "fig12", "fig13", "fig14", "fig07", "fig08"):
@@ -206,7 +206,7 @@ def _dvc_json(workdir: Path, *args: str) -> dict:
 
 
 def test_every_run_has_its_tracker_record_in_dvc(demo_run: Path) -> None:
-    """Issue 27: each trained run's DVCLive record is a rule output under results/demo/tracking,
+    """Each trained run's DVCLive record is a rule output under results/demo/tracking,
     `dvc plots show` lists its per-step loss and `dvc metrics show` its metrics (DVCLive's own
     dvc.yaml, no glue); query runs record validation loss, errors and the stopping decision."""
     results = demo_run / "results/demo"
@@ -232,7 +232,7 @@ def test_every_run_has_its_tracker_record_in_dvc(demo_run: Path) -> None:
 
 
 def test_report_renders_in_headless_chromium(demo_run: Path, tmp_path: Path) -> None:
-    """Issue 27: the HTML report in real headless Chromium: every figure it embeds decodes
+    """The HTML report in real headless Chromium: every figure it embeds decodes
     (naturalWidth > 0), one per PNG of the figures directory; the landing page's screenshot is
     kept (tests/artifacts/report_landing.png)."""
     import helpers_browser as hb

@@ -1,4 +1,4 @@
-"""Rehearsal of the paper-scale path (issue 22, part 4): params.yaml's own hub code paths on a
+"""Rehearsal of the paper-scale path: params.yaml's own hub code paths on a
 real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED after stage-in.
 
 1. A loopback hub (tests/helpers_hub.py, spoken to by the real ``huggingface_hub`` client) holds
@@ -19,7 +19,7 @@ real SLURM (fake GPUs as GRES), with a loopback Hugging Face Hub that is STOPPED
    ``assert_jobs_went_through_slurm``: one COMPLETED job per non-local rule instance, the GPU
    request, the time limit and memory of resources.smk), and the scattered BGE preparation (2
    parts) goes through sbatch too.
-4. The run presets/rehearsal.yaml makes diverge is a result, not a stop (issue 22): its failure
+4. The run presets/rehearsal.yaml makes diverge is a result, not a stop: its failure
    record (with the controller's ``--retries`` that reached the job through SLURM), the report,
    fits.json's lost rows, the recipe's warning, the runs table, and ``embtune status --json``
    counting what the runs table holds.
@@ -278,7 +278,7 @@ def test_the_offline_study_ran_every_job_through_slurm(rehearsal: Rehearsal) -> 
 
 def test_the_diverged_run_is_a_result_not_a_stop(rehearsal: Rehearsal) -> None:
     """presets/rehearsal.yaml's bias run at lr 1e8 fails for good; everything downstream is written
-    and names what was lost (issue 22)."""
+    and names what was lost."""
     runs = rehearsal.results.runs
     metrics = json.loads(runs.file(BIAS, METRICS_JSON).read_text())
     assert metrics["status"] == "failed" and metrics["method"] == "bias", metrics

@@ -1,4 +1,4 @@
-"""The browser check of Snakemake's HTML report (issue 27), on a two-figure workflow: every
+"""The browser check of Snakemake's HTML report, on a two-figure workflow: every
 figure the report embeds decodes in real headless Chromium, a corrupt one is caught, and the
 landing page's screenshot is kept. The demo's own report: tests/e2e/test_pipeline_demo.py."""
 

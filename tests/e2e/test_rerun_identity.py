@@ -1,4 +1,4 @@
-"""Re-run only when results can change (issue 23): the code hash ignores comments, docstrings and
+"""Re-run only when results can change: the code hash ignores comments, docstrings and
 formatting; the run's identity leaves out log/checkpoint intervals, the GradCache chunk and paths.
 
 The pipeline test asks ``snakemake -n`` how many training jobs each edit re-plans on the finished

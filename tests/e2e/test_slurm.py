@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurm_cluster import SlurmCluster  # noqa: E402  (the fixture itself comes from conftest.py)
 
 from embtune.layout import METRICS_JSON, Results  # noqa: E402
-from embtune.sweep import format_budget  # noqa: E402
+from embtune.runconfig import format_budget  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Two gloo processes training one run leave exactly ONE tracker record (issue 27): accelerate
+"""Two gloo processes training one run leave exactly ONE tracker record: accelerate
 logs on the main process only, so each step appears once, not once per process. Slow: starts two
 interpreters."""
 

@@ -36,7 +36,7 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     elapsed, cpu = time.perf_counter() - start, _children_cpu() - cpu
     print(f"paper-scale dry run planned in {elapsed:.1f} s wall, {cpu:.1f} s CPU")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # Issue 13's bar: < 30 s. CPU time, not wall: wall on a shared CI runner measures the neighbours.
+    # The bar: < 30 s. CPU time, not wall: wall on a shared CI runner measures the neighbours.
     assert cpu < 30, f"paper-scale dry run took {cpu:.1f} s of CPU"
     counts = _job_counts(proc.stdout + proc.stderr)
     params = load_params([REPO / "params.yaml"])

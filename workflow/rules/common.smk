@@ -11,7 +11,8 @@ from embtune import codeversion as _codeversion
 from embtune.config import ParamsError, read_layers, validate_plan
 from embtune.data.store import hub_id
 from embtune.layout import Layout
-from embtune.sweep import format_budget, max_context_length, mteb_run_ids, query_run_batches, run_batches
+from embtune.runconfig import format_budget
+from embtune.sweep import max_context_length, mteb_run_ids, query_run_batches, run_batches
 from embtune.train.tracking import ENV as TRACKING_ENV
 
 

@@ -288,7 +288,7 @@ def _read_pnd(path: Path) -> Any:
 def _run_config(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """The run config from the tune-query manifest; without one, what the id and metrics say
     (:meth:`embtune.runconfig.QueryRunConfig.parse_id`: ``default``, ``lr-1e-07``,
-    ``train_data-arxiv-math``). Run configs no longer carry their ``sweep`` (memberships come
+    ``train_data-arxiv-math``). Run configs do not carry their ``sweep`` (memberships come
     from the plan, ``--plan-json``): without the plan it is the one key the id changes (none for
     a directory name that is not a query run id), as for a run without a manifest."""
     try:

@@ -67,7 +67,7 @@ def min_detectable_difference(total: int, pooled: float, z_critical: float = 1.9
     """Smallest |p1 - p0| the pooled test above detects with the given power (default 0.8).
 
     Normal approximation with the pooled variance 2 P (1 - P) / N under both hypotheses:
-    |p1 - p0| = (z_critical + z_power) sqrt(2 P (1 - P) / N). Used to size the demo's XNLI data
+    |p1 - p0| = (z_critical + z_power) sqrt(2 P (1 - P) / N). It sizes the demo's XNLI data
     (workflow/scripts/build_demo_xnli.py): N = n_entail x n_relation comparisons per language pair."""
     if total <= 0:
         raise ValueError(f"min_detectable_difference: total must be positive, got {total}")

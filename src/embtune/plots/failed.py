@@ -1,4 +1,4 @@
-"""The report's "Failed runs" section (issue 22): runs that failed for good, read from the runs
+"""The report's "Failed runs" section: runs that failed for good, read from the runs
 table (:func:`embtune.scaling.failed.failed_runs`), and the rows each method's fits lost."""
 
 from __future__ import annotations

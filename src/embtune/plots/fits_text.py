@@ -1,9 +1,10 @@
 """The report's scaling-law and recipe sections: for each fit, once, whether it can be trusted
 and why, what it can and cannot conclude, and the recipe's choice with its interval.
 
-Why a module of its own: the trust of a fit used to be printed three times (the findings row,
-a list of untrustworthy fits and the fits table), each with the full issue text; now the table
-says yes/no, the findings row names the fits, and the reasons are here, once per fit. Numbers
+Why a module of its own: a fit's trust is read in three places (the findings row, the list of
+untrustworthy fits and the fits table); written out in each, the three drift and the report
+repeats itself. So the table says yes/no, the findings row names the fits, and the reasons are
+here, once per fit. Numbers
 are shown to 3 significant figures (what a handful of tiny runs can support); fits.json and the
 recipe JSON keep full precision.
 """

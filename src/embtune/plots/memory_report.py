@@ -1,4 +1,4 @@
-"""The report's "GPU memory: estimated vs measured" section (issue 23).
+"""The report's "GPU memory: estimated vs measured" section.
 
 Why: each training job asks for a GPU class from its peak-memory estimate
 (``embtune.models.memory``, ``embtune.gpus``); a run whose measured peak exceeds its estimate

@@ -1,4 +1,4 @@
-"""Paper 2's figures drawn from the per-grid tables and the three-model heatmaps (issue 24).
+"""Paper 2's figures drawn from the per-grid tables and the three-model heatmaps.
 
 * Figs 3, 11a, 12, 13, 14 — ``p2_fig<N>_<factor>_<model>``: a query-tuning grid named ``fig<N>``
   in ``query_tuning.grids`` (params.yaml: ``fig03`` = ``emb_odw`` x LR, ``fig11a`` = both towers
@@ -138,7 +138,7 @@ def models_specs(heat: pl.DataFrame | None, where: str = "") -> list[Any]:
 
 def specs(tables: dict[str, pl.DataFrame]) -> list[Any]:
     """Figs 7-8 (every model's default run side by side) from the top folder's XNLI heat map,
-    and Figs 3, 11a, 12-14 from ``groups/grid-fig<N>.csv`` (issue 24). Apart from
+    and Figs 3, 11a, 12-14 from ``groups/grid-fig<N>.csv``. Apart from
     :func:`embtune.plots.paper2.specs` because this module draws with that one's helpers."""
     out: list[Any] = []
     for folder, files in sorted(_by_folder(tables).items()):

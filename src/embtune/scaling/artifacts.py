@@ -3,8 +3,8 @@ runs table (``runs.parquet``), ``fits.json`` and a recipe, plus the range a cont
 take.
 
 Why: each of these is written by one stage and read by others, and a hand-edited, truncated or
-impossible file used to pass silently (a NaN slope made ``recipe`` write ``"predicted_loss":
-NaN``) or fail with a traceback from deep inside polars. Each reader checks schema, types and
+impossible file must not pass silently (a NaN slope would make ``recipe`` write ``"predicted_loss":
+NaN``) nor fail with a traceback from deep inside polars. Each reader checks schema, types and
 ranges where the file is read and raises :class:`~embtune.errors.DataError` naming the file, the
 field and what was expected.
 

@@ -1,4 +1,4 @@
-"""Where a study stands (stage ``status``, driver :mod:`embtune.stages.status`; issue 22): per
+"""Where a study stands (stage ``status``, driver :mod:`embtune.stages.status`): per
 study × model × method how many jobs are done, failed (with reasons), running, pending, skipped
 or dropped, the GPU-hours measured so far against the plan's estimate, and an ETA.
 

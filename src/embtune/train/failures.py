@@ -1,4 +1,4 @@
-"""Failed runs as results: why a run failed for good, and the record it leaves (issue 22).
+"""Failed runs as results: why a run failed for good, and the record it leaves.
 
 A training or query-tuning run that cannot finish writes its ordinary run directory with
 ``metrics.json`` = ``{status: "failed", failure: {reason, attempt, retries, detail, partial}}``

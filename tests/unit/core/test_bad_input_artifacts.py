@@ -1,4 +1,4 @@
-"""Every artifact is validated where it is read (issue 25): metrics.json, the runs table, fits.json,
+"""Every artifact is validated where it is read: metrics.json, the runs table, fits.json,
 a recipe, a model folder (config sizes, tokenizer files, pickle weights), the embedding cache and
 a checkpoint. A broken one stops the stage with one line naming the file, the field and what was
 expected (exit 2, a refused checkpoint 3), no traceback, and the inputs byte-identical; an

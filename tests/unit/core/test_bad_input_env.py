@@ -1,4 +1,4 @@
-"""Environment faults (issue 25): a full disk mid-write, an unwritable or too small output
+"""Environment faults: a full disk mid-write, an unwritable or too small output
 location, and two writers on one run directory. Each gives one line (exit 2), no traceback, the
 old output intact, and is noticed before the work (``train`` before training).
 """

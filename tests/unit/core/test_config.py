@@ -124,7 +124,7 @@ def test_cli_validate_params_reports_key(tmp_path: Path, paper: dict) -> None:
     assert main(["validate-params", str(cfg)]) == 2
 
 
-# ------------------------------------------------------------ hostile / broken input (issue 15)
+# ------------------------------------------------------------ hostile / broken input
 BASE = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
 
 

@@ -1,5 +1,5 @@
 """The demo grid (presets/demo.yaml, docs/fidelity.md#P1-DEMO-GRID) is designed to identify paper
-1's Chinchilla law for full fine-tuning and LoRA while holding its largest model out (issue 26).
+1's Chinchilla law for full fine-tuning and LoRA while holding its largest model out.
 
 Checked here without training anything:
 - its shape, by hand: five 2-block sizes (N = 24·d² + 28·d), four fitted over >= 10x in N, the

@@ -1,5 +1,5 @@
 """GPU classes (profiles/default/gpu_classes.yaml) and the class each training run asks for
-(embtune.gpus, issue 23): smallest class that fits, the GradCache chunk that fits it, and a run
+(embtune.gpus): smallest class that fits, the GradCache chunk that fits it, and a run
 that fits none refused at plan time by `embtune plan` and by the workflow."""
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ import polars as pl
 import pytest
 
 from embtune.config import ParamsError, validate
-from embtune.sweep import RUN_NAME, query_members, query_runs, random_draws
+from embtune.runconfig import RUN_NAME
+from embtune.sweep import query_members, query_runs, random_draws
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -91,7 +92,7 @@ def test_paper_grids_plan_the_tables_rows(paper: dict) -> None:
     assert adamw == {2e-8: "lr-2e-08", 1e-7: "lr-1e-07"}
     # per model: 1 default + the one-factor values + the grids' new runs, counted by hand:
     # Tables 6-7 4 + 4, Table 9 4, Table 12 8, Tables 17-18 40, Table 20 4, Fig. 14 15,
-    # Figs 3 and 11a 19 each (their 5e-8 point is the freeze / both-towers sweep run; issue 24),
+    # Figs 3 and 11a 19 each (their 5e-8 point is the freeze / both-towers sweep run),
     # Figs 12-13 none (the margin sweep's runs)
     runs = query_runs(paper)
     one_factor = 1 + 19 + 9 + 4 + 3 + 8 + 4 + 3 + 2 + 3 + 1   # default, lr, freeze, batch, margin, ..., both towers

@@ -1,4 +1,4 @@
-"""The whole study's cost (embtune.study_cost, issue 23): GPU-hours per part at a throughput per
+"""The whole study's cost (embtune.study_cost): GPU-hours per part at a throughput per
 model size, the disk it writes, the DVC-remote warning, the plan-time max_epochs drop, and what
 `embtune plan params.yaml` prints."""
 

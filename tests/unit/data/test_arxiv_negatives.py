@@ -290,7 +290,7 @@ def test_cli_outputs_contract_and_determinism(tmp_path: Path) -> None:
            json.dumps({"id": "2401.00000", "title": "dup", "abstract": "a. b.",
                        "categories": "math.AG"})]
     snap = _snapshot(tmp_path, extra=bad)
-    tolerate = ("--allow-bad-lines", "1")      # the one unparsable line (issue 25: else an error)
+    tolerate = ("--allow-bad-lines", "1")      # the one unparsable line (else an error)
     assert _run(snap, tmp_path / "a", *tolerate) == 0 and _run(snap, tmp_path / "b", *tolerate, via_cli=True) == 0
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == sorted(["manifest.json", "negatives.parquet"]

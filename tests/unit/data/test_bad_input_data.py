@@ -1,4 +1,4 @@
-"""Data integrity where the papers' numbers depend on it (issue 25): MSMARCO train/eval overlap,
+"""Data integrity where the papers' numbers depend on it: MSMARCO train/eval overlap,
 XNLI languages whose rows do not align, an arXiv snapshot with unparsable lines, a byte-order
 mark, lone surrogates. Each refusal is one line with exit 2, no traceback, no output, and the
 inputs byte-identical; each repair (BOM stripped, surrogates replaced) is counted in the manifest.

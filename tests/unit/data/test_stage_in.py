@@ -1,4 +1,4 @@
-"""Stage-in (issue 22, part 1): the real ``huggingface_hub`` client against a loopback hub.
+"""Stage-in: the real ``huggingface_hub`` client against a loopback hub.
 
 `embtune stage-in snapshot` and `embtune fetch --record` download at a revision, record the commit
 it resolved to and each file's sha256 (checked here with hashlib against the bytes the hub holds);

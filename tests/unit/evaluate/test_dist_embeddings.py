@@ -1,5 +1,5 @@
 """PND's ``dist`` measure and the ``dist`` tuning loss see the encoder's vectors before its
-``Normalize`` module (issue 24; docs/fidelity.md#P2-DIST-EMBEDDINGS).
+``Normalize`` module (docs/fidelity.md#P2-DIST-EMBEDDINGS).
 
 Paper 2 reports different cosine and distance counts for the same encoder (Table 3: E5
 arxiv-title 309 errors by cos, 453 by dist), which unit vectors cannot give (‖q − t‖² = 2 − 2 cos).
@@ -146,7 +146,7 @@ def test_cache_key_covers_output_and_length() -> None:
 
     base = store_key("fp", "doc", "", "fp32")
     assert base != store_key("fp", "doc", "", "fp32", 128)
-    # a store written before issue 24 (normalised vectors) had this key: never read as raw
+    # a store of normalised vectors had this key: never read as raw
     import hashlib
     import json
     old = hashlib.sha256(json.dumps(["fp", "doc", "", "fp32"]).encode()).hexdigest()[:24]

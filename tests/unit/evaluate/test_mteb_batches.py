@@ -1,4 +1,4 @@
-"""MTEB in batches (issue 26): the grouping of runs into jobs, one process evaluating a batch, the
+"""MTEB in batches: the grouping of runs into jobs, one process evaluating a batch, the
 reuse of a member whose mteb.json is still up to date, and the links that put each run's outputs
 where every reader expects them."""
 

@@ -1,4 +1,4 @@
-"""The PND evaluation-set registry (issue 28, part 3): the schema, the layout and the query
+"""The PND evaluation-set registry: the schema, the layout and the query
 tables read it; a set evaluated but in no table is an error; the ``arxiv-`` prefix is parsed in
 :mod:`embtune.pnd_sets` only; a toy set registered from this test reaches the query tables."""
 

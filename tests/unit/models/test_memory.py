@@ -1,6 +1,6 @@
 """The peak-memory estimate (embtune.models.memory) against an independent count of live tensor
 bytes over real training steps of tiny GPT-NeoX models, for every method, with and without
-activation checkpointing and GradCache's two passes (issue 23).
+activation checkpointing and GradCache's two passes.
 
 The measurement: a ``TorchDispatchMode`` sees every tensor an op creates and adds its storage's
 bytes while that storage lives (a weak reference removes them when it dies); the model's

@@ -1,4 +1,4 @@
-"""Hub-ready model cards (issue 27): a trained run's card, read back by huggingface_hub's own
+"""Hub-ready model cards: a trained run's card, read back by huggingface_hub's own
 ``ModelCard.load``, gives the Hub metadata (library, pipeline tag, base model, licence, tags) and,
 once evaluated, the MTEB scores as ``model-index`` in the format the MTEB leaderboard reads."""
 

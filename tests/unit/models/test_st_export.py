@@ -1,4 +1,4 @@
-"""Trained paper-1 runs are native sentence-transformers folders (issue 17, item 1).
+"""Trained paper-1 runs are native sentence-transformers folders.
 
 The bar: ``SentenceTransformer(<run>/model)`` loads with no warning, ``max_seq_length`` equals the
 training context length, and it embeds exactly as training did. The reference embeddings are

@@ -1,4 +1,4 @@
-"""Issue 24's producers on small synthetic tables: paper 2 Figs 3, 11a, 12-14 from grids named
+"""Paper 2's figure producers on small synthetic tables: paper 2 Figs 3, 11a, 12-14 from grids named
 ``fig<N>``, Figs 7-8 (three models side by side), paper 1 App. B's task selection, and the Pythia
 variant key. The full pipeline draws them too (tests/e2e/test_pipeline_demo.py, presets/test.yaml)."""
 

@@ -70,7 +70,7 @@ def test_one_figure_per_model_and_run_nothing_capped(specs):
         "p2_fig04_xnli_pnd_cos", "p2_fig04_xnli_pnd_dist", "p2_fig05_xnli_pnd_cos",
         "p2_fig05_xnli_pnd_dist", "p2_fig06_arxiv_levels_e5_default",
         "p2_fig06_arxiv_levels_e5_lr-1e-07", "p2_fig06_arxiv_levels_l12",
-        # Figs 7-8 (issue 24): each model's default run side by side, per relation and measure
+        # Figs 7-8: each model's default run side by side, per relation and measure
         "p2_fig07_xnli_models_cos", "p2_fig07_xnli_models_dist", "p2_fig08_xnli_models_cos",
         "p2_fig08_xnli_models_dist"])
     assert "one arxiv difficulty level" in specs["p2_fig06_arxiv_levels_l12"].skipped

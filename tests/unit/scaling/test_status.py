@@ -1,4 +1,4 @@
-"""``embtune status`` (issue 22) on a hand-built results tree of the CI stack
+"""``embtune status`` on a hand-built results tree of the CI stack
 (params.yaml + presets/demo.yaml + presets/ci.yaml: three training runs, two query runs): done
 counts equal the runs table's ok rows, failures are counted with their reason, a checkpoint
 without metrics reads running (recent) or pending (stale, resumable), SLURM states from squeue /

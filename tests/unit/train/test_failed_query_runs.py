@@ -1,4 +1,4 @@
-"""Failed runs downstream (issue 22): a query-tuning run whose loss becomes NaN leaves a failure
+"""Failed runs downstream: a query-tuning run whose loss becomes NaN leaves a failure
 record, evaluate-pnd passes it on instead of evaluating, the query table leaves it out with its
 reason, and evaluate-mteb writes a failed record for a failed training run."""
 

@@ -1,4 +1,4 @@
-"""Failed runs as results (issue 22): the failure record the ``train`` stage writes for a run that
+"""Failed runs as results: the failure record the ``train`` stage writes for a run that
 cannot finish (diverged, data too small; out of memory or time limit on the last attempt), and
 how the runs table, the fits' lost rows and the report read it."""
 

@@ -1,4 +1,4 @@
-"""The fitted loss never averages warm-up steps (issue 24; docs/fidelity.md#P1-FINAL-LOSS).
+"""The fitted loss never averages warm-up steps (docs/fidelity.md#P1-FINAL-LOSS).
 
 Hand counts: a run of T steps warms up for W = round(0.1·T) updates (updates 1..W, 1-based). The
 window is n = max(1, min(20, ceil(0.05·T), T − W)):

@@ -1,4 +1,4 @@
-"""Progress with ETA (issue 27): a tqdm bar on a terminal, plain periodic lines elsewhere (SLURM,
+"""Progress with ETA: a tqdm bar on a terminal, plain periodic lines elsewhere (SLURM,
 log files), both showing count, rate, ETA and the current loss; ``--no-progress`` turns it off."""
 
 from __future__ import annotations

@@ -447,7 +447,7 @@ def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder
         evaluate_pnd.main([*argv[:-4], "--doc-model-dir", str(tmp_path / "nope"), "--out", str(out)])
 
 
-# ------------------------------------------------------------------ the saved dual encoder (issue 17)
+# ------------------------------------------------------------------ the saved dual encoder
 def test_saved_dual_encoder_routes_queries_to_the_tuned_tower(cli_outputs, encoder_path, caplog):
     """model/ is ONE sentence-transformers model: encode_document is the untouched base, bit for
     bit; encode_query is the tuned tower; evaluate-pnd's encoder reads the query route."""

@@ -1,4 +1,4 @@
-"""Typed run configs all the way into the loops (issue 28, part 1).
+"""Typed run configs all the way into the loops.
 
 The training loop and the query tuner take :class:`~embtune.runconfig.RunConfig` /
 :class:`~embtune.runconfig.QueryRunConfig`; ``RunConfig``'s nested sections are dataclasses

@@ -1,4 +1,4 @@
-"""Experiment tracking through accelerate's trackers (issue 27): DVCLive by default, in DVC's own
+"""Experiment tracking through accelerate's trackers: DVCLive by default, in DVC's own
 format, read back by DVC itself; a tracker that is not installed is a params error; resumed runs
 continue the same record; the tracker never enters a run's identity."""
 

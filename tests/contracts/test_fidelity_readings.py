@@ -1,11 +1,11 @@
-"""Issue 24's readings each have a ledger row (docs/fidelity.md), parsed as the ledger test does."""
+"""The second round of paper readings each have a ledger row (docs/fidelity.md), parsed as the ledger test does."""
 
 from __future__ import annotations
 
 import pytest
 from test_fidelity_ledger import ledger_rows
 
-ISSUE24_ROWS = (
+READING_ROWS = (
     "P2-DIST-EMBEDDINGS",        # dist on the vectors before Normalize (Tables 1, 3)
     "P2-MAX-SEQ-LENGTH",         # encoder length, counted never silently cut
     "P1-FINAL-LOSS",             # the fitted loss never averages warm-up
@@ -18,8 +18,8 @@ ISSUE24_ROWS = (
 )
 
 
-@pytest.mark.parametrize("rid", ISSUE24_ROWS)
+@pytest.mark.parametrize("rid", READING_ROWS)
 def test_issue24_row_exists_with_a_verdict(rid: str) -> None:
     rows = dict(ledger_rows())
-    assert rid in rows, f"docs/fidelity.md lacks the row {rid} (issue 24)"
+    assert rid in rows, f"docs/fidelity.md lacks the row {rid}"
     assert not rows[rid][4].startswith("NOT IMPLEMENTED"), f"{rid} is still marked not implemented"
