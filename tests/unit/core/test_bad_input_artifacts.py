@@ -24,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import polars as pl
 import pytest
+from helpers_cli import one_error  # noqa: E402
 
 from embtune.cli import main as cli_main
 from embtune.errors import DataError
@@ -35,14 +36,6 @@ def snapshot(*roots: Path) -> dict[str, str]:
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         out.update({str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files})
     return out
-
-
-def one_error(rc: int, err: str, stage: str, code: int = 2) -> str:
-    assert rc == code, err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"embtune {stage}: error: "), err
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- fixtures

@@ -13,17 +13,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers_cli import one_error  # noqa: E402
 
 from embtune.cli import main as cli_main
 from embtune.outputs import MARKER_SUFFIX, mark
-
-
-def one_error(rc: int, err: str, stage: str) -> str:
-    assert rc == 2, err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"embtune {stage}: error: "), err
-    return lines[0]
 
 
 def sha(p: Path) -> str:

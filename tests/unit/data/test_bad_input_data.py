@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from helpers_cli import one_error  # noqa: E402
 
 from embtune.cli import main as cli_main
 
@@ -21,14 +22,6 @@ ENGLISH = "This is the answer to the question, and it is written in plain Englis
 
 def digest(*paths: Path) -> list[str]:
     return [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
-
-
-def one_error(rc: int, err: str, stage: str) -> str:
-    assert rc == 2, err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"embtune {stage}: error: "), err
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- MSMARCO

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 import torch
 from helpers_st import load_quietly
+from helpers_train import one_thread as _one_thread
 from helpers_train import query_run as _run
 from helpers_train import query_triplets as _triplets
 from helpers_train import write_query_data as _write
@@ -145,14 +146,7 @@ def test_unknown_optimizer_and_nothing_to_train():
 
 
 # ------------------------------------------------------------------ with MiniLM
-@pytest.fixture(scope="module")
-def one_thread():
-    """One intra-op thread (tiny batches: threads only add sync overhead, badly so on a busy
-    machine); restored afterwards so other test modules see the session default."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+one_thread = pytest.fixture(scope="module")(_one_thread)   # tiny batches: threads only add sync overhead
 
 
 @pytest.fixture(scope="module")
