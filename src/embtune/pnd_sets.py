@@ -37,7 +37,7 @@ KINDS = ("grouped", "triplets", "xnli")
 TABLES = ("table1", "table2", "xnli")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PndSet:
     name: str
     file: str
@@ -113,25 +113,28 @@ def base_set(key: str) -> str:
 
 
 for _entry in (
-    PndSet("msmarco", "msmarco/eval.parquet", "grouped", "table1", "msmarco", "MM", "split-msmarco", "data.msmarco"),
+    PndSet(name="msmarco", file="msmarco/eval.parquet", kind="grouped", table="table1", column="msmarco",
+           short="MM", prepare="split-msmarco", demo="data.msmarco"),
     # App. A: samples with >= data.msmarco.hard_negatives negatives
-    PndSet("msmarco-hard", "msmarco/eval_hard.parquet", "grouped", "table2", "msmarco-hard", "MM-65",
-           "split-msmarco", "data.msmarco"),
-    PndSet("arxiv-first", "arxiv/triplets_first_L21.parquet", "triplets", "table1", "arxiv-first", "ARX-F",
-           "build-arxiv-negatives", "data.arxiv", "first"),
-    PndSet("arxiv-title", "arxiv/triplets_title_L21.parquet", "triplets", "table1", "arxiv-title", "ARX-T",
-           "build-arxiv-negatives", "data.arxiv", "title"),
-    PndSet("xnli", "xnli/test.parquet", "xnli", "xnli", "xnli", "XNLI", "prepare-xnli", "data.xnli"),
-    PndSet("squad", "squad/eval.parquet", "grouped", "table2", "squad", "squad", "prepare-squad", "data.squad"),
+    PndSet(name="msmarco-hard", file="msmarco/eval_hard.parquet", kind="grouped", table="table2", column="msmarco-hard",
+           short="MM-65", prepare="split-msmarco", demo="data.msmarco"),
+    PndSet(name="arxiv-first", file="arxiv/triplets_first_L21.parquet", kind="triplets", table="table1", column="arxiv-first",
+           short="ARX-F", prepare="build-arxiv-negatives", demo="data.arxiv", arxiv_flavour="first"),
+    PndSet(name="arxiv-title", file="arxiv/triplets_title_L21.parquet", kind="triplets", table="table1", column="arxiv-title",
+           short="ARX-T", prepare="build-arxiv-negatives", demo="data.arxiv", arxiv_flavour="title"),
+    PndSet(name="xnli", file="xnli/test.parquet", kind="xnli", table="xnli", column="xnli",
+           short="XNLI", prepare="prepare-xnli", demo="data.xnli"),
+    PndSet(name="squad", file="squad/eval.parquet", kind="grouped", table="table2", column="squad",
+           short="squad", prepare="prepare-squad", demo="data.squad"),
     # App. C: >= 5 candidate sentences
-    PndSet("squad-min5", "squad/eval_min5.parquet", "grouped", "table2", "squad-min5", "squad-min5",
-           "prepare-squad", "data.squad"),
+    PndSet(name="squad-min5", file="squad/eval_min5.parquet", kind="grouped", table="table2", column="squad-min5",
+           short="squad-min5", prepare="prepare-squad", demo="data.squad"),
     # App. D, by HotpotQA's level label
-    PndSet("hotpotqa-easy", "hotpotqa/eval_easy.parquet", "grouped", "table2", "hotpotqa-easy", "hotpotqa-easy",
-           "prepare-hotpotqa", "data.hotpotqa"),
-    PndSet("hotpotqa-medium", "hotpotqa/eval_medium.parquet", "grouped", "table2", "hotpotqa-medium", "hotpotqa-medium",
-           "prepare-hotpotqa", "data.hotpotqa"),
-    PndSet("hotpotqa-hard", "hotpotqa/eval_hard.parquet", "grouped", "table2", "hotpotqa-hard", "hotpotqa-hard",
-           "prepare-hotpotqa", "data.hotpotqa"),
+    PndSet(name="hotpotqa-easy", file="hotpotqa/eval_easy.parquet", kind="grouped", table="table2", column="hotpotqa-easy",
+           short="hotpotqa-easy", prepare="prepare-hotpotqa", demo="data.hotpotqa"),
+    PndSet(name="hotpotqa-medium", file="hotpotqa/eval_medium.parquet", kind="grouped", table="table2", column="hotpotqa-medium",
+           short="hotpotqa-medium", prepare="prepare-hotpotqa", demo="data.hotpotqa"),
+    PndSet(name="hotpotqa-hard", file="hotpotqa/eval_hard.parquet", kind="grouped", table="table2", column="hotpotqa-hard",
+           short="hotpotqa-hard", prepare="prepare-hotpotqa", demo="data.hotpotqa"),
 ):
     register(_entry)

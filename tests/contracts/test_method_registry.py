@@ -198,8 +198,8 @@ def _variants_toplast(model: dict[str, Any], train: dict[str, Any], name: str) -
 
 TOPLAST = registry.Method(
     "toplast", "Last blocks only", "tab:brown", _apply_lnonly, _counts_lnonly, _variants_toplast,
-    registry.Hyper("top_blocks", "blocks trained", "Last blocks", False, "fig_top", "top blocks",
-                   lambda k: f"k{k}", integer=True),
+    registry.Hyper(column="top_blocks", axis="blocks trained", title="Last blocks", logx=False, figure="fig_top",
+                   caption="top blocks", point_label=lambda k: f"k{k}", integer=True),
     settings=("top_blocks",), parse_tag=lambda tag: {"top_blocks": int(tag.rpartition("-k")[2])},
     reported=(("top_blocks", "last {} blocks trained"),), card_row=("blocks trained", ("top_blocks",)))
 

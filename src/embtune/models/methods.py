@@ -37,7 +37,7 @@ Variant = tuple[str, dict[str, Any], "str | None"]
 Problem = tuple[tuple[Any, ...], str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hyper:
     """A method's hyper-parameter column: what the sweep expands, the runs table holds and the
     IsoFLOP profile picks the best of (paper 1 plots "the optimal choice" per point)."""
@@ -378,8 +378,9 @@ register(Method("full", "Full fine-tuning", "tab:blue", _apply_full, _counts_ful
                 in_algorithm1=True))
 register(Method(
     "freeze", "Block freezing", "tab:green", _apply_freeze, _counts_freeze, _variants_freeze,
-    Hyper("freeze_fraction", "fraction of frozen blocks", "Block freezing", False, "fig03_freeze_fraction",
-          "Fig. 3: effect of the frozen-block fraction per model", lambda f: f"{1 - f:.2g} active", "fig18"),
+    Hyper(column="freeze_fraction", axis="fraction of frozen blocks", title="Block freezing", logx=False,
+          figure="fig03_freeze_fraction", caption="Fig. 3: effect of the frozen-block fraction per model",
+          point_label=lambda f: f"{1 - f:.2g} active", loss_flops_figure="fig18"),
     settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
     reported=(("frozen_blocks", "first {} transformer blocks frozen"),), check=_check_freeze,
     isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
@@ -387,8 +388,9 @@ register(Method("bias", "Bias-only", "tab:red", _apply_bias, _counts_bias, _vari
                 isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}, saved_vectors=13))
 register(Method(
     "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
-    Hyper("lora_rank", "LoRA rank", "LoRA rank", True, "fig05_lora_rank", "Fig. 5: effect of the LoRA rank per model",
-          lambda r: f"r{r}", "fig19", integer=True),
+    Hyper(column="lora_rank", axis="LoRA rank", title="LoRA rank", logx=True, figure="fig05_lora_rank",
+          caption="Fig. 5: effect of the LoRA rank per model", point_label=lambda r: f"r{r}",
+          loss_flops_figure="fig19", integer=True),
     settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
     reported=(("lora_rank", "rank {}"),), in_algorithm1=True,
     card_row=("LoRA rank / alpha / dropout", ("lora_rank", "lora_alpha", "lora_dropout")),

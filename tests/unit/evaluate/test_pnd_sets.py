@@ -83,7 +83,8 @@ def test_a_toy_set_reaches_table2_and_an_unregistered_one_is_an_error() -> None:
     Table 2; once unregistered the same pnd.json files are refused by name, not dropped."""
     base = {"msmarco": _entry(10), "toy-qa": _entry(20), "arxiv_levels": {}}
     tuned = {"msmarco": _entry(8), "toy-qa": _entry(15), "arxiv_levels": {}}
-    toy = PndSet("toy-qa", "toy/eval.parquet", "grouped", "table2", "toy-qa", "TOY", "prepare-toy", "data.toy")
+    toy = PndSet(name="toy-qa", file="toy/eval.parquet", kind="grouped", table="table2", column="toy-qa",
+                 short="TOY", prepare="prepare-toy", demo="data.toy")
     pnd_sets.register(toy)
     try:
         rows = query_table.dataset_rows("m", "default", base, tuned, 1.96,
