@@ -85,9 +85,6 @@ def check_variant_budgets(models: list[dict[str, Any]], train: dict[str, Any]) -
                          f"{sorted(methods.REGISTRY)}; tags look like lora-r32, freeze-1of2)")
 
 
-#: How often this process expanded each part of the plan (tests/contracts/test_one_plan.py: ``snakemake -n``
-#: expands each once: validation does, and the workflow reads what it returns).
-EXPANSIONS = {"training": 0, "query": 0}
 
 
 @dataclass(frozen=True)
@@ -231,7 +228,6 @@ def expand_training(params: dict[str, Any], *, flops_per_second: float | None = 
     With ``train.gpu_hours_cap`` set (and ``apply_cap``), runs beyond the cap are dropped in the
     documented order (``embtune.cost.trim_to_cap``, at ``flops_per_second``, default: the
     calibrated throughput) and listed as skipped with status ``dropped``."""
-    EXPANSIONS["training"] += 1
     train = params["train"]
     runs, skipped = _grid_runs(params, params["models"], train)
     members = [{"run_id": r.run_id, "study": "main", "factors": {}} for r in runs]
@@ -449,7 +445,6 @@ def expand_query(params: dict[str, Any]) -> tuple[list[QueryRunConfig], list[dic
     which the query-table stage uses to lay out each table. Memberships stay out of the run
     configs, so adding a grid never re-trains a run. The batches per epoch follow the batch size
     (:func:`epoch_batches_for`)."""
-    EXPANSIONS["query"] += 1
     qt = params["query_tuning"]
     defaults = dict(qt["defaults"])
     runs: list[QueryRunConfig] = []

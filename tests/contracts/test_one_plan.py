@@ -4,7 +4,8 @@ The plan (training runs before and after the GPU-hour cap, skips, study membersh
 and their memberships) is expanded once: the params validation expands it to check it and
 returns it (:func:`embtune.config.validate_plan`), the workflow's common.smk reads that, the
 ``plan`` stage writes the training part as JSON, and ``appendix-tables`` reads that JSON.
-``embtune.sweep.EXPANSIONS`` counts the expansions of a process.
+The tests count the expansions by wrapping ``sweep.expand_training`` and ``sweep.expand_query``
+(every caller reaches them through the module: config_checks imports them when it runs).
 """
 
 from __future__ import annotations
@@ -24,21 +25,43 @@ from embtune.sweep import query_plan, training_plan
 REPO = Path(__file__).resolve().parents[2]
 DEMO = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
 
-#: Runs Snakemake's own command line in this interpreter, then prints the expansion counter.
+#: Runs Snakemake's own command line in this interpreter, counting the expansions, then prints them.
 COUNTING_SNAKEMAKE = """
 import atexit, json, sys
 from embtune import sweep
-atexit.register(lambda: print("EXPANSIONS " + json.dumps(sweep.EXPANSIONS), file=sys.stderr))
+counts = {"training": 0, "query": 0}
+def counting(key, real):
+    def wrapper(*args, **kwargs):
+        counts[key] += 1
+        return real(*args, **kwargs)
+    return wrapper
+sweep.expand_training = counting("training", sweep.expand_training)
+sweep.expand_query = counting("query", sweep.expand_query)
+atexit.register(lambda: print("EXPANSIONS " + json.dumps(counts), file=sys.stderr))
 from snakemake.cli import main
 sys.argv = ["snakemake", *sys.argv[1:]]
 main()
 """
 
 
-def test_validation_returns_the_plan_and_expands_it_once() -> None:
-    before = dict(sweep.EXPANSIONS)
+@pytest.fixture
+def expansions(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often this test expands each part of the plan."""
+    counts = {"training": 0, "query": 0}
+    for key, name in (("training", "expand_training"), ("query", "expand_query")):
+        real = getattr(sweep, name)
+
+        def wrapper(*args, _real=real, _key=key, **kwargs):
+            counts[_key] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(sweep, name, wrapper)
+    return counts
+
+
+def test_validation_returns_the_plan_and_expands_it_once(expansions: dict[str, int]) -> None:
     params, plan = load_plan(DEMO)
-    assert sweep.EXPANSIONS == {"training": before["training"] + 1, "query": before["query"] + 1}
+    assert expansions == {"training": 1, "query": 1}
     # the same plan as an independent expansion of the same params (the JSON the rules pass)
     runs, skipped, members = training_plan(params)
     qruns, qmembers = query_plan(params)
@@ -64,7 +87,7 @@ def test_snakemake_dry_run_on_params_yaml_expands_each_plan_once_under_30_s_cpu(
     assert cpu < 30.0, f"snakemake -n took {cpu:.1f} s CPU"
 
 
-def test_the_plan_stage_writes_what_appendix_tables_reads(tmp_path) -> None:
+def test_the_plan_stage_writes_what_appendix_tables_reads(tmp_path, expansions: dict[str, int]) -> None:
     """``embtune plan --out-plan``: the memberships and skips of the training plan, as JSON; the
     appendix-tables stage reads its memberships from there instead of expanding the grid."""
     from embtune.stages import plan as plan_stage
@@ -72,9 +95,9 @@ def test_the_plan_stage_writes_what_appendix_tables_reads(tmp_path) -> None:
     params = load_params([*DEMO, REPO / "presets/test.yaml"])
     grid = json.dumps({k: params[k] for k in ("models", "train", "paths")})
     out = tmp_path / "plan.json"
-    before = dict(sweep.EXPANSIONS)
+    expansions.update(training=0, query=0)             # load_params above expanded once
     assert plan_stage.main(["--params-json", grid, "--flops-per-second", "7.8e13", "--out-plan", str(out)]) == 0
-    assert sweep.EXPANSIONS["training"] == before["training"] + 1
+    assert expansions["training"] == 1
     written = json.loads(out.read_text())
     runs, skipped, members = training_plan(params)
     assert written["runs"] == [r["run_id"] for r in runs] and written["members"] == members
