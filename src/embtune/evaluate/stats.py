@@ -74,3 +74,10 @@ def min_detectable_difference(total: int, pooled: float, z_critical: float = 1.9
     if not 0.0 <= pooled <= 1.0:
         raise ValueError(f"min_detectable_difference: pooled rate {pooled} not in [0, 1]")
     return (z_critical + z_power) * math.sqrt(2 * pooled * (1 - pooled) / total)
+
+
+def strength(rho: float) -> str:
+    """Words for a correlation's |ρ| (the usual cut-offs 0.3, 0.5, 0.7), so that a weak agreement
+    with a paper's claim does not read as the paper's strong one."""
+    r = abs(rho)
+    return "weak" if r < 0.3 else "moderate" if r < 0.5 else "strong" if r < 0.7 else "very strong"

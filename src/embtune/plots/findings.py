@@ -1,8 +1,7 @@
 """The report's "Findings": each claim of the two papers, what our results show, and whether they agree.
 
-Why a module of its own: a reader judges the pipeline by whether its results reproduce the
-papers' claims, so each claim stands next to the number that tests it, computed from the results
-files, never typed in. Pure functions; :func:`findings_markdown` renders them for report.md.
+Why: a reader judges the pipeline by whether its results reproduce the papers' claims, so each
+claim stands next to the number that tests it, computed from the results files, never typed in.
 
 Verdicts: ``yes``, ``no``, ``partly`` (the text says which part), ``n/a`` (the results cannot
 test the claim; the text says why). Paper 1 claims (loss = the fits' loss column, best over
@@ -30,7 +29,7 @@ Paper 2 claims (PND by cosine, the z-test of :mod:`embtune.evaluate.stats`):
   adiabatic range of a model is every LR up to the largest one below which (inclusive) no run
   worsened any language pair significantly (both relations, both measures); judged on the
   multilingual models when there are any. A run whose encoder stayed untouched (no PND count
-  of any set changed, e.g. stopped at epoch 0) is reported but is evidence neither way.
+  changed) is reported but is evidence neither way.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from typing import Any
 
 import polars as pl
 
+from embtune.evaluate.stats import strength
 from embtune.models import methods as registry
 from embtune.scaling.isoflop import ok_rows
 
@@ -251,18 +251,9 @@ def loss_vs_mteb(fits: dict[str, Any]) -> Finding:
     if "spearman_rho" not in m:
         return Finding(1, claim, f"not computed ({m.get('skipped', 'no MTEB scores')})", "n/a")
     rho, p = m["spearman_rho"], m["p_value"]
-    sig = rho < 0 and p < 0.05
-    verdict = "yes" if sig else ("partly" if rho < 0 else "no")
-    weaker = f"; weaker than the paper's {PAPER1_SPEARMAN}" if abs(rho) < abs(PAPER1_SPEARMAN) else ""
-    return Finding(1, claim, f"Spearman ρ = {rho:.2f}, a {strength(rho)} correlation{weaker} "
-                   f"(p = {p:.2g}, n = {m['n']})", verdict)
-
-
-def strength(rho: float) -> str:
-    """Words for |ρ| (the usual cut-offs: 0.3, 0.5, 0.7), so a weak agreement does not read as
-    the paper's strong one."""
-    r = abs(rho)
-    return "weak" if r < 0.3 else "moderate" if r < 0.5 else "strong" if r < 0.7 else "very strong"
+    verdict = "yes" if rho < 0 and p < 0.05 else ("partly" if rho < 0 else "no")
+    weaker = f"; weaker than the paper's {PAPER1_SPEARMAN}" * (abs(rho) < abs(PAPER1_SPEARMAN))
+    return Finding(1, claim, f"Spearman ρ = {rho:.2f}, {strength(rho)}{weaker} (p = {p:.2g}, n = {m['n']})", verdict)
 
 
 def paper1_findings(runs: pl.DataFrame, fits: dict[str, Any], recipe: dict[str, Any] | None) -> list[Finding]:

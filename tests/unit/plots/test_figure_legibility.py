@@ -114,12 +114,13 @@ def test_per_run_curves_one_panel_per_model_a_line_per_run() -> None:
 def test_the_report_opens_with_one_screen() -> None:
     """The first screen: run counts as integers, the recipe and its trust, the findings counted by
     verdict with those that disagree, are partial or weaker than the paper named, and the links."""
-    from embtune.plots.findings import Finding, strength
+    from embtune.evaluate.stats import strength
+    from embtune.plots.findings import Finding
     from embtune.plots.report import glance_markdown
 
     runs = pl.DataFrame({"status": ["ok"] * 1200 + ["skipped"] * 3})
     items = [Finding(1, "bias-only is worst", "worst at 3 of 3 budgets", "yes"),
-             Finding(1, "loss vs MTEB", f"Spearman ρ = -0.35, a {strength(-0.35)} correlation; weaker than the "
+             Finding(1, "loss vs MTEB", f"Spearman ρ = -0.35, {strength(-0.35)}; weaker than the "
                      "paper's -0.892", "yes"),
              Finding(2, "adiabatic range", "no rate improves MSMARCO", "no"),
              Finding(1, "rank 32 or 128", "ranks tried: [8, 32]", "n/a")]
