@@ -302,7 +302,8 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     counts = count_params(model, run.method)
     context = t.context_length
     train_pairs = open_pairs(run.data.train_dir, "train", context)
-    train_pairs.check_vocab(model.get_input_embeddings().num_embeddings, run.data.train_dir)
+    # rows of the embedding table (peft's LoRA-on-embeddings layer has no num_embeddings of its own)
+    train_pairs.check_vocab(int(model.get_input_embeddings().weight.shape[0]), run.data.train_dir)
     plan = plan_steps(train_pairs.lengths(), t.batch_size, run.seed, counts,
                       run.budget, t.max_epochs, t.min_steps)
     metrics = base_metrics(run, counts)
