@@ -95,7 +95,12 @@ def hold(path: str | os.PathLike[str], what: str, target: str | os.PathLike[str]
 
 @contextlib.contextmanager
 def hold_outputs(outputs: list[tuple[str, str]], stage: str) -> Iterator[None]:
-    """One lock per declared output (``.<name>.embtune-lock`` beside it), taken in a fixed order."""
+    """One lock per declared output (``.<name>.embtune-lock`` beside it), taken in a fixed order.
+    The other ranks of a multi-process job (torchrun sets ``RANK``) are the same writer as its rank
+    0, which holds the locks for them: they take none."""
+    if os.environ.get("RANK", "0") != "0":
+        yield
+        return
     with contextlib.ExitStack() as stack:
         for path in sorted({os.path.abspath(p) for _, p in outputs}):
             stack.enter_context(hold(lock_path_beside(path), f"{stage} output", path))
