@@ -15,7 +15,7 @@ from embtune.errors import DataError
 from embtune.locks import hold_outputs, lock_path_beside
 
 
-def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
+def test_a_second_holder_of_an_output_lock_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with hold_outputs([("--out", str(out))], "train"):
         assert lock_path_beside(out).exists()
