@@ -20,18 +20,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers_cli import one_error as one_line  # noqa: E402
 
 from embtune.cli import main as cli_main
 from embtune.errors import known_failure
 from embtune.outputs import mark
-
-
-def one_line(rc: int, err: str, stage: str) -> str:
-    assert rc == 2, err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"embtune {stage}: error: "), err
-    return lines[0]
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -17,6 +17,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from helpers_cli import one_error as one_line  # noqa: E402
 
 from embtune.cli import main as cli_main
 from embtune.locks import hold, lock_path_beside
@@ -34,14 +35,6 @@ def tree(root: Path) -> dict[str, str]:
     """Every file and folder under ``root`` (hidden ones too) with its content hash."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
             for p in sorted(root.rglob("*"))}
-
-
-def one_line(rc: int, err: str, stage: str) -> str:
-    assert rc == 2, err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"embtune {stage}: error: "), err
-    return lines[0]
 
 
 def _argv(tmp_path: Path, stage: str, out: Path) -> list[str]:
