@@ -5,7 +5,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-from embtune.config import ParamsError, read_yaml
+from embtune.plan.config import ParamsError, read_yaml
 
 # Snakemake reads config files through YTE (Python runs if a file says `__use_yte__: true`) and
 # keeps the last of two equal keys silently: read params.yaml with the strict loader first.

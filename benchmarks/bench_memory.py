@@ -5,7 +5,7 @@ as ``embtune train`` runs them (bf16 autocast, GradCache chunks, activation chec
 compare ``torch.cuda.max_memory_allocated`` with ``embtune.models.memory.estimate``, and time the
 steps: the achieved hardware FLOP/s over the dense bf16 peak is the MFU of that size. With
 ``--write-curve FILE`` the measured ``mfu_curve`` (and ``peak_flops_per_gpu``) are written to FILE
-in profiles/default/throughput.yaml's format (merge them there; ``embtune.study_cost`` reads them);
+in profiles/default/throughput.yaml's format (merge them there; ``embtune.plan.study_cost`` reads them);
 with ``--write-measured FILE`` the peaks, as benchmarks/memory_measured.json holds them (the
 reference tests/unit/models/test_memory.py checks the estimate against). One untimed warm-up step runs first
 (CUDA context, kernel selection), so the MFU is of steady steps.
@@ -26,10 +26,10 @@ def main() -> int:
     import yaml
     from transformers import AutoModel, GPTNeoXConfig
 
-    from embtune.cost import hardware_per_token, two_pass
     from embtune.models.flops import peak_bf16_flops
     from embtune.models.memory import estimate
     from embtune.models.methods import apply_method, count_params, planned_counts
+    from embtune.plan.cost import hardware_per_token, two_pass
     from embtune.train.gradcache import gradcache_step
     from embtune.train.loop import contrastive_loss_fn, embed, enable_checkpointing
 

@@ -45,6 +45,7 @@ from typing import Any
 
 import polars as pl
 
+from embtune.core.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 from embtune.data import bge
 from embtune.data.bge import Written, _check_args, _sizes, bucket_of, chunk_rows, n_buckets_for
 from embtune.data.bge_records import (
@@ -58,7 +59,6 @@ from embtune.data.bge_records import (
 from embtune.data.bge_tokens import TOKENIZE_BATCH, histogram_stats, load_tokenizer
 from embtune.data.jsonl import DataError, iter_jsonl
 from embtune.data.sources import expand_files
-from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_PAIRS = REPO / "data" / "demo" / "bge" / "pairs.jsonl"

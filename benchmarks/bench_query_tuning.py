@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from embtune.config import load_params
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
+from embtune.plan.config import load_params
 from embtune.runconfig import QueryRunConfig
 from embtune.train import query_tower as qt
 

@@ -6,7 +6,7 @@ exponential rows (E0.95, E0.98) still tune, but differently from ``none``, and L
 when tuning stops; under the step clock (Table 19's literal "t the current training step") the
 exponential rates reach ~0 within a few dozen steps, so those runs end near the untuned encoder.
 
-How: the run configs come from the pipeline's own planner (:func:`embtune.sweep.expand_query`
+How: the run configs come from the pipeline's own planner (:func:`embtune.plan.sweep.expand_query`
 over ``params.yaml`` + ``presets/demo.yaml``, with the demo's MiniLM encoder, a longer regime and
 a scheduler sweep plus a step-clock grid laid over it), and each is tuned by the real tuner,
 :func:`embtune.train.query_tower.tune`, set up as ``embtune tune-query`` sets it up, with one
@@ -103,9 +103,9 @@ STEP_SCHEDULERS = ["L", "Q", "E0.95", "E0.98"]
 def plan(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     """The run configs, as the pipeline plans them: the demo preset with this benchmark's regime,
     the scheduler sweep (epoch clock: the default) and a grid of the step clock."""
-    from embtune.config import load_params
-    from embtune.params_yaml import read_layers
-    from embtune.sweep import expand_query
+    from embtune.core.params_yaml import read_layers
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import expand_query
 
     files = [REPO / "params.yaml", REPO / args.preset]
     preset_models = {m["name"]: m for _, layer in read_layers(files)
@@ -178,7 +178,7 @@ def eval_pnd(model: Any, queries: list[str], prefix: str, p: np.ndarray, pos_q: 
 
 def lr_steps(run: Any, epochs: int) -> float:
     """sum of a(t)/a0 over the steps run: the run's length in full-rate-step equivalents."""
-    from embtune.optim import epoch_lrs
+    from embtune.core.optim import epoch_lrs
 
     return sum(sum(epoch_lrs(1.0, run.scheduler, run.scheduler_unit, e, run.batches_per_epoch,
                              run.max_epochs)) for e in range(epochs))
@@ -204,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
+    from embtune.core.io import read_parquet
+    from embtune.core.layout import Processed
     from embtune.evaluate.pnd_eval import grouped_triplets
-    from embtune.io import read_parquet
-    from embtune.layout import Processed
     from embtune.models.embed_cache import EmbedCache, model_fingerprint
     from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
     from embtune.train import query_tower as qt

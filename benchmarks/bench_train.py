@@ -183,8 +183,8 @@ def worker(cfg: dict) -> dict:
     :func:`st_worker`."""
     if cfg["mode"] == "st":
         return st_worker(cfg)
-    from embtune.cost import hardware_per_token
     from embtune.models.methods import count_params
+    from embtune.plan.cost import hardware_per_token
     from embtune.train import kernels
     from embtune.train.gradcache import gradcache_step
     from embtune.train.loop import contrastive_loss_fn, embed, enable_checkpointing, length_sorted_chunks, make_chunks
@@ -271,7 +271,7 @@ def _mfu_line(r: dict) -> str:
     return (f"model FLOPs utilisation (6·N per token, {r['device_name']}, bf16 peak {peak:.3g}): "
             f"{achieved:.3g} FLOP/s = {100 * achieved / peak:.1f}% MFU (target >= 40% for Pythia-410M "
             f"at batch 1024 bf16)\nhardware FLOP/s executed (GradCache's second forward included, "
-            f"embtune.cost; the calibration in profiles/default/throughput.yaml, without "
+            f"embtune.plan.cost; the calibration in profiles/default/throughput.yaml, without "
             f"checkpointing): {hardware:.3g}")
 
 

@@ -52,9 +52,9 @@ READINGS = (("cos", "raw"), ("dist", "raw"), ("dist", "normalized"))
 
 
 def plan(args: argparse.Namespace) -> list[Any]:
-    from embtune.config import load_params
-    from embtune.params_yaml import read_layers
-    from embtune.sweep import expand_query
+    from embtune.core.params_yaml import read_layers
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import expand_query
 
     files = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
     models = {m["name"]: m for _, layer in read_layers(files)
@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
+    from embtune.core.io import read_parquet
+    from embtune.core.layout import Processed
     from embtune.evaluate.pnd_eval import grouped_triplets
-    from embtune.io import read_parquet
-    from embtune.layout import Processed
     from embtune.models.embed_cache import EmbedCache, model_fingerprint
     from embtune.models.encoders import SentenceTransformerEncoder, resolve_encoder_path
     from embtune.train import query_tower as qt

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import yaml
 
-from embtune import run_identity
-from embtune.codeversion import code_version
-from embtune.config import load_plan
+from embtune.core import run_identity
+from embtune.core.codeversion import code_version
+from embtune.plan.config import load_plan
 from embtune.scaling.fit_laws import fit_all
 from embtune.scaling.runs_table import build_table, collect
 

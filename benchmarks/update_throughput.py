@@ -5,12 +5,12 @@
 
 Rewrites, in place and atomically, ``peak_flops_per_gpu`` (the measured device's dense bf16 peak)
 and ``mfu_curve`` (one [non-embedding parameters, hardware-FLOP MFU] point per measured shape:
-``embtune.study_cost`` prices *executed* FLOPs, GradCache's second forward included, so the curve
+``embtune.plan.study_cost`` prices *executed* FLOPs, GradCache's second forward included, so the curve
 is the hardware-FLOP MFU, not the model-FLOP one) and leaves every other line, comments included,
 as it is. ``--calibrate SHAPE`` also sets ``hardware_flops_per_gpu_second`` (the single figure
 SLURM time requests use) to that shape's measured hardware FLOP/s; without it the figure stays, as
 the file's comment explains why it is kept on the safe side. The result is read back with
-``embtune.study_cost.mfu_curve`` before it replaces the file.
+``embtune.plan.study_cost.mfu_curve`` before it replaces the file.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def rewrite(text: str, data: dict[str, Any], source: str, calibrate: str | None 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from embtune.study_cost import mfu_curve
+    from embtune.plan.study_cost import mfu_curve
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("measured")

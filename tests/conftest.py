@@ -85,7 +85,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xd
 @pytest.fixture(scope="module")
 def paper() -> dict:
     """The paper-scale params.yaml, loaded and validated (defaults filled) as the workflow does."""
-    from embtune.config import load_params
+    from embtune.plan.config import load_params
 
     return load_params([REPO / "params.yaml"])
 

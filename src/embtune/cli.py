@@ -2,12 +2,12 @@
 
 Each stage lives in its own module and exposes ``main(argv) -> int``; this dispatcher imports
 only the stage asked for, so ``embtune --help`` stays fast and a missing optional dependency of
-one stage never breaks another. A :class:`~embtune.errors.DataError` escaping a stage is bad
+one stage never breaks another. A :class:`~embtune.core.errors.DataError` escaping a stage is bad
 input: it is printed as ``embtune <stage>: error: <message>`` (one line) and the exit status is 2;
-so is a machine fault or malformed file (:func:`embtune.errors.known_failure`). Any other error
+so is a machine fault or malformed file (:func:`embtune.core.errors.known_failure`). Any other error
 is a bug: its traceback, a line asking for a report, exit 1. Every stage runs with its outputs
-claimed (:mod:`embtune.outputs`: it replaces only what it wrote, ``--force`` overrides) and
-locked (:mod:`embtune.locks`: one writer per output).
+claimed (:mod:`embtune.core.outputs`: it replaces only what it wrote, ``--force`` overrides) and
+locked (:mod:`embtune.core.locks`: one writer per output).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from embtune.errors import EXIT_BUG, EXIT_DATA_ERROR, known_failure
-from embtune.locks import hold_outputs
-from embtune.outputs import claim, mark_existing, split_force
-from embtune.ranges import check_namespace
-from embtune.stage_paths import check_stage_paths, claimed_paths
+from embtune.core.errors import EXIT_BUG, EXIT_DATA_ERROR, known_failure
+from embtune.core.locks import hold_outputs
+from embtune.core.outputs import claim, mark_existing, split_force
+from embtune.core.ranges import check_namespace
+from embtune.core.stage_paths import check_stage_paths, claimed_paths
 
 # stage name -> (module, one-line help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -95,10 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rest, force = split_force(rest)
     try:
         parsed = _parsed(module, rest)
-        check_namespace(parsed)            # every number in its range (embtune.ranges)
-        check_stage_paths(stage, parsed)   # before any work (embtune.stage_paths)
+        check_namespace(parsed)            # every number in its range (embtune.core.ranges)
+        check_stage_paths(stage, parsed)   # before any work (embtune.core.stage_paths)
         outs, keep = claimed_paths(stage, parsed)
-        with claim(stage, outs, keep, force=force), hold_outputs(outs, stage):   # embtune.outputs, .locks
+        with claim(stage, outs, keep, force=force), hold_outputs(outs, stage):   # embtune.core.outputs, .locks
             rc = int(module.main(rest) or 0)
         if rc == 0:
             mark_existing(outs, stage)

@@ -12,7 +12,7 @@ kind of run is a frozen dataclass that owns
   so the same config always gives byte-identical JSON); ``from_dict`` is the inverse and refuses
   a missing or unknown key by name.
 
-:mod:`embtune.sweep` builds them from the params; the ``train`` and ``tune-query`` stages parse
+:mod:`embtune.plan.sweep` builds them from the params; the ``train`` and ``tune-query`` stages parse
 them with ``from_dict``.
 
 Training run id: ``<model>__<method tag>__c<budget>__s<seed>``, e.g.
@@ -35,9 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from embtune.core.ranges import check_value
 from embtune.models import methods as registry
 from embtune.models.flops import ParamCounts
-from embtune.ranges import check_value
 
 SEP = "__"      # between the parts of a training run id (no model or study name contains it)
 
@@ -204,7 +204,7 @@ class RunConfig:
     budget: float                       # C, FLOP
     seed: int
     peak_lr: float
-    planned: Planned                    # planning-time counts, tokens and steps (embtune.sweep)
+    planned: Planned                    # planning-time counts, tokens and steps (embtune.plan.sweep)
     train: TrainSettings                # the train.* settings the run uses
     data: RunData                       # train_dir, tokenizer_dir
     base_model_dir: str
@@ -306,7 +306,7 @@ class QueryRunConfig:
 
     Its settings are the keys of ``query_tuning.defaults`` (the params schema; a test checks the
     two agree), then ``batches_per_epoch`` resolved for the run's batch size and the learning
-    rate actually used, ``lr_effective`` (both by :func:`embtune.sweep.query_plan`)."""
+    rate actually used, ``lr_effective`` (both by :func:`embtune.plan.sweep.query_plan`)."""
 
     qrun_id: str
     model: dict[str, Any]               # the params ``query_tuning.models`` entry

@@ -247,7 +247,7 @@ def test_atomic_dir_killed_at_every_line(tmp_path) -> None:
     """Replacing a directory through ``atomic_dir``, killed at each of the last 300 lines in turn
     (the old directory's removal and the renames are there) and at every 25th line before,
     leaves the old tree, the new one or nothing."""
-    from embtune.io import atomic_dir
+    from embtune.core.io import atomic_dir
 
     def tree(out: Path, tag: str, n: int) -> None:
         for i in range(n):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from embtune.config import load_schema
 from embtune.models import build, families, methods
 from embtune.models.families import Family
+from embtune.plan.config import load_schema
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "embtune"
 X = {"hidden_size": 64, "num_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

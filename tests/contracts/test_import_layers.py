@@ -22,25 +22,18 @@ SRC = REPO / "src" / "embtune"
 
 #: Lowest first. A module may import from its own layer and the layers before it.
 LAYERS = ("base", "data", "models", "runconfig", "train", "plan", "evaluate", "scaling", "plots", "drivers")
-#: Subpackages are layers of their own name (``stages/`` is a driver).
-PACKAGES = {"data": "data", "models": "models", "train": "train", "evaluate": "evaluate",
-            "scaling": "scaling", "plots": "plots", "stages": "drivers"}
-#: Top-level modules, placed by what they import and what imports them:
-#: - base: no embtune imports but each other (``optim`` holds the LR helpers that models/build.py,
-#:   both training loops and the sweep read; ``codeversion`` hashes source files, what
-#:   ``code_reach`` finds a stage runs);
-#: - runconfig: the typed run configs the training loops take, built from the
-#:   method registry in models/;
-#: - plan: params and the grid (config validates freeze specs of train/, the sweep expands grids
-#:   that evaluate/query_table.py and scaling/ read back), cost and the planning tables;
-#: - plots: ``summary`` (headline numbers of finished results);
-#: - drivers: the CLI dispatcher.
-TOP_LEVEL = {"__init__": "base", "errors": "base", "io": "base", "outputs": "base", "locks": "base", "ranges": "base", "stage_paths": "base", "model_files": "base", "optim": "base", "codeversion": "base", "layout": "base",
-             "params_yaml": "base", "pnd_sets": "base",
-             "code_reach": "base", "failed_jobs": "base",
-             "run_identity": "base", "batch_members": "base", "launch": "base", "gpus": "plan", "study_cost": "plan", "progress": "base",
-             "config": "plan", "config_checks": "plan", "sweep": "plan", "cost": "plan", "plan": "plan",
-             "params_coverage": "plan", "runconfig": "runconfig", "summary": "plots", "cli": "drivers"}
+#: Subpackages are layers of their own name (``stages/`` is a driver); ``core/`` and ``jobs/`` are
+#: the base layer: no embtune imports but each other (``core.optim`` holds the LR helpers that
+#: models/build.py, both training loops and the sweep read; ``core.codeversion`` hashes source
+#: files, what ``core.code_reach`` finds a stage runs). ``plan/`` holds params and the grid (config
+#: validates freeze specs of train/, the sweep expands grids that evaluate/query_table.py and
+#: scaling/ read back), cost and the planning tables.
+PACKAGES = {"core": "base", "jobs": "base", "data": "data", "models": "models", "train": "train",
+            "plan": "plan", "evaluate": "evaluate", "scaling": "scaling", "plots": "plots",
+            "stages": "drivers"}
+#: Top-level modules: the package root, the typed run configs the training loops take (built from
+#: the method registry in models/), and the CLI dispatcher.
+TOP_LEVEL = {"__init__": "base", "runconfig": "runconfig", "cli": "drivers"}
 #: Known back-edges, each with the work that removes it; the list must shrink, never go stale
 #: (empty since the appendix-tables driver passes Fig. 20's drawing into scaling/appendix.py).
 ALLOWED: set[tuple[str, str]] = set()
@@ -117,17 +110,19 @@ def test_the_checker_finds_lazy_relative_and_submodule_back_edges(package_tree) 
     models/build.py had), a relative one, ``from pkg import submodule``, and a top-level module
     below its importer; allowed edges (same layer, downward, drivers) are not reported."""
     root = package_tree({
-        "optim.py": "",
-        "sweep.py": "from embtune.models import build\n",                     # plan -> models: fine
+        "core/__init__.py": "",
+        "core/optim.py": "",
+        "plan/__init__.py": "",
+        "plan/sweep.py": "from embtune.models import build\n",                # plan -> models: fine
         "models/__init__.py": "",
         "models/build.py": """
-            from embtune.optim import lr_multiplier
+            from embtune.core.optim import lr_multiplier
             def pretrain():
                 from embtune.train.schedule import lr_multiplier
         """,
         "models/embed_cache.py": "from ..evaluate import pnd\n",
         "train/__init__.py": "",
-        "train/schedule.py": "from embtune import sweep\n",
+        "train/schedule.py": "from embtune.plan import sweep\n",
         "evaluate/__init__.py": "",
         "evaluate/pnd.py": "from . import other\nfrom embtune.train import schedule\n",
         "evaluate/other.py": "",
@@ -138,7 +133,8 @@ def test_the_checker_finds_lazy_relative_and_submodule_back_edges(package_tree) 
         ("embtune.models.build", "embtune.train.schedule", 4),
         ("embtune.models.embed_cache", "embtune.evaluate", 1),
         ("embtune.models.embed_cache", "embtune.evaluate.pnd", 1),
-        ("embtune.train.schedule", "embtune.sweep", 1),
+        ("embtune.train.schedule", "embtune.plan", 1),
+        ("embtune.train.schedule", "embtune.plan.sweep", 1),
     ]
 
 
@@ -166,9 +162,10 @@ def test_the_cycle_check_finds_cycles(package_tree) -> None:
     """A three-module cycle through a function-level import, a two-module one through a
     package's ``__init__``, and a chain that is not a cycle."""
     root = package_tree({
-        "config.py": "from embtune import checks\n",
-        "checks.py": "def f():\n    from embtune.sweep import x\n",
-        "sweep.py": "from embtune.config import deep_merge\n",
+        "plan/__init__.py": "",
+        "plan/config.py": "from embtune.plan.tables import checks\n",
+        "plan/checks.py": "def f():\n    from embtune.plan.sweep import x\n",
+        "plan/sweep.py": "from embtune.plan.config import deep_merge\n",
         "models/__init__.py": "from embtune.models.flops import P\n",
         "models/flops.py": "from embtune.models import families\n",
         "models/families.py": "",
@@ -176,7 +173,7 @@ def test_the_cycle_check_finds_cycles(package_tree) -> None:
         "plots/a.py": "from embtune.plots import b\n",
         "plots/b.py": "from embtune.models import flops\n",
     })
-    assert import_cycles(root) == [["embtune.checks", "embtune.config", "embtune.sweep"],
+    assert import_cycles(root) == [["embtune.plan.tables.checks", "embtune.plan.config", "embtune.plan.sweep"],
                                    ["embtune.models", "embtune.models.flops"]]
 
 
@@ -218,7 +215,7 @@ def test_the_workflow_path_check_can_fail(tmp_path: Path) -> None:
 
 
 def test_the_params_schema_ships_in_the_package_and_workflow_links_to_it() -> None:
-    from embtune import config
+    from embtune.plan import config
 
     shipped = SRC / config.SCHEMA_RESOURCE
     link = REPO / "workflow" / "schemas" / "params.schema.yaml"
@@ -227,9 +224,9 @@ def test_the_params_schema_ships_in_the_package_and_workflow_links_to_it() -> No
     assert '"schemas/*.yaml"' in (REPO / "pyproject.toml").read_text()
 
 
-@pytest.mark.parametrize("module", ["embtune.models.build", "embtune.sweep", "embtune.train.query_tower"])
+@pytest.mark.parametrize("module", ["embtune.models.build", "embtune.plan.sweep", "embtune.train.query_tower"])
 def test_the_back_edges_of_issue_16_are_gone(module: str) -> None:
     """models -> train, sweep -> train, train -> evaluate: the three edges the issue names."""
     path = SRC / (module.removeprefix("embtune.").replace(".", "/") + ".py")
-    forbidden = {"embtune.models.build": "train", "embtune.sweep": "train", "embtune.train.query_tower": "evaluate"}
+    forbidden = {"embtune.models.build": "train", "embtune.plan.sweep": "train", "embtune.train.query_tower": "evaluate"}
     assert [m for m, _ in imported_modules(path, SRC) if layer_of(m) == forbidden[module]] == []

@@ -1,4 +1,4 @@
-"""embtune.layout is the one map of the data and results folders.
+"""embtune.core.layout is the one map of the data and results folders.
 
 Every path is compared with a string written out by hand here (not built by the module), the rule
 files are scanned for path literals that would bypass the layout, and the library's writers and
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from embtune import layout
-from embtune.layout import Layout, Processed, QueryRuns, Runs
+from embtune.core import layout
+from embtune.core.layout import Layout, Processed, QueryRuns, Runs
 
 REPO = Path(__file__).resolve().parents[2]
 PATHS = {"raw": "data/raw", "processed": "data/processed/demo", "results": "results/demo"}
@@ -124,7 +124,7 @@ def test_query_runs_lists_evaluated_models_and_their_runs(tmp_path: Path) -> Non
 
 
 # ---------------------------------------------------------------- no path spelled outside the layout
-#: Fragments of the layout that only embtune.layout may spell (a rule writing one bypasses it).
+#: Fragments of the layout that only embtune.core.layout may spell (a rule writing one bypasses it).
 FORBIDDEN = ("query_runs", "embed_cache", "runs/", "base_models", "bge_packed", "bge_parts", "checkpoints",
              "analysis/", "recipes/", "benchmarks/", "logs/", "metrics.json", "pnd.json", "xnli_counts",
              "mteb.json", "mteb.parquet", "manifest.json", "curve.csv", "test.parquet", "/tokenizer",
@@ -156,7 +156,7 @@ def test_the_checker_catches_a_literal_path() -> None:
 def test_rule_files_take_every_path_from_the_layout() -> None:
     files = [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]
     hits = {f.name: got for f in files if (got := literal_paths(f.read_text()))}
-    assert not hits, f"paths spelled outside embtune.layout (use L.* or rules.<name>.output): {hits}"
+    assert not hits, f"paths spelled outside embtune.core.layout (use L.* or rules.<name>.output): {hits}"
 
 
 def test_the_layout_is_built_once_in_common_smk() -> None:
@@ -167,7 +167,7 @@ def test_the_layout_is_built_once_in_common_smk() -> None:
 
 # ---------------------------------------------------------------- the library's writers and readers
 USERS = ("evaluate/pnd_eval.py", "train/query_tower.py", "stages/build_arxiv_negatives.py",
-         "evaluate/query_table.py", "evaluate/paper2_tables.py", "scaling/runs_table.py", "sweep.py",
+         "evaluate/query_table.py", "evaluate/paper2_tables.py", "scaling/runs_table.py", "plan/sweep.py",
          "stages/evaluate_pnd.py", "stages/tune_query.py", "stages/train.py")
 #: Names the layout owns: joining one of them onto a path by hand bypasses it.
 OWNED = {"metrics.json", "manifest.json", "curve.csv", "model", "mteb.json", "mteb.parquet", "mteb_results",
@@ -180,7 +180,7 @@ OWNED = {"metrics.json", "manifest.json", "curve.csv", "model", "mteb.json", "mt
 def test_writers_and_readers_take_paths_from_the_layout(module: str) -> None:
     tree = ast.parse((REPO / "src/embtune" / module).read_text())
     imports = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert "embtune.layout" in imports
+    assert "embtune.core.layout" in imports
     joined = [f"line {n.lineno}: / {n.right.value!r}" for n in ast.walk(tree)
               if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and isinstance(n.right, ast.Constant)
               and isinstance(n.right.value, str) and (n.right.value in OWNED or n.right.value.split("/")[0] in OWNED

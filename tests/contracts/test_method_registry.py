@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from helpers_train import TRAIN_DEFAULTS, make_base_model, make_shards, one_thread
 
-from embtune import config
 from embtune.models import families
 from embtune.models import methods as registry
 from embtune.models.flops import Arch, ParamCounts
+from embtune.plan import config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 
@@ -126,11 +126,11 @@ def test_schema_refuses_an_unregistered_method(tmp_path) -> None:
 
 
 def test_a_fifth_method_flows_from_plan_to_figures(tmp_path, lnonly) -> None:
+    from embtune.plan.sweep import training_runs
     from embtune.plots import figures as F
     from embtune.plots import report
     from embtune.scaling import runs_table
     from embtune.stages import train as train_stage
-    from embtune.sweep import training_runs
 
     # plan: the sweep expands it (one variant, no hyper-parameter) and counts it from the dims
     runs, skipped = training_runs(_params(tmp_path), apply_cap=False)
@@ -185,7 +185,7 @@ def test_fifth_method_counts_match_the_model(lnonly) -> None:
 
 # ------------------------------------------------------------------ a method with its own hyper-parameter
 def test_the_study_rows_enum_is_the_factors_and_the_registry_columns() -> None:
-    from embtune.sweep import STUDY_FACTORS, study_row_columns
+    from embtune.plan.sweep import STUDY_FACTORS, study_row_columns
 
     rows = config.load_schema()["properties"]["train"]["properties"]["studies"]["items"]["properties"]["rows"]
     assert rows["items"]["enum"] == [*STUDY_FACTORS, *study_row_columns()]
@@ -208,10 +208,10 @@ def test_a_method_with_its_own_column_reaches_plan_metrics_table_studies_and_car
     """Declared here only: its column is in the planned-runs table, the run's metrics, the runs
     table (as integers), the study tables' group-by and the model card, with no module edited."""
     from embtune.models import st_export
-    from embtune.plan import plan_tables
+    from embtune.plan.sweep import study_row_columns
+    from embtune.plan.tables import plan_tables
     from embtune.runconfig import RunConfig
     from embtune.scaling import appendix, runs_table
-    from embtune.sweep import study_row_columns
     from embtune.train.loop import base_metrics
 
     monkeypatch.setitem(registry.REGISTRY, "toplast", TOPLAST)
@@ -236,7 +236,7 @@ def test_a_method_with_its_own_column_reaches_plan_metrics_table_studies_and_car
 
 def _run_dict(tmp_path: Path) -> dict[str, Any]:
     """One planned full run of the toy grid, as the sweep writes it."""
-    from embtune.sweep import training_runs
+    from embtune.plan.sweep import training_runs
 
     runs, _ = training_runs(_params(tmp_path, "toplast"), apply_cap=False)
     return next(r for r in runs if r["method"] == "full")
@@ -245,7 +245,7 @@ def _run_dict(tmp_path: Path) -> dict[str, Any]:
 def test_a_method_checks_its_own_settings_at_validation(tmp_path, monkeypatch) -> None:
     """``Method.check`` (freeze's whole-block fractions): what a toy method's check returns is a
     params error naming its key, or a warning, with no module edited."""
-    from embtune.config_checks import ParamsWarning
+    from embtune.plan.config_checks import ParamsWarning
 
     def check(train, models):
         layers = sorted({m["num_layers"] for m in models})

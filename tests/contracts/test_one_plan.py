@@ -2,7 +2,7 @@
 
 The plan (training runs before and after the GPU-hour cap, skips, study memberships, query runs
 and their memberships) is expanded once: the params validation expands it to check it and
-returns it (:func:`embtune.config.validate_plan`), the workflow's common.smk reads that, the
+returns it (:func:`embtune.plan.config.validate_plan`), the workflow's common.smk reads that, the
 ``plan`` stage writes the training part as JSON, and ``appendix-tables`` reads that JSON.
 The tests count the expansions by wrapping ``sweep.expand_training`` and ``sweep.expand_query``
 (every caller reaches them through the module: config_checks imports them when it runs).
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from embtune import sweep
-from embtune.config import load_params, load_plan
-from embtune.sweep import query_plan, training_plan
+from embtune.plan import sweep
+from embtune.plan.config import load_params, load_plan
+from embtune.plan.sweep import query_plan, training_plan
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
@@ -28,7 +28,7 @@ DEMO = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
 #: Runs Snakemake's own command line in this interpreter, counting the expansions, then prints them.
 COUNTING_SNAKEMAKE = """
 import atexit, json, sys
-from embtune import sweep
+from embtune.plan import sweep
 counts = {"training": 0, "query": 0}
 def counting(key, real):
     def wrapper(*args, **kwargs):

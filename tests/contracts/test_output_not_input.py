@@ -142,7 +142,7 @@ def test_apart_paths_pass_the_check(tmp_path):
     """The check refuses only real overlaps: siblings with a common prefix are apart."""
     from argparse import Namespace
 
-    from embtune.stage_paths import check_stage_paths
+    from embtune.core.stage_paths import check_stage_paths
 
     (tmp_path / "runs.parquet").write_text("x")
     (tmp_path / "fits.json").write_text("{}")

@@ -3,8 +3,8 @@
 Why: a path only params.yaml selects (a narrow-domain sweep, the held-out model, both towers) is
 otherwise first run on a cluster after days of GPU time. Two checks:
 
-1. Keys and value kinds (embtune.params_coverage): every (key path, value kind) params.yaml uses
-   is used by the EFFECTIVE params (params.yaml + presets, merged by embtune.config.load_params as
+1. Keys and value kinds (embtune.plan.params_coverage): every (key path, value kind) params.yaml uses
+   is used by the EFFECTIVE params (params.yaml + presets, merged by embtune.plan.config.load_params as
    the workflow merges them) of some preset stack CI runs end to end, and every choice the schema
    allows for a per-run key (study base/cross, query sweeps/grids) is too. What CI cannot run
    offline is listed in EXEMPT with the reason; an exemption that is no longer needed fails.
@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embtune import params_coverage as pc
-from embtune.config import load_params, load_schema
-from embtune.sweep import training_plan
+from embtune.plan import params_coverage as pc
+from embtune.plan.config import load_params, load_schema
+from embtune.plan.sweep import training_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ Snakemake re-runs a rule when its ``code`` param changes and DVC a stage when a 
 both must cover every embtune module the stage's code imports. The reference for "what a stage
 imports" is the interpreter itself: a subprocess imports ``embtune.cli`` and each stage module
 (embtune's modules purged from ``sys.modules`` between stages) and reports which embtune files
-it loaded. The static closure (embtune.codeversion) must be a superset of that; it also follows
+it loaded. The static closure (embtune.core.codeversion) must be a superset of that; it also follows
 function-level imports, which the hand-written cases below pin down.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embtune import codeversion
-from embtune.codeversion import closure, code_version, missing_modules, stage_closure, stage_modules
+from embtune.core import codeversion
+from embtune.core.codeversion import closure, code_version, missing_modules, stage_closure, stage_modules
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "embtune"
@@ -104,7 +104,7 @@ def test_static_closure_covers_every_measured_import(imported: dict[str, set[str
     # sanity of the reference: each stage loads its own module and the dispatcher
     for stage, module in stage_modules().items():
         own = module.removeprefix("embtune.").replace(".", "/") + ".py"
-        assert {own, "cli.py", "errors.py", "__init__.py"} <= imported[stage], stage
+        assert {own, "cli.py", "core/errors.py", "__init__.py"} <= imported[stage], stage
 
 
 def test_every_rule_covers_its_imports_and_a_hand_removed_module_is_reported(
@@ -121,20 +121,20 @@ def test_every_rule_covers_its_imports_and_a_hand_removed_module_is_reported(
         tampered = {**derived, rule: files - {dropped}}
         assert missing_modules(tampered, required) == [(rule, dropped)], rule
     # a rule with no list at all misses everything it imports
-    assert ("plan", "plan.py") in missing_modules({}, required)
+    assert ("plan", "plan/tables.py") in missing_modules({}, required)
 
 
 def test_the_drift_of_issue_16_is_covered() -> None:
     """The table of modules the hand-kept lists had missed (checked by reading the
     imports: mteb_eval imports data.mteb_data; build.py imports tokenizer.py and, inside a
-    function, the LR schedule (train/schedule.py then, optim.py now); plan.py and recipe.py import
+    function, the LR schedule (train/schedule.py then, core/optim.py now); plan/tables.py and recipe.py import
     models.flops; xnli.py data.jsonl)."""
     cases = {"evaluate-mteb": {"data/mteb_data.py"},
-             "build-model": {"models/tokenizer.py", "optim.py"},
+             "build-model": {"models/tokenizer.py", "core/optim.py"},
              "plan": {"models/flops.py"},
              "recipe": {"models/flops.py"},
              "prepare-xnli": {"data/jsonl.py"},
-             "train": {"optim.py", "train/checkpoint.py"}}   # lazy import in loop.py
+             "train": {"core/optim.py", "train/checkpoint.py"}}   # lazy import in loop.py
     for stage, files in cases.items():
         assert files <= set(stage_closure(stage)), stage
 
@@ -157,7 +157,7 @@ def test_import_forms_resolve_to_files(package_tree) -> None:
         "a/sub/deep.py": "thing = 1\n",
         "a/sub/other.py": "import os\n",
         "a/sub/init_dep.py": "x = 1\n",
-        "top.py": "from embtune.errors import DataError\n",   # errors.py does not exist: skipped
+        "top.py": "from embtune.core.errors import DataError\n",   # core/errors.py does not exist: skipped
         "lazy.py": "def f(): pass\n",
         "unused.py": "",
         "b/__init__.py": "",
@@ -367,11 +367,11 @@ def _changed_by(root: Path, edit) -> set[str]:
     # lr_multiplier: lazily by train/loop.py's build_optimizer (train, and train-batch, which
     # runs train's code) and models/build.py's pretrain_causal_lm (build-model); the sweep,
     # which most stages reach, reads scaled_lr from the same module, not this
-    ("optim.py", "lr_multiplier", {"train", "train-batch", "build-model"}),
+    ("core/optim.py", "lr_multiplier", {"train", "train-batch", "build-model"}),
     # epoch_lrs: paper 2's query tower (train/query_tower.py) only
-    ("optim.py", "epoch_lrs", {"tune-query", "tune-query-batch"}),
-    ("summary.py", "training_summary", {"summary"}),
-    ("batch_members.py", "stage_member", {"train-batch", "tune-query-batch"}),   # the two batch drivers
+    ("core/optim.py", "epoch_lrs", {"tune-query", "tune-query-batch"}),
+    ("plots/summary.py", "training_summary", {"summary"}),
+    ("jobs/batch_members.py", "stage_member", {"train-batch", "tune-query-batch"}),   # the two batch drivers
 ])
 def test_an_edit_in_a_function_changes_exactly_its_callers_hashes(tmp_path: Path, module: str, function: str,
                                                                   callers: set[str]) -> None:
@@ -388,10 +388,10 @@ def _append(rel: str, text: str):
 
 
 @pytest.mark.parametrize(("module", "text"), [
-    ("io.py", "\n\ndef unused_helper(path):\n    return write_text(path, '')\n"),
-    ("pnd_sets.py", "\nUNUSED_CONSTANT = 3\n"),
+    ("core/io.py", "\n\ndef unused_helper(path):\n    return write_text(path, '')\n"),
+    ("core/pnd_sets.py", "\nUNUSED_CONSTANT = 3\n"),
     ("train/losses.py", "\n\nclass UnusedLoss(torch.nn.Module):\n    scale = 2.0\n"),
-    ("stage_paths.py", "\n_EDITED = 1\n"),     # read by every stage (cli.main), this name by none
+    ("core/stage_paths.py", "\n_EDITED = 1\n"),     # read by every stage (cli.main), this name by none
 ])
 def test_a_definition_nothing_names_changes_no_hash(tmp_path: Path, module: str, text: str) -> None:
     assert _changed_by(_copy_src(tmp_path), _append(module, text)) == set()
@@ -431,12 +431,12 @@ def test_an_import_time_registration_counts_where_its_module_is_loaded(tmp_path:
 
 
 def test_a_table_filled_on_import_counts_only_where_it_is_read(tmp_path: Path) -> None:
-    """pnd_sets.py fills its registry of PND evaluation sets with a module-level loop. Paper 1's
-    training imports the module (layout.py does) but reads no PND set; split-msmarco names its
+    """core/pnd_sets.py fills its registry of PND evaluation sets with a module-level loop. Paper 1's
+    training imports the module (core/layout.py does) but reads no PND set; split-msmarco names its
     output files after them (layout.pnd_file_name) and evaluate-pnd evaluates them. A changed set
     re-runs those, not training."""
     def edit(root: Path) -> None:
-        pnd_sets = root / "pnd_sets.py"
+        pnd_sets = root / "core/pnd_sets.py"
         old = '"msmarco/eval.parquet"'
         assert pnd_sets.read_text().count(old) == 1
         pnd_sets.write_text(pnd_sets.read_text().replace(old, '"msmarco/eval_v2.parquet"'))
@@ -478,7 +478,7 @@ def test_the_disk_cache_gives_the_same_hashes_and_a_warm_one_parses_nothing(
         m.setattr(codeversion.ast, "parse", no_parsing)
         assert {s: code_version(s, root=root) for s in stages} == reference
     # a comment is a new byte: the entries miss, the module is parsed, the hashes stay
-    (root / "optim.py").write_text((root / "optim.py").read_text() + "\n# a comment\n")
+    (root / "core/optim.py").write_text((root / "core/optim.py").read_text() + "\n# a comment\n")
     _forget_in_process()
     assert {s: code_version(s, root=root) for s in stages} == reference
     # damaged entries are recomputed, not believed
@@ -487,7 +487,7 @@ def test_the_disk_cache_gives_the_same_hashes_and_a_warm_one_parses_nothing(
     _forget_in_process()
     assert {s: code_version(s, root=root) for s in stages} == reference
     _forget_in_process()
-    _edit_function(root / "optim.py", "lr_multiplier")
+    _edit_function(root / "core/optim.py", "lr_multiplier")
     changed = {s for s in stages if code_version(s, root=root) != reference[s]}
     assert "train" in changed and "summary" not in changed
 
@@ -546,10 +546,10 @@ def test_every_dvc_stage_covers_its_imports_and_a_hand_removed_dep_is_reported(
 
 
 def test_dvc_deps_include_what_the_workflow_imports_to_build_the_dag() -> None:
-    """common.smk plans the grid with embtune.sweep and resources.smk sizes jobs with
-    embtune.cost: editing them changes which jobs exist, so DVC must re-run the phases."""
+    """common.smk plans the grid with embtune.plan.sweep and resources.smk sizes jobs with
+    embtune.plan.cost: editing them changes which jobs exist, so DVC must re-run the phases."""
     files = SCRIPT.dvc_stage_files(REPO / "dvc.yaml")
     for stage in ("data", "models", "analyze"):
-        assert {"src/embtune/sweep.py", "src/embtune/config.py", "src/embtune/codeversion.py"} <= set(files[stage])
-    assert "src/embtune/cost.py" in files["models"]     # resources.smk
+        assert {"src/embtune/plan/sweep.py", "src/embtune/plan/config.py", "src/embtune/core/codeversion.py"} <= set(files[stage])
+    assert "src/embtune/plan/cost.py" in files["models"]     # resources.smk
     assert codeversion.ROOT == SRC

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embtune.config import ParamsError, load_params
+from embtune.plan.config import ParamsError, load_params
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = [REPO / "params.yaml", REPO / "presets/demo.yaml"]

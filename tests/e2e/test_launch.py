@@ -1,5 +1,5 @@
 """Multi-process training through the rule: ``gpu: N`` or ``nproc: N`` on a training
-job starts N processes (torchrun, embtune.launch), and 2 CPU processes (gloo) through the rule
+job starts N processes (torchrun, embtune.jobs.launch), and 2 CPU processes (gloo) through the rule
 train the same run as the one process of the finished demo."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers_pipeline import DEMO_PRESETS, IGNORE, REPO, snakemake
 
-from embtune import launch
+from embtune.jobs import launch
 
 
 def test_the_launcher_follows_nproc_then_gpu() -> None:

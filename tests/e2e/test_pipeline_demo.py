@@ -23,8 +23,8 @@ _snakemake = snakemake          # demo_run: the session's finished demo (conftes
 
 
 def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
-    from embtune.config import load_params
-    from embtune.sweep import mteb_run_ids, training_plan
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import mteb_run_ids, training_plan
 
     params = load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
                           demo_run / "presets/test.yaml"])
@@ -57,7 +57,7 @@ def test_query_tuning_pnd_counts_are_integers(demo_run: Path) -> None:
 
 
 def test_fits_recipe_figures_and_metrics(demo_run: Path) -> None:
-    from embtune.config import load_params
+    from embtune.plan.config import load_params
 
     analysis = demo_run / "results/demo/analysis"
     fits = json.loads((analysis / "fits.json").read_text())
@@ -142,8 +142,8 @@ def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
     """The paths only params.yaml selected before run here (presets/test.yaml): every
     narrow domain is compared on arxiv without its own rows (App. K) through the query table, both
     towers tuned, every freeze-spec family, the held-out model; then figures and summary."""
-    from embtune.config import load_params
-    from embtune.sweep import query_runs
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import query_runs
 
     params = load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
                           demo_run / "presets/test.yaml"])
@@ -260,10 +260,10 @@ def test_report_renders_in_headless_chromium(demo_run: Path, tmp_path: Path) -> 
 
 def test_status_counts_the_mteb_jobs_with_recorded_times(demo_run: Path) -> None:
     """`embtune status --json` on the finished demo: one MTEB job per run the workflow evaluates
-    (embtune.sweep.mteb_run_ids), all settled, each ending when its mteb.json says; the ETA's
+    (embtune.plan.sweep.mteb_run_ids), all settled, each ending when its mteb.json says; the ETA's
     rate comes from recorded end times."""
-    from embtune.config import load_params
-    from embtune.sweep import mteb_run_ids, training_plan
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import mteb_run_ids, training_plan
 
     stack = [demo_run / "params.yaml", demo_run / "presets/demo.yaml", demo_run / "presets/test.yaml"]
     proc = subprocess.run([sys.executable, "-m", "embtune.cli", "status", *map(str, stack), "--json", "--no-squeue"],

@@ -53,7 +53,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from embtune.layout import MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_JSON, PND_JSON, Results
+from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_JSON, PND_JSON, Results
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers_hub import LoopbackHub, folder_files  # noqa: E402
@@ -155,7 +155,7 @@ class Rehearsal:
 
     @property
     def results(self) -> Results:
-        """The run's results through the path layout (embtune.layout), as every stage finds them."""
+        """The run's results through the path layout (embtune.core.layout), as every stage finds them."""
         return Results(self.work / RESULTS)
 
 
@@ -378,8 +378,8 @@ def test_a_colleague_clones_pulls_and_has_nothing_to_do(rehearsal: Rehearsal) ->
 
 
 def test_a_training_hyperparameter_replans_only_training_and_downstream(rehearsal: Rehearsal) -> None:
-    from embtune.config import load_params
-    from embtune.sweep import training_runs
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import training_runs
 
     r = rehearsal
     override = r.work / "override-train.yaml"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers_pipeline import DEMO_PRESETS, jobs_of, snakemake
 
-from embtune import run_identity
-from embtune.codeversion import code_version, normalised_source
+from embtune.core import run_identity
+from embtune.core.codeversion import code_version, normalised_source
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "embtune"
@@ -123,7 +123,7 @@ def check_reruns(work: Path, presets: tuple[str, ...], results: str, *args: str)
     n_batches = len(list((work / results / "logs" / "train_batch").glob("*.log")))
     assert n_runs > 0 and 0 < n_batches < n_runs
     assert train_jobs() == (0, 0)
-    io_py = work / "src/embtune/io.py"
+    io_py = work / "src/embtune/core/io.py"
     original = io_py.read_text()
     try:
         io_py.write_text(original.replace("\nimport ", "\n# a harmless comment\nimport ", 1))
@@ -132,8 +132,8 @@ def check_reruns(work: Path, presets: tuple[str, ...], results: str, *args: str)
         io_py.write_text(original)
     # code nothing runs: a new helper in io.py (imported by nearly every stage), a new constant
     # in pnd_sets.py (imported by paper 1's training): no job at all re-plans
-    for rel, text in (("src/embtune/io.py", "\n\ndef unused_helper(path):\n    return write_text(path, '')\n"),
-                      ("src/embtune/pnd_sets.py", "\nUNUSED_CONSTANT = 3\n")):
+    for rel, text in (("src/embtune/core/io.py", "\n\ndef unused_helper(path):\n    return write_text(path, '')\n"),
+                      ("src/embtune/core/pnd_sets.py", "\nUNUSED_CONSTANT = 3\n")):
         path = work / rel
         original = path.read_text()
         try:

@@ -34,7 +34,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from slurm_cluster import SlurmCluster  # noqa: E402  (the fixture itself comes from conftest.py)
 
-from embtune.layout import METRICS_JSON, Results  # noqa: E402
+from embtune.core.layout import METRICS_JSON, Results  # noqa: E402
 from embtune.runconfig import format_budget  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from embtune.config import load_params
-from embtune.sweep import mteb_run_ids, query_runs, training_plan
+from embtune.plan.config import load_params
+from embtune.plan.sweep import mteb_run_ids, query_runs, training_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,18 +1,18 @@
 # Config loading and validation, the run tables, the path layout and the target lists. The plan is
-# expanded once per invocation, by the validation (embtune.config.validate_plan, through
-# embtune.sweep, the one place grids expand), and read from what it returns; every path comes
-# from the one Layout below (embtune.layout). The input functions and
+# expanded once per invocation, by the validation (embtune.plan.config.validate_plan, through
+# embtune.plan.sweep, the one place grids expand), and read from what it returns; every path comes
+# from the one Layout below (embtune.core.layout). The input functions and
 # argument builders of the rules are in inputs.smk.
 import os
 import re
 from pathlib import Path
 
-from embtune import codeversion as _codeversion
-from embtune.config import ParamsError, read_layers, validate_plan
+from embtune.core import codeversion as _codeversion
+from embtune.plan.config import ParamsError, read_layers, validate_plan
 from embtune.data.store import hub_id
-from embtune.layout import Layout
+from embtune.core.layout import Layout
 from embtune.runconfig import format_budget
-from embtune.sweep import max_context_length, mteb_run_ids, query_run_batches, run_batches
+from embtune.plan.sweep import max_context_length, mteb_run_ids, query_run_batches, run_batches
 from embtune.train.tracking import ENV as TRACKING_ENV
 
 
@@ -48,7 +48,7 @@ L = Layout.from_paths(config["paths"])
 os.environ[TRACKING_ENV] = config["tracking"]["log_with"]
 # Every job writes its stderr to its log file, where third-party carriage-return bars (tqdm in
 # transformers, huggingface_hub, mteb, sentence-transformers) make one unreadable line; embtune's
-# own progress prints plain lines there instead (embtune.progress).
+# own progress prints plain lines there instead (embtune.jobs.progress).
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
@@ -57,7 +57,7 @@ RUNS_LIST, SKIPPED, MEMBERS = [run.to_dict() for run in PLAN.runs], PLAN.skipped
 RUNS = {run["run_id"]: run for run in RUNS_LIST}  # the JSON form the rules pass on
 # Main-grid runs and those of studies that report MTEB (paper 1 App. D Tables 1-2)
 MTEB_RUNS = mteb_run_ids(config, RUNS_LIST, MEMBERS)
-# ... evaluated in batches, one process per batch (evaluate.mteb.runs_per_job; embtune.sweep.run_batches)
+# ... evaluated in batches, one process per batch (evaluate.mteb.runs_per_job; embtune.plan.sweep.run_batches)
 MTEB_BATCHES = run_batches(
     MTEB_RUNS, config["evaluate"]["mteb"].get("runs_per_job", 8), key="evaluate.mteb.runs_per_job"
 )
@@ -111,7 +111,7 @@ SRC = Path(workflow.basedir) / "src" / "embtune"
 
 def code_version(stage):
     """Rerun hash of the library code `embtune <stage>` runs: the functions, classes and
-    constants it reaches by name within src/embtune, derived by embtune.codeversion (never a
+    constants it reaches by name within src/embtune, derived by embtune.core.codeversion (never a
     hand-kept list, issue 16).
 
     Used as the `code` param of a rule; Snakemake's params trigger then re-runs exactly the rules

@@ -9,7 +9,7 @@ rule fetch_hf:
     log:
         L.results.log("fetch_hf/{path}"),
     # A fix to what `embtune fetch` runs re-fetches (the file might be wrong); only the code it
-    # reaches counts (embtune.code_reach), so an edit elsewhere re-downloads nothing.
+    # reaches counts (embtune.core.code_reach), so an edit elsewhere re-downloads nothing.
     params:
         code=code_version("fetch"),
     # The login node's network step (embtune fetch goes online even under HF_HUB_OFFLINE=1).

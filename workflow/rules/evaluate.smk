@@ -4,7 +4,7 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
-from embtune.layout import BASE_RUN, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
+from embtune.core.layout import BASE_RUN, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
 
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 PND_RULE_ARGS = [
@@ -18,7 +18,7 @@ PND_RULE_ARGS = [
 ]  # App. H levels: integers from the validated config
 
 
-# MTEB in batches (evaluate.mteb.runs_per_job runs of one base model per job: embtune.sweep.run_batches):
+# MTEB in batches (evaluate.mteb.runs_per_job runs of one base model per job: embtune.plan.sweep.run_batches):
 # one process imports mteb/torch/transformers once for the whole batch (~8 s of a ~10 s demo
 # evaluation) and a SLURM job starts once per batch. The batch job writes its runs' outputs to a
 # transient folder; evaluate_mteb links each run's into runs/<run_id>/ (a local job in Snakemake's

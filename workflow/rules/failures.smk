@@ -3,7 +3,7 @@
 #
 # Snakemake calls `onerror` once, after the run ended with failed jobs (with --keep-going, after
 # every other job). The handler reads Snakemake's own log for the jobs it gave up on after their
-# last attempt (embtune.failed_jobs), resolves each to the units it would have written (a training
+# last attempt (embtune.jobs.failed_jobs), resolves each to the units it would have written (a training
 # run, a query run, one run's MTEB scores, one PND evaluation; a batch job to each member), and
 # runs `embtune mark-failed` on them. The next `snakemake` finds every input and writes the
 # analysis without those runs; the report lists them with reason `killed`. Only the GPU rules
@@ -12,7 +12,7 @@
 import json as _json
 import tempfile as _tempfile
 
-from embtune.failed_jobs import final_failures as _final_failures
+from embtune.jobs.failed_jobs import final_failures as _final_failures
 
 MARK_FAILED_ENV = "EMBTUNE_MARK_FAILED"  # "0": leave failed jobs as they are (debugging)
 
@@ -57,7 +57,7 @@ def _pnd_unit(qmodel, qrun, detail):
 
 
 def failed_units(job):
-    """The units a job Snakemake gave up on would have written (embtune.failed_jobs.FailedJob)."""
+    """The units a job Snakemake gave up on would have written (embtune.jobs.failed_jobs.FailedJob)."""
     wc, detail, name = job.wildcards, job.detail(), job.rule
     if name == "train_contrastive" and TRAIN_RUNS_PER_JOB == 1 and wc.get("run") in RUNS:
         return [_train_unit(wc["run"], detail)]

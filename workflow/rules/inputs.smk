@@ -11,11 +11,11 @@ import glob
 import json
 from pathlib import Path
 
-from embtune import launch as _launch
-from embtune import pnd_sets as _pnd_sets
-from embtune import run_identity as _run_identity
+from embtune.jobs import launch as _launch
+from embtune.core import pnd_sets as _pnd_sets
+from embtune.core import run_identity as _run_identity
 from embtune.evaluate.pnd_eval import narrow_domain
-from embtune.layout import MANIFEST_JSON
+from embtune.core.layout import MANIFEST_JSON
 
 
 # ================================================================ data.smk: sources, data flags, BGE parts
@@ -234,7 +234,7 @@ def corpus_args(wildcards, input):
 
 
 def run_json(wildcards):
-    """The run's identity (embtune.run_identity): what its result depends on, a rerun trigger."""
+    """The run's identity (embtune.core.run_identity): what its result depends on, a rerun trigger."""
     return json.dumps(_run_identity.identity(RUNS[wildcards.run]), sort_keys=True)
 
 
@@ -247,7 +247,7 @@ def run_runtime_json(wildcards, resources):
 
 
 def train_launcher(wildcards, resources):
-    """Nothing, or torchrun starting `embtune` once per process (embtune.launch): resources `nproc`,
+    """Nothing, or torchrun starting `embtune` once per process (embtune.jobs.launch): resources `nproc`,
     else `gpu`. Derived from resources: not a rerun trigger."""
     return _launch.launcher(resources)
 

@@ -14,7 +14,7 @@
 #
 # Calibration (read when the DAG is built):
 #   throughput                 hardware FLOP/s one GPU sustains: profiles/default/throughput.yaml,
-#                              or $EMBTUNE_FLOPS_PER_SECOND; read by embtune.cost.flops_per_second,
+#                              or $EMBTUNE_FLOPS_PER_SECOND; read by embtune.plan.cost.flops_per_second,
 #                              the same reader `embtune plan` uses for the study's GPU-hours
 #   EMBTUNE_MAX_RUNTIME_MIN    cap on any runtime request (default 7 days), e.g. the partition's
 #                              MaxTime
@@ -26,15 +26,15 @@ import math as _math
 import os as _os
 import signal as _signal
 
-from embtune import cost as _cost
-from embtune import study_cost as _study_cost
-from embtune import gpus as _gpus
+from embtune.plan import cost as _cost
+from embtune.plan import study_cost as _study_cost
+from embtune.plan import gpus as _gpus
 
 try:
     FLOPS_PER_SECOND = _cost.flops_per_second()  # also a param of `rule plan` (analyze.smk)
 except _cost.CostError as _err:
     raise WorkflowError(str(_err)) from None
-# Each training run's GPU class and GradCache chunk from its peak-memory estimate (embtune.gpus,
+# Each training run's GPU class and GradCache chunk from its peak-memory estimate (embtune.plan.gpus,
 # classes: profiles/default/gpu_classes.yaml); a run that fits no class stops the workflow here.
 try:
     GPU_CLASSES = _gpus.read_classes()
@@ -43,7 +43,7 @@ except _gpus.GpuClassError as _err:
     raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))
 _MAX_MEM_MB = int(_os.environ.get("EMBTUNE_MAX_MEM_MB", "0")) or None
-# One throughput model for `embtune plan` and these requests (embtune.study_cost.JobHours: FLOPs
+# One throughput model for `embtune plan` and these requests (embtune.plan.study_cost.JobHours: FLOPs
 # at the per-size MFU curve, a fixed cost per step, a job's start-up): a request is the planned
 # hours x 1.3 head-room (held-out loss, I/O, a slower node), times `attempt`, so the plan and the
 # cluster's bill agree within 1.5x (tests/unit/core/test_study_cost.py).
@@ -99,7 +99,7 @@ def _n_params(run):
 
 def train_runtime(wildcards, attempt):
     """Minutes for `train_contrastive`: the run's planned hours (its hardware FLOPs at its size's
-    rate, its steps' fixed cost, start-up: embtune.study_cost.JobHours.train) x 1.3, + the lead of
+    rate, its steps' fixed cost, start-up: embtune.plan.study_cost.JobHours.train) x 1.3, + the lead of
     the time-limit signal, times `attempt`."""
     run = _run(wildcards)
     hours = _JOB_HOURS.train(run) if run is not None else _study_cost.TRAIN_JOB_MIN / 60
@@ -249,7 +249,7 @@ def bge_shards_mem_mb(wildcards, attempt):
 
 
 def _escalated(wildcards, attempt):
-    """(GPU class, chunk) of this attempt (embtune.gpus.escalate: the fit, then half the chunk,
+    """(GPU class, chunk) of this attempt (embtune.plan.gpus.escalate: the fit, then half the chunk,
     then the next larger class, ...), or (None, None) for a run without a fit."""
     fit = GPU_FITS.get(wildcards.run)
     return _gpus.escalate(fit, GPU_CLASSES, attempt) if fit is not None else (None, None)
@@ -257,8 +257,8 @@ def _escalated(wildcards, attempt):
 
 def train_gradcache_chunk(wildcards, attempt):
     """Sequences per GradCache chunk: the largest (at most train.gradcache_chunk) that fits the
-    run's GPU class (embtune.gpus), halved on retries (`_escalated`). A resource, not a param: it
-    changes no result (GradCache is exact), so it must not re-run anything (embtune.run_identity);
+    run's GPU class (embtune.plan.gpus), halved on retries (`_escalated`). A resource, not a param: it
+    changes no result (GradCache is exact), so it must not re-run anything (embtune.core.run_identity);
     each attempt's value reaches the run's manifest (run.train.gradcache_chunk)."""
     chunk = _escalated(wildcards, attempt)[1]
     return int(chunk) if chunk else 0

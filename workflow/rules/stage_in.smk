@@ -1,5 +1,5 @@
 # Stage-in: every external artifact the params need, downloaded on the login node (local rules:
-# compute nodes have no network) into the project store (paths.store, embtune.layout.Store) and
+# compute nodes have no network) into the project store (paths.store, embtune.core.layout.Store) and
 # data/raw/hf: hub models, encoders and the tokenizer at their pinned revision (stage_snapshot),
 # hf:// dataset files (fetch_hf, data.smk) and the MTEB tasks (materialise_mteb, data.smk).
 # `snakemake stage_in` runs them all and writes the store's manifest; compute jobs then read only
@@ -23,7 +23,7 @@ rule stage_snapshot:
         repo=r"[^/]+(?:/[^/]+)?",
         revision=r"[^/]+",
     # A fix to what `embtune stage-in` runs re-stages (the folder or its record might be wrong);
-    # only the code it reaches counts (embtune.code_reach), so an edit elsewhere re-downloads nothing.
+    # only the code it reaches counts (embtune.core.code_reach), so an edit elsewhere re-downloads nothing.
     params:
         code=code_version("stage-in"),
         revision=lambda wildcards: L.store.revision_of(wildcards.revision),  # refs~pr~N -> refs/pr/N

@@ -1,7 +1,7 @@
 # Base models and training: the FLOP-budgeted contrastive grid (paper 1) and the query-tower
-# tuning sweeps (paper 2). Run configs come from embtune.sweep via common.smk; each rule passes
+# tuning sweeps (paper 2). Run configs come from embtune.plan.sweep via common.smk; each rule passes
 # its run's config as JSON, so a changed hyper-parameter re-runs exactly that run (params trigger).
-from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.core.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 
 
 rule build_model:
@@ -63,7 +63,7 @@ rule train_batch:
         code=code_version("train-batch"),
         train_code=code_version("train"),
         members=train_batch_json,
-        # functions of the job's resources: not rerun triggers (embtune.run_identity)
+        # functions of the job's resources: not rerun triggers (embtune.core.run_identity)
         runtime=train_batch_runtime_json,
     shell:
         "exec embtune train-batch --batch-json {params.members:q} --runtime-json {params.runtime:q} "
@@ -123,12 +123,12 @@ else:
         params:
             code=code_version("train"),
             run=run_json,
-            # functions of the job's resources: not rerun triggers (embtune.run_identity)
+            # functions of the job's resources: not rerun triggers (embtune.core.run_identity)
             runtime=run_runtime_json,
             launch=train_launcher,
             out_dir=str(L.results.runs.dir("{run}")),
             ckpt=str(L.results.checkpoint("{run}")),
-        # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.launch) replaces the job's bash,
+        # `exec`: embtune (or torchrun, with gpu/nproc > 1: embtune.jobs.launch) replaces the job's bash,
         # so on SLURM's SIGTERM (pre-emption, time limit) no shell dies first; Snakemake waits while
         # it checkpoints and reports its exit status 75 (EX_TEMPFAIL), then a retry / SLURM requeue
         # resumes it (tests/e2e/test_slurm.py). A run that fails for good (diverged, data too small; out of

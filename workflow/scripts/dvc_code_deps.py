@@ -2,14 +2,14 @@
 
 Why: DVC re-runs a stage when one of its ``deps`` changes. A DVC stage runs one Snakemake phase,
 so the library code it depends on is
-- the import closure (embtune.codeversion) of every ``embtune <stage>`` that a rule of the
+- the import closure (embtune.core.codeversion) of every ``embtune <stage>`` that a rule of the
   phase runs; the phase's rules are those defined in the ``workflow/rules/*.smk`` files the
   stage already lists as deps;
 - the closure of what the workflow itself imports while it builds the DAG (``from embtune...``
-  lines of the Snakefile and the listed .smk files): e.g. embtune.sweep decides which runs exist.
+  lines of the Snakefile and the listed .smk files): e.g. embtune.plan.sweep decides which runs exist.
 
 Why whole files, when Snakemake's rerun hashes cover only the definitions a stage reaches
-(embtune.code_reach): DVC hashes files and nothing finer, and a DVC stage is a whole Snakemake
+(embtune.core.code_reach): DVC hashes files and nothing finer, and a DVC stage is a whole Snakemake
 phase, so a per-file dep is both the finest DVC can track and enough. An edit DVC sees as a dep
 change (an unused helper in io.py) makes ``dvc repro`` start the phase; Snakemake then compares
 each job's ``code`` param and runs only jobs whose reached code changed, i.e. none. A per-stage
@@ -33,14 +33,14 @@ from pathlib import Path
 
 import yaml
 
-from embtune import codeversion
+from embtune.core import codeversion
 
 REPO = Path(__file__).resolve().parents[2]
 BEGIN = "# >>> code deps of stage {stage}: written by workflow/scripts/dvc_code_deps.py"
 END = "# <<< code deps of stage {stage}"
 RULE = re.compile(r"^[ \t]*rule (\w+):", re.M)  # also a rule defined under `if` (indented)
 # the CLI stage of a shell command: "embtune train ..." / "exec embtune train ..." /
-# "exec {params.launch:q} embtune train ..." (a process launcher, embtune.launch)
+# "exec {params.launch:q} embtune train ..." (a process launcher, embtune.jobs.launch)
 SHELL_STAGE = re.compile(r"\"(?:exec )?(?:\{params\.launch:q\} )?embtune ([a-z][a-z0-9-]*)")
 CODE_PARAM = re.compile(r"\bcode=code_version\(([^)]*)\)")
 IMPORT_LINE = re.compile(r"^\s*(?:from\s+embtune[\w.]*\s+import\s+.+|import\s+embtune[\w.]*.*)$", re.M)

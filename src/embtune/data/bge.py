@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from embtune.core.io import atomic_path, provenance, sha256_file, write_json, write_parquet
 from embtune.data.bge_records import Stats, iter_pairs
 from embtune.data.bge_tokens import histogram_stats, load_tokenizer, pairs_frame, tokenizer_threads
 from embtune.data.jsonl import DataError, drop_summary
 from embtune.data.sources import expand_files
-from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
-from embtune.progress import iterate
+from embtune.jobs.progress import iterate
 
 BUCKET_TARGET_BYTES = 256 << 20   # input bytes per spill bucket (each bucket is sorted in memory)
 SPILL_BUFFER_PAIRS = 100_000  # pairs held in memory (all buckets together) before appending to disk

@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from embtune.core.io import atomic_dir, read_json, write_json, write_parquet
 from embtune.data import bge, bge_records, bge_tokens
 from embtune.data.bge_partition import (
     KEY_SPACE,
@@ -65,7 +66,6 @@ from embtune.data.bge_partition import (
 from embtune.data.bge_spill import input_facts, spill, spill_settings
 from embtune.data.jsonl import DataError
 from embtune.data.sources import expand_files
-from embtune.io import atomic_dir, read_json, write_json, write_parquet
 
 SPILL_BATCH_PAIRS = 50_000          # rows per Arrow batch of a sort part's output
 SORT_SLICE_BYTES = 256 << 20        # Arrow bytes sorted at once by a sort part (a slice of its key range)

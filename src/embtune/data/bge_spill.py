@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from embtune.core.io import atomic_dir, sha256_file, write_json
 from embtune.data import bge, bge_records
 from embtune.data.bge_partition import (
     PAIR_SCHEMA,
@@ -24,7 +25,6 @@ from embtune.data.bge_partition import (
 )
 from embtune.data.jsonl import DataError, is_gzip, iter_jsonl, iter_jsonl_range
 from embtune.data.sources import expand_files
-from embtune.io import atomic_dir, sha256_file, write_json
 
 
 def input_facts(files: Sequence[str]) -> tuple[list[int], list[bool]]:

@@ -131,7 +131,7 @@ def histogram_stats(hist: Counter, truncated: int) -> dict[str, Any]:
 def load_tokenizer(path: str) -> Any:
     from transformers import AutoTokenizer
 
-    from embtune.model_files import check_tokenizer_files
+    from embtune.core.model_files import check_tokenizer_files
 
     check_tokenizer_files(path)     # a truncated tokenizer.json is named, not a bare JSON error
     tok = AutoTokenizer.from_pretrained(path, use_fast=True)

@@ -37,9 +37,9 @@ from typing import Any
 
 import polars as pl
 
+from embtune.core.io import read_parquet
 from embtune.data.jsonl import DataError, open_text
 from embtune.data.squad import PARQUET_MAGIC, note_example
-from embtune.io import read_parquet
 
 LEVELS = ("easy", "medium", "hard")
 FRAME_SCHEMA = {"sample_id": pl.String, "source": pl.String, "level": pl.String, "type": pl.String,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from embtune.errors import DataError, one_line
+from embtune.core.errors import DataError, one_line
 
 __all__ = ["DataError", "drop_summary", "is_gzip", "iter_jsonl", "iter_jsonl_range", "iter_lines",
            "open_text", "run_stage"]

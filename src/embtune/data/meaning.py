@@ -4,7 +4,7 @@ Why: a table can have the right columns and types and still be wrong in a way th
 every number computed from it without an error: a positive that equals one of its negatives (a
 comparison that cannot be won), a paper listed as its own negative, ``positives`` stored as one
 string (iterated letter by letter: thousands of "comparisons"), a duplicated id (counted twice).
-Each check raises :class:`~embtune.errors.DataError` naming the file, the row and what was
+Each check raises :class:`~embtune.core.errors.DataError` naming the file, the row and what was
 expected. Texts are compared after :func:`normalised` (case and whitespace), the way a person
 would call two texts the same.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 
 def normalised(text: Any) -> str:

@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from embtune.io import atomic_path
+from embtune.core.io import atomic_path
 
 RETRIEVAL_TYPES = frozenset({"Retrieval", "Reranking"})
 RETRIEVAL_FILES = ("corpus", "queries", "qrels", "top_ranked")

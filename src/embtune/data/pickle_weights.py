@@ -23,8 +23,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError, one_line
-from embtune.io import atomic_path, sha256_file, write_json
+from embtune.core.errors import DataError, one_line
+from embtune.core.io import atomic_path, sha256_file, write_json
 
 #: transformers' pickle weight files: one file or shards ``pytorch_model-00001-of-00003.bin``
 WEIGHTS_RE = re.compile(r"(?:^|/)pytorch_model(?:-\d+-of-\d+)?\.bin$")

@@ -40,9 +40,9 @@ from typing import Any
 
 import polars as pl
 
+from embtune.core.io import read_parquet
 from embtune.data.jsonl import DataError, open_text
 from embtune.data.sentences import sentence_spans
-from embtune.io import read_parquet
 
 MIN_CANDIDATES = 5          # "SQUAD min 5"
 POSITIVE_RULES = ("text", "span")

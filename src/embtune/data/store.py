@@ -3,13 +3,13 @@
 
 Why: compute nodes have no network. The local rules of ``workflow/rules/stage_in.smk`` download
 each hub model / encoder at its pinned revision into ``<store>/models/<repo id>/<revision>/``
-(``embtune.layout.Store``) with the real ``huggingface_hub`` client (``HF_ENDPOINT`` honoured);
+(``embtune.core.layout.Store``) with the real ``huggingface_hub`` client (``HF_ENDPOINT`` honoured);
 compute jobs then read only those folders with the hub offline. Each artifact gets a *record*:
 repo id, the revision asked for, the commit it resolved to and the sha256 of every file. A
 snapshot's record is ``STAGE_RECORD`` inside its folder (written last: its presence means the
 download completed); ``manifest`` gathers every record into one JSON.
 
-A compute job that finds an artifact missing raises :class:`~embtune.errors.DataError` naming
+A compute job that finds an artifact missing raises :class:`~embtune.core.errors.DataError` naming
 the artifact and the rule that fetches it (``embtune`` prints one line and exits 2).
 """
 
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError
-from embtune.io import read_json, sha256_file
+from embtune.core.errors import DataError
+from embtune.core.io import read_json, sha256_file
 
 STAGE_RECORD = "embtune-stage.json"   # inside a snapshot folder: its record (the commit marker)
 SNAPSHOT_RULE = "stage_snapshot"      # the local rule that downloads a snapshot
@@ -69,8 +69,8 @@ def pickle_plan(repo_id: str, revision: str, files: Sequence[str]) -> tuple[tupl
     (:mod:`embtune.data.pickle_weights`); other pickle files (optimizer states, training
     arguments) are never downloaded. A revision whose only weights are pickles that are not
     transformers weights is refused on the login node, naming it."""
+    from embtune.core.model_files import PICKLE_SUFFIXES
     from embtune.data.pickle_weights import is_pickle_weights
-    from embtune.model_files import PICKLE_SUFFIXES
 
     pickles = [f for f in files if f.endswith(PICKLE_SUFFIXES)]
     if not pickles:
@@ -95,7 +95,7 @@ def snapshot(repo_id: str, revision: str, dest: Path, repo_type: str = "model",
     pickle file's sha256 beside its safetensors twin's)."""
     from huggingface_hub import HfApi, snapshot_download
 
-    from embtune.model_files import refuse_pickle_weights
+    from embtune.core.model_files import refuse_pickle_weights
 
     info = HfApi().repo_info(repo_id, repo_type=repo_type, revision=revision)
     convert = False

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
+from embtune.core.io import read_parquet
 from embtune.data.jsonl import DataError
 from embtune.data.sources import is_hf_uri, parse_hf_uri
-from embtune.io import read_parquet
 
 LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TEXT_COLUMNS = ("premise", "hypothesis")

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from embtune.core.errors import DataError
 from embtune.data.mteb_data import RETRIEVAL_TYPES, TaskFrames, read_task_dir
-from embtune.errors import DataError
 
 TIDY_SCHEMA = {"task": pl.String, "type": pl.String, "split": pl.String, "subset": pl.String,
                "metric": pl.String, "value": pl.Float64}
@@ -260,7 +260,7 @@ def write_mteb_results(out_dir: str | Path, task_results: Sequence[Any], meta: A
     The whole folder is replaced atomically; ``note`` (a skipped run) goes to ``README.txt``."""
     from mteb.cache import ResultCache
 
-    from embtune.io import atomic_dir
+    from embtune.core.io import atomic_dir
 
     with atomic_dir(out_dir) as tmp:
         if note:

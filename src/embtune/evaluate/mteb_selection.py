@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 COLUMNS = ("model", "task", "category", "score")
 

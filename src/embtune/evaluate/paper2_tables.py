@@ -29,14 +29,14 @@ from typing import Any
 
 import polars as pl
 
-from embtune import pnd_sets
-from embtune.errors import DataError
+from embtune.core import pnd_sets
+from embtune.core.errors import DataError
+from embtune.core.io import read_json, write_parquet, write_text
+from embtune.core.layout import BASE_RUN, LAYER_CHANGES, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 from embtune.evaluate.layer_changes import aggregate_top_layers
 from embtune.evaluate.query_table import RELATIONS, _read_xnli, _run_config, dataset_rows, plus_minus, xnli_rows
-from embtune.io import read_json, write_parquet, write_text
-from embtune.layout import BASE_RUN, LAYER_CHANGES, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 
-TABLE3_NAMES = {n: pnd_sets.get(n).short for n in pnd_sets.names()}     # embtune.pnd_sets
+TABLE3_NAMES = {n: pnd_sets.get(n).short for n in pnd_sets.names()}     # embtune.core.pnd_sets
 REL_TAG = {"neutral": "e-n", "contradiction": "e-c"}
 T3_SCHEMA = {"model": pl.String, "dataset": pl.String, "relation": pl.String, "measure": pl.String,
              "n_total": pl.Int64, "errors": pl.Float64, "pnd": pl.Float64,

@@ -1,5 +1,5 @@
 """arxiv difficulty levels for ``evaluate-pnd`` (paper 2, App. H, Fig. 6): dataset ids, level
-reading (the files' paths: :meth:`embtune.layout.Processed.arxiv_triplets`), and the shared text
+reading (the files' paths: :meth:`embtune.core.layout.Processed.arxiv_triplets`), and the shared text
 codes that let all levels of a flavour be embedded once.
 
 ``arxiv-first`` / ``arxiv-title`` are the random level (``--arxiv-random-level``, 21 =
@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from embtune import pnd_sets
-from embtune.errors import DataError
+from embtune.core import pnd_sets
+from embtune.core.errors import DataError
+from embtune.core.io import read_parquet
 from embtune.evaluate.pnd import Measure, Ties, indexed_closeness, one_vs_one_errors, prepare, summarise
-from embtune.io import read_parquet
 
 # Paper 2 evaluates arxiv with its easiest level throughout (the random 21st negative, App. H);
 # the harder levels (Fig. 6) are scored with --arxiv-levels.

@@ -11,7 +11,7 @@ query towers are evaluated. Both towers embed in ``--precision`` (``evaluate.pnd
 float32 by default, because bf16 rounding flips near-tied PND decisions (see
 :mod:`embtune.models.encoders`).
 
-Datasets (``TRIPLET_FILES``, their files under ``paths.processed``: :mod:`embtune.layout`): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
+Datasets (``TRIPLET_FILES``, their files under ``paths.processed``: :mod:`embtune.core.layout`): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
 arxiv-title (App. B), and paper 2's Table 2 sets, SQuAD v2 sentences (App. C, ``prepare-squad``)
 and HotpotQA passages by level (App. D, ``prepare-hotpotqa``), all but arxiv stored one row per
 query with its ``positives`` and ``negatives`` lists.
@@ -41,9 +41,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from embtune import pnd_sets
+from embtune.core import pnd_sets
+from embtune.core.errors import DataError
+from embtune.core.io import read_parquet
+from embtune.core.layout import PND_FILES, XNLI_TEST, Processed
 from embtune.data.meaning import check_grouped, check_triplets
-from embtune.errors import DataError
 from embtune.evaluate.pnd import Measure, Ties, grouped_errors, pair_closeness, summarise, xnli_pnd
 from embtune.evaluate.pnd_arxiv import (
     TextCodes,
@@ -52,8 +54,6 @@ from embtune.evaluate.pnd_arxiv import (
     score_levels,
 )
 from embtune.evaluate.ranking import ranking_metrics
-from embtune.io import read_parquet
-from embtune.layout import PND_FILES, XNLI_TEST, Processed
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import (
     Encoder,
@@ -68,7 +68,7 @@ from embtune.models.encoders import (
 TRIPLET_FILES = PND_FILES
 # One (anchor, positive, negative) triplet per row with the paper's arxiv categories: the only
 # datasets with App. K domain exclusions. The others hold one query per row with candidate lists.
-ARXIV_DATASETS = pnd_sets.arxiv_sets()     # the registry's (embtune.pnd_sets)
+ARXIV_DATASETS = pnd_sets.arxiv_sets()     # the registry's (embtune.core.pnd_sets)
 ARXIV_COLUMNS = ("anchor", "positive", "negative", "categories")
 GROUPED_COLUMNS = ("query", "positives", "negatives")
 XNLI_FILE = XNLI_TEST

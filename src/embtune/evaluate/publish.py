@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError
-from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, MTEB_RESULTS
+from embtune.core.errors import DataError
+from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, MTEB_RESULTS
 
 CARD = "README.md"
 #: Marks a folder this stage wrote: only such a folder (or none) is replaced; it is not uploaded.
@@ -48,7 +48,7 @@ def flag_subsample(eval_results: list[Any]) -> list[Any]:
 
 
 def _read(run_dir: Path, name: str, required: bool = True) -> Any:
-    from embtune.io import read_json
+    from embtune.core.io import read_json
 
     path = run_dir / name
     if not path.is_file():
@@ -96,7 +96,7 @@ def _model_folder(run_dir: Path, name: str) -> Path:
 def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
     """``out`` = the model's files as hard links (copies across filesystems) + the card, written
     atomically: a failure leaves the previous folder, or none."""
-    from embtune.io import atomic_dir
+    from embtune.core.io import atomic_dir
 
     out = Path(out)
     if out.exists() and not (out / MARKER).is_file():

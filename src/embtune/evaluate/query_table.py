@@ -44,17 +44,17 @@ from typing import Any
 
 import polars as pl
 
-from embtune import pnd_sets
+from embtune.core import pnd_sets
+from embtune.core.errors import DataError
+from embtune.core.io import read_json, read_parquet, write_parquet, write_text
+from embtune.core.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 from embtune.data.meaning import check_count_rows, check_counts
-from embtune.errors import DataError
 from embtune.evaluate.pnd_eval import ARXIV_DATASETS, excluded_key, narrow_domain
 from embtune.evaluate.query_groups import membership_fields
 from embtune.evaluate.stats import pooled_z, relative_improvement
-from embtune.io import read_json, read_parquet, write_parquet, write_text
-from embtune.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, PND_JSON, XNLI_COUNTS, QueryRuns
 from embtune.runconfig import QueryRunConfig
 
-DATASETS = pnd_sets.in_table("table1")           # Table 1's columns (the registry: embtune.pnd_sets)
+DATASETS = pnd_sets.in_table("table1")           # Table 1's columns (the registry: embtune.core.pnd_sets)
 TABLE2_DATASETS = pnd_sets.in_table("table2")    # Table 2's rows (App. A, C, D)
 RANKING = ("mrr", "map", "p_at_1")
 TABLE2_METRICS = {"pnd": "PND", "mrr": "MRR", "map": "MAP", "p_at_1": "P@1"}
@@ -105,14 +105,14 @@ def dataset_rows(model: str, qrun_id: str, base: dict[str, Any], tuned: dict[str
                  datasets: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Long rows for the triplet ``datasets`` (default: Table 1's and Table 2's) present in both
     pnd.json files (``config``: the run config, whose ``train_data`` picks the App. K entry). An
-    evaluated set that no table reports (not in :mod:`embtune.pnd_sets`) is a data error, not
+    evaluated set that no table reports (not in :mod:`embtune.core.pnd_sets`) is a data error, not
     dropped."""
     for where, pnd in (("base", base), (qrun_id, tuned)):
         unknown = sorted({pnd_sets.base_set(k) for k in pnd if k not in pnd_sets.PND_META_KEYS} - set(pnd_sets.names()))
         if unknown:
             raise DataError(f"{model}/{where}/pnd.json: evaluation set {unknown[0]!r} is in no query table "
                             f"(expected one of {', '.join(pnd_sets.names())}; a new set is registered in "
-                            f"embtune.pnd_sets)")
+                            f"embtune.core.pnd_sets)")
     rows = []
     for ds in (*DATASETS, *TABLE2_DATASETS) if datasets is None else datasets:
         key = eval_key(ds, config or {})

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
+from embtune.core.errors import DataError, one_line
 from embtune.data.store import hub_id
-from embtune.errors import DataError, one_line
 from embtune.models import families
 
 
@@ -69,7 +69,7 @@ def pretrain_causal_lm(config, batches: Sequence[torch.Tensor], peak_lr: float, 
     """Brief causal-LM pre-training (AdamW, 10% warm-up, cosine to 10%); returns (model, losses)."""
     from transformers import AutoModelForCausalLM
 
-    from embtune.optim import lr_multiplier
+    from embtune.core.optim import lr_multiplier
 
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
@@ -118,7 +118,7 @@ def meta_model(folder: Path) -> torch.nn.Module:
     parameter shape, no storage, no weights read."""
     from transformers import AutoConfig, AutoModel
 
-    from embtune.model_files import check_model_folder
+    from embtune.core.model_files import check_model_folder
 
     check_model_folder(folder)  # sizes checked before transformers builds a default-size model
     config = AutoConfig.from_pretrained(str(folder))
@@ -184,7 +184,7 @@ def load_pretrained(spec: dict[str, Any]) -> torch.nn.Module:
         # GGUF layers do none of these); the weights equal transformers' default de-quantisation.
         return AutoModel.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
                                          quantization_config=GgufConfig(dequantize=True))
-    from embtune.model_files import check_model_folder
+    from embtune.core.model_files import check_model_folder
 
     if spec["source"] == "hub" and spec.get("path"):  # staged on the login node (stage_in.smk)
         from embtune.data.store import require_staged

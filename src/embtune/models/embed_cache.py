@@ -14,7 +14,7 @@ Precision (``fp32`` default, ``bf16`` named option): :mod:`embtune.models.encode
 
 Layout: ``<cache_dir>/<key>/meta.json`` plus append-only shards ``part-<digest>.npz`` holding
 ``hashes`` (sha256 of the prefixed text, 32-byte rows) and ``emb`` (float32). A shard is written
-atomically (``embtune.io.atomic_path``) and named by its content digest, so a killed job never
+atomically (``embtune.core.io.atomic_path``) and named by its content digest, so a killed job never
 leaves a half-written shard and concurrent writers never clobber each other.
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from embtune.errors import DataError
-from embtune.io import atomic_path, sha256_file, write_json
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, sha256_file, write_json
 from embtune.models.encoders import OUTPUT_TAG, PRECISIONS, Encoder, check_precision, local_folder
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", ".model")
@@ -125,7 +125,7 @@ class EmbedCache:
 
     def _encode(self, encoder: Encoder, texts: list[str], batch_size: int, desc: str) -> np.ndarray:
         """Length-sorted batches (less padding); results returned in the input order."""
-        from embtune.progress import iterate
+        from embtune.jobs.progress import iterate
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: list[np.ndarray] = []
@@ -192,8 +192,8 @@ def shard_digest(hashes: np.ndarray, emb: np.ndarray) -> str:
 def check_meta(path: Path, expected: dict[str, str]) -> None:
     """A store's meta.json must name the model fingerprint (and tower, prefix, precision) its
     key was made from; anything else means its vectors belong to another model."""
-    from embtune.errors import DataError
-    from embtune.io import read_json
+    from embtune.core.errors import DataError
+    from embtune.core.io import read_json
 
     meta = read_json(path)
     if not isinstance(meta, dict):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.errors import DataError, one_line
+from embtune.core.errors import DataError, one_line
 from embtune.models.pooling import Pooling, pool
 
 EMBEDDING_CONFIG = "embedding_config.json"
@@ -117,7 +117,7 @@ def check_weight_files(model_dir: str | Path) -> None:
     header parses and that its tensors cover the file exactly, so a truncated copy fails)."""
     from safetensors import SafetensorError, safe_open
 
-    from embtune.model_files import check_model_folder
+    from embtune.core.model_files import check_model_folder
 
     folder = Path(model_dir)
     if not folder.is_dir():

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 PRECISIONS = ("fp32", "bf16")
 #: What PND's ``dist`` measure and the ``dist`` triplet loss see (docs/fidelity.md#P2-DIST-EMBEDDINGS):

@@ -1,7 +1,7 @@
 """Peak GPU memory of one training run, estimated before it runs.
 
 Why: a job that lands on a card too small for it fails after queueing for hours. The plan layer
-(``embtune.gpus``) picks, per run, the smallest declared GPU class this estimate fits, and the
+(``embtune.plan.gpus``) picks, per run, the smallest declared GPU class this estimate fits, and the
 largest GradCache chunk that fits that class. Counted in bytes, as ``embtune train`` runs a run
 (``train.loop``: fp32 weights, AdamW on the trainable tensors, bf16 autocast on a GPU, GradCache
 over chunks of ``gradcache_chunk`` sequences, activation checkpointing per block):
@@ -32,7 +32,7 @@ over chunks of ``gradcache_chunk`` sequences, activation checkpointing per block
   below the training peak, so it only counts if it is larger.
 
 Not counted: the CUDA context and the allocator's cached-but-free blocks (not in
-``torch.cuda.max_memory_allocated``); ``embtune.gpus`` plans on ``usable_fraction`` of a card
+``torch.cuda.max_memory_allocated``); ``embtune.plan.gpus`` plans on ``usable_fraction`` of a card
 for them. The estimate is checked against an independent count of live tensor bytes over real
 training steps of tiny GPT-NeoX models for every method (tests/unit/models/test_memory.py) and, at scale,
 against ``torch.cuda.max_memory_allocated`` by the GPU check (benchmarks/gpu_check.py).

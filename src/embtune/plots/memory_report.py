@@ -1,7 +1,7 @@
 """The report's "GPU memory: estimated vs measured" section.
 
 Why: each training job asks for a GPU class from its peak-memory estimate
-(``embtune.models.memory``, ``embtune.gpus``); a run whose measured peak exceeds its estimate
+(``embtune.models.memory``, ``embtune.plan.gpus``); a run whose measured peak exceeds its estimate
 could have landed on a card too small for it, so the report puts the two side by side per method.
 On a GPU the measured peak is ``torch.cuda.max_memory_allocated``; on a CPU it is the process's
 peak resident set, which also holds the interpreter, libraries and data (an upper bound of the

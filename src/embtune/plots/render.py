@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from embtune.io import atomic_path, write_text  # noqa: E402
+from embtune.core.io import atomic_path, write_text  # noqa: E402
 from embtune.plots.paper2_sweeps import FIG_GROUP  # noqa: E402
 from embtune.plots.report import Spec, curve_specs, paper1_specs, paper2_specs, read_table  # noqa: E402
 

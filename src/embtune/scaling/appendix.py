@@ -4,7 +4,7 @@ driver :mod:`embtune.stages.appendix_tables`).
 Why a stage of its own: the studies' runs are trained and collected with the main grid (one runs
 table, a ``study`` column), but they answer other questions and must never enter the main fits
 (:func:`embtune.scaling.isoflop.ok_rows` keeps the main grid only). This stage reads the same runs
-table and the plan's memberships (:func:`embtune.sweep.training_plan`: a main-grid run can also be
+table and the plan's memberships (:func:`embtune.plan.sweep.training_plan`: a main-grid run can also be
 a study's point) and writes, under ``--out`` (the folder appears whole, ``manifest.json`` last):
 
 * ``<study>_runs.csv``: every run of the study: its factor values, model, method, budget,
@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from embtune.io import write_json, write_text
+from embtune.core.io import write_json, write_text
 from embtune.models import methods as registry
+from embtune.plan.sweep import STUDY_FACTORS
 from embtune.scaling.fit import fit_law
 from embtune.scaling.isoflop import ok_rows
 from embtune.scaling.laws import LAWS
-from embtune.sweep import STUDY_FACTORS
 
 
 def run_columns() -> tuple[str, ...]:

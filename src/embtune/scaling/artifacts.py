@@ -5,7 +5,7 @@ take.
 Why: each of these is written by one stage and read by others, and a hand-edited, truncated or
 impossible file must not pass silently (a NaN slope would make ``recipe`` write ``"predicted_loss":
 NaN``) nor fail with a traceback from deep inside polars. Each reader checks schema, types and
-ranges where the file is read and raises :class:`~embtune.errors.DataError` naming the file, the
+ranges where the file is read and raises :class:`~embtune.core.errors.DataError` naming the file, the
 field and what was expected.
 
 An impossible *measured* value is not an error but an exclusion: a finished run whose loss is
@@ -23,8 +23,8 @@ from typing import Any
 
 import polars as pl
 
-from embtune.errors import DataError
-from embtune.io import read_json, read_parquet
+from embtune.core.errors import DataError
+from embtune.core.io import read_json, read_parquet
 
 METRICS_STATUSES = ("ok", "skipped", "failed")
 #: metrics.json fields that must be numbers (or null) when present

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.errors import DataError
-from embtune.layout import CURVE_CSV, METRICS_JSON
+from embtune.core.errors import DataError
+from embtune.core.layout import CURVE_CSV, METRICS_JSON
 
 #: kind -> (column in the run's curve.csv, x column): one overlay chart each
 TRAIN_KINDS: Mapping[str, tuple[str, str]] = {"train_loss": ("loss", "step"), "lr": ("lr", "step")}

@@ -11,7 +11,7 @@ column (its registry entry: freeze_fraction, lora_rank), lora_alpha, lora_embed_
 batch_size, steps, tokens_per_pair, final_train_loss, val_loss, mteb_average, mteb_<task>...,
 status, skip_reason, seed, nonfinite, excluded, logit_scale, study; and what the run cost: wall_seconds (training
 steps), device_seconds (wall_seconds x processes: GPU-seconds on a GPU), device (its name),
-hardware_flops (what those seconds executed, ``embtune.cost``), so the plan's estimate can be
+hardware_flops (what those seconds executed, ``embtune.plan.cost``), so the plan's estimate can be
 checked against reality. Status ``dropped``: cut by ``train.gpu_hours_cap`` at planning time
 (skipped.csv's status column).
 
@@ -41,11 +41,11 @@ from typing import Any
 
 import polars as pl
 
-from embtune.cost import measured_hardware_flops
-from embtune.errors import DataError
-from embtune.io import read_json
-from embtune.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, Runs
+from embtune.core.errors import DataError
+from embtune.core.io import read_json
+from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, Runs
 from embtune.models import methods as registry
+from embtune.plan.cost import measured_hardware_flops
 from embtune.runconfig import RunConfig
 from embtune.scaling.artifacts import apply_exclusions, check_mteb_record, excluded_runs, read_metrics
 from embtune.train.failures import failure_of

@@ -2,8 +2,8 @@
 study × model × method how many jobs are done, failed (with reasons), running, pending, skipped
 or dropped, the GPU-hours measured so far against the plan's estimate, and an ETA.
 
-It reads only files: the plan (:func:`embtune.sweep.expand_training`, :func:`embtune.sweep.query_runs`)
-of the params stack, the results tree (:mod:`embtune.layout`) and, when given, the job states
+It reads only files: the plan (:func:`embtune.plan.sweep.expand_training`, :func:`embtune.plan.sweep.query_runs`)
+of the params stack, the results tree (:mod:`embtune.core.layout`) and, when given, the job states
 SLURM reports (:func:`parse_squeue` / :func:`parse_sacct`; the driver runs the commands, never
 required). States of one job:
 
@@ -17,7 +17,7 @@ required). States of one job:
 
 GPU-hours measured = Σ ``wall_seconds`` × ``world_size`` of the training runs' metrics (done and
 failed: a failed run's time was spent too) + the query runs' tuning time; the estimate is
-:func:`embtune.cost.run_cost` of every planned training run (the plan's cost table; query tuning
+:func:`embtune.plan.cost.run_cost` of every planned training run (the plan's cost table; query tuning
 has no estimate). ETA: the estimate left (pending and running training runs), scaled by measured ÷
 estimated of the finished runs, at the rate GPU-hours were measured per wall-clock hour so far:
 over the jobs whose outputs record when they ended (a manifest's ``created_utc``, an MTEB record's
@@ -37,11 +37,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from embtune.cost import run_cost
-from embtune.io import read_json
-from embtune.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, MTEB_JSON, PND_JSON, Results, Store
+from embtune.core.io import read_json
+from embtune.core.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, MTEB_JSON, PND_JSON, Results, Store
+from embtune.plan.cost import run_cost
+from embtune.plan.sweep import expand_training, mteb_run_ids, query_runs, run_batches
 from embtune.runconfig import RunConfig
-from embtune.sweep import expand_training, mteb_run_ids, query_runs, run_batches
 from embtune.train.checkpoint import STATE_FILE
 from embtune.train.failures import failure_of
 
@@ -199,7 +199,7 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
 
 def mteb_jobs(params: Mapping[str, Any], results: Results, runs: list[RunConfig], members: list[dict[str, Any]],
               slurm: Mapping[str, str]) -> list[dict[str, Any]]:
-    """One record per MTEB evaluation the workflow plans (embtune.sweep.mteb_run_ids), its SLURM
+    """One record per MTEB evaluation the workflow plans (embtune.plan.sweep.mteb_run_ids), its SLURM
     job the run's batch (rule evaluate_mteb_batch). The mteb.json of a run that training skipped
     or that failed for good passes its status on without a failure of its own: skipped here (the
     training job counts the failure); a ``failure`` record (an evaluation killed for good,

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.io import atomic_dir, provenance, read_json, write_json
+from embtune.core.io import atomic_dir, provenance, read_json, write_json
+from embtune.plan.sweep import training_plan
 from embtune.scaling.appendix import finite_json, write_study
 from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
-from embtune.sweep import training_plan
 
 STAGE = "appendix-tables"
 

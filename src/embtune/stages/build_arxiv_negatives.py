@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from embtune.core.layout import ARXIV_NEGATIVES, MANIFEST_JSON, arxiv_narrow_name, arxiv_triplets_name
 from embtune.data.arxiv_negatives import (
     CATEGORY_MATCH,
     CATEGORY_TIES,
@@ -37,7 +38,6 @@ from embtune.data.arxiv_negatives import (
 from embtune.data.arxiv_records import Drops, Paper, no_valid_papers, parse_lines, parse_published, resolve_ids
 from embtune.data.jensen_shannon import DEFAULT_WORK
 from embtune.data.jsonl import DataError, open_text
-from embtune.layout import ARXIV_NEGATIVES, MANIFEST_JSON, arxiv_narrow_name, arxiv_triplets_name
 
 STAGE = "build-arxiv-negatives"
 
@@ -189,8 +189,8 @@ def _write_outputs(out: Path, args: argparse.Namespace, selected: Sequence[Paper
                    negs: np.ndarray, table: dict[str, list[Any]]
                    ) -> tuple[dict[str, int], dict[str, Any], int]:
     """Every table of the stage under ``out`` (``paths.processed``/arxiv; file names from
-    :mod:`embtune.layout`, which the readers use too): (rows per file, triplet drops, narrow level)."""
-    from embtune.io import write_parquet
+    :mod:`embtune.core.layout`, which the readers use too): (rows per file, triplet drops, narrow level)."""
+    from embtune.core.io import write_parquet
 
     outputs: dict[str, int] = {}
     triplet_drops: dict[str, Any] = {}
@@ -220,7 +220,7 @@ def _write_outputs(out: Path, args: argparse.Namespace, selected: Sequence[Paper
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from embtune.io import atomic_path, provenance, sha256_file, write_json
+    from embtune.core.io import atomic_path, provenance, sha256_file, write_json
 
     ap = _parser()
     args = ap.parse_args(argv)
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             table["negatives"] = [list(r) for r in neg_ids]  # keep ids absent from the file
     except DataError as err:
         print(f"embtune {STAGE}: error: {err}", file=sys.stderr)
-        return 2   # a data error: one line, exit 2 (the CLI convention, embtune.errors)
+        return 2   # a data error: one line, exit 2 (the CLI convention, embtune.core.errors)
     _log(f"{len(selected)} papers with negatives; {info['all_distinct']} "
          f"({info['all_distinct_share']:.1%}) have {args.n_negatives} different nearest "
          f"negatives (paper 2, App. B.2: {PAPER_ALL_DISTINCT[0]} of {PAPER_ALL_DISTINCT[1]}, "

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from embtune.errors import DataError
-from embtune.io import atomic_path, provenance, write_json
-from embtune.model_files import check_tokenizer_files
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, provenance, write_json
+from embtune.core.model_files import check_tokenizer_files
 from embtune.models.build import (
     check_model,
     lm_batches,

@@ -11,8 +11,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.errors import DataError
-from embtune.io import atomic_path, provenance, write_json
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, provenance, write_json
 from embtune.models.tokenizer import expand_globs, load_pretrained, train_bpe
 
 STAGE = "build-tokenizer"

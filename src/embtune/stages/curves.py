@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.io import atomic_dir
+from embtune.core.io import atomic_dir
 from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect
 
 STAGE = "curves"

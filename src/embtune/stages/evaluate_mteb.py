@@ -26,7 +26,8 @@ from typing import Any
 
 import polars as pl
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, dir_fingerprint, json_sha256, read_json, write_json, write_parquet
 from embtune.evaluate.mteb_eval import (
     MTEB_RESULTS_DIR,
     TIDY_SCHEMA,
@@ -39,7 +40,6 @@ from embtune.evaluate.mteb_eval import (
     with_max_length,
     write_mteb_results,
 )
-from embtune.io import atomic_path, dir_fingerprint, json_sha256, read_json, write_json, write_parquet
 
 STAGE = "evaluate-mteb"
 

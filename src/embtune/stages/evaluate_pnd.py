@@ -24,11 +24,11 @@ from pathlib import Path
 
 import polars as pl
 
+from embtune.core.io import provenance, read_json, write_json, write_parquet
+from embtune.core.layout import METRICS_JSON, PND_JSON, XNLI_COUNTS
 from embtune.evaluate.pnd import MEASURES, TIES
 from embtune.evaluate.pnd_arxiv import ARXIV_RANDOM_LEVEL, arxiv_plan
 from embtune.evaluate.pnd_eval import DATASETS, XNLI_COUNT_SCHEMA, build_towers, evaluate_datasets
-from embtune.io import provenance, read_json, write_json, write_parquet
-from embtune.layout import METRICS_JSON, PND_JSON, XNLI_COUNTS
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import DIST_EMBEDDINGS, PRECISIONS
 

@@ -4,7 +4,7 @@ Why a driver apart from :mod:`embtune.data.sources`: the library parses URIs and
 the hub's local cache; the arguments, the copy into ``--out`` (temp + rename) and the printed
 ``<path>\\t<sha256>`` line live here. With ``--record`` it also writes the file's store record
 (repo id, revision, the commit it resolved to, sha256; :mod:`embtune.data.store`), which the
-store's manifest gathers. A malformed URI raises :class:`~embtune.errors.DataError` (``embtune``
+store's manifest gathers. A malformed URI raises :class:`~embtune.core.errors.DataError` (``embtune``
 prints it as one line and exits 2).
 """
 
@@ -14,9 +14,9 @@ import argparse
 import shutil
 from collections.abc import Sequence
 
+from embtune.core.io import atomic_path, sha256_file, write_json
 from embtune.data.sources import parse_hf_uri
 from embtune.data.store import dataset_file, go_online
-from embtune.io import atomic_path, sha256_file, write_json
 
 STAGE = "fetch"
 

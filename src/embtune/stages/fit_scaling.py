@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.io import provenance, write_json
+from embtune.core.io import provenance, write_json
 from embtune.scaling.artifacts import RUNS_REQUIRED, read_runs_table
 from embtune.scaling.failed import failed_runs, lost_rows
 from embtune.scaling.fit_laws import finite_json, fit_all

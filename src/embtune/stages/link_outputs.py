@@ -4,7 +4,7 @@ Why a stage and not a ``run:`` block in the rule: Snakemake spawns every ``run:`
 ``snakemake`` process that parses the whole workflow again (and so expands the study's plan);
 for ``evaluate_mteb`` that was ~5 s per run in the demo (376 of its 3,630 job-seconds) and, at
 paper scale, one workflow parse per run on the login node. This stage starts in a fraction of
-a second: it imports nothing beyond :mod:`embtune.io`.
+a second: it imports nothing beyond :mod:`embtune.core.io`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune import io
-from embtune.errors import DataError
+from embtune.core import io
+from embtune.core.errors import DataError
 
 STAGE = "link-outputs"
 

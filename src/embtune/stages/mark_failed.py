@@ -5,7 +5,7 @@ last attempt) writes its failure record itself (:mod:`embtune.train.failures`). 
 from outside (a cgroup OOM kill, a node failure, ``kill -9``, SLURM's hard time limit) writes
 nothing, and every reader downstream (runs table, fits, query tables) would wait for it. The
 workflow's ``onerror`` handler (workflow/rules/failures.smk) reads Snakemake's log for the jobs
-it gave up on (:mod:`embtune.failed_jobs`), resolves them to the units they would have written
+it gave up on (:mod:`embtune.jobs.failed_jobs`), resolves them to the units they would have written
 (a training run, a query run, one run's MTEB scores, one PND evaluation) and calls this stage,
 which writes each unit's outputs as a failure record with reason ``killed``. The next
 ``snakemake`` then finds every input and writes the analysis without those runs; the report
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 STAGE = "mark-failed"
 REASON = "killed"
@@ -50,7 +50,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 def read_units(raw: str) -> list[dict[str, Any]]:
     """The ``--jobs-json`` units, each checked for its kind and keys, and (when ``raw`` is a file)
     that no unit's output is that file: a data error names what is wrong."""
-    from embtune.stage_paths import _resolved, overlaps
+    from embtune.core.stage_paths import _resolved, overlaps
 
     from_file = raw.lstrip()[:1] not in "[{"
     try:
@@ -99,7 +99,7 @@ def _query(unit: dict[str, Any], attempt: int, retries: int) -> str:
 
 
 def _mteb(unit: dict[str, Any], attempt: int, retries: int) -> str:
-    from embtune.io import read_json, write_json
+    from embtune.core.io import read_json, write_json
     from embtune.stages.evaluate_mteb import _skipped
 
     detail = unit.get("detail", "")
@@ -116,8 +116,8 @@ def _mteb(unit: dict[str, Any], attempt: int, retries: int) -> str:
 def _pnd(unit: dict[str, Any], attempt: int, retries: int) -> str:
     import polars as pl
 
+    from embtune.core.io import write_json, write_parquet
     from embtune.evaluate.pnd_eval import XNLI_COUNT_SCHEMA
-    from embtune.io import write_json, write_parquet
 
     pnd, xnli = Path(unit["pnd"]), Path(unit["xnli"])
     pnd.unlink(missing_ok=True)                  # the commit marker goes first, comes back last

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from embtune.core.errors import EXIT_DATA_ERROR, one_line
+from embtune.core.io import atomic_dir, check_replaceable, provenance, write_json
 from embtune.data.mteb_data import (
     RETRIEVAL_TYPES,
     copy_task,
@@ -28,8 +30,6 @@ from embtune.data.mteb_data import (
     validate_frames,
     write_task,
 )
-from embtune.errors import EXIT_DATA_ERROR, one_line
-from embtune.io import atomic_dir, check_replaceable, provenance, write_json
 
 STAGE = "materialise-mteb"
 

@@ -23,8 +23,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Render a run's card with its MTEB scores (``mteb.json``) once they exist."""
+    from embtune.core.io import write_text
     from embtune.evaluate.publish import publishable
-    from embtune.io import write_text
 
     args = _parse(argv)
     item = publishable(args.run_dir)

@@ -3,9 +3,9 @@ it costs (paper FLOPs, hardware FLOPs, GPU-hours) before anything runs.
 
 Why a stage: a skipped or capped configuration must be visible next to the results (the scaling
 analysis reads ``skipped.csv``), not silently absent from the grid; and a study is planned in
-GPU-hours (``embtune.cost``).
+GPU-hours (``embtune.plan.cost``).
 
-Why a driver apart from :mod:`embtune.plan`: the library builds the planned, skipped and cost
+Why a driver apart from :mod:`embtune.plan.tables`: the library builds the planned, skipped and cost
 tables from validated params; reading the params (files or the rule's JSON), the calibrated
 FLOP/s, the printed report and the CSV outputs live here. A params or cost error is printed on
 stderr and exits 1 (as ``embtune validate-params`` does).
@@ -21,13 +21,13 @@ from typing import Any
 
 import polars as pl
 
-from embtune import io
-from embtune.config import ParamsError, load_plan
-from embtune.cost import CostError, flops_per_second, thin_methods
-from embtune.errors import EXIT_DATA_ERROR
-from embtune.gpus import GpuClassError, check, read_classes
-from embtune.plan import cost_summary, format_summary, plan_tables
-from embtune.sweep import StudyPlan, expand
+from embtune.core import io
+from embtune.core.errors import EXIT_DATA_ERROR
+from embtune.plan.config import ParamsError, load_plan
+from embtune.plan.cost import CostError, flops_per_second, thin_methods
+from embtune.plan.gpus import GpuClassError, check, read_classes
+from embtune.plan.sweep import StudyPlan, expand
+from embtune.plan.tables import cost_summary, format_summary, plan_tables
 
 STAGE = "plan"
 
@@ -66,7 +66,7 @@ def _print_cap(params: dict[str, Any], cost: pl.DataFrame, n_dropped: int) -> No
 
 
 def gpu_class_lines(params: dict[str, Any], plan: StudyPlan, run_ids: list[str]) -> list[str]:
-    """Planned runs per GPU class (embtune.gpus); a GpuClassError when one fits none."""
+    """Planned runs per GPU class (embtune.plan.gpus); a GpuClassError when one fits none."""
     keep = set(run_ids)
     classes = read_classes()
     fits = check([r.to_dict() for r in plan.candidates if r.run_id in keep], params, classes)
@@ -79,11 +79,11 @@ def gpu_class_lines(params: dict[str, Any], plan: StudyPlan, run_ids: list[str])
 
 
 def whole_study_lines(params: dict[str, Any], plan: StudyPlan, run_ids: list[str], fps: float) -> list[str]:
-    """GPU-hours of every phase and the disk the study writes (embtune.study_cost), from the one plan."""
+    """GPU-hours of every phase and the disk the study writes (embtune.plan.study_cost), from the one plan."""
     from pathlib import Path
 
-    from embtune.study_cost import study_lines
-    from embtune.sweep import mteb_run_ids
+    from embtune.plan.study_cost import study_lines
+    from embtune.plan.sweep import mteb_run_ids
 
     keep = set(run_ids)
     runs = [r.to_dict() for r in plan.runs if r.run_id in keep]
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ParamsError, CostError) as err:
         print(err, file=sys.stderr)
         return EXIT_DATA_ERROR
-    source = "--flops-per-second" if args.flops_per_second else "calibrated: embtune.cost.flops_per_second"
+    source = "--flops-per-second" if args.flops_per_second else "calibrated: embtune.plan.cost.flops_per_second"
     plan = plan if plan is not None else expand(params, flops_per_second=fps)     # once per invocation
     planned, skipped, cost = plan_tables(params, fps, plan)
     if _gpu_classes_refused(params, plan, planned["run_id"].to_list()):
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in format_summary(cost_summary(cost), fps, source):
         print(line)
     _print_cap(params, cost, n_dropped)
-    if "query_tuning" in params and "evaluate" in params:     # the whole study (embtune.study_cost)
+    if "query_tuning" in params and "evaluate" in params:     # the whole study (embtune.plan.study_cost)
         for line in whole_study_lines(params, plan, planned["run_id"].to_list(), fps):
             print(line)
     for row in skipped.filter(pl.col("status") != "dropped").iter_rows(named=True):

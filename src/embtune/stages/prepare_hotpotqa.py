@@ -17,11 +17,11 @@ from typing import Any
 
 import polars as pl
 
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
+from embtune.core.layout import MANIFEST_JSON, pnd_file_name
 from embtune.data.hotpotqa import FRAME_SCHEMA, LEVELS, build_rows, read_samples
 from embtune.data.jsonl import drop_summary
-from embtune.errors import DataError
-from embtune.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
-from embtune.layout import MANIFEST_JSON, pnd_file_name
 
 STAGE = "prepare-hotpotqa"
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Bad input raises :class:`~embtune.errors.DataError` (``embtune`` prints it, exits 2)."""
+    """Bad input raises :class:`~embtune.core.errors.DataError` (``embtune`` prints it, exits 2)."""
     m = run(_parser().parse_args(argv))
     print(f"{STAGE}: {m['questions_read']} questions -> {m['rows']} by level "
           f"(positives per query {m['positives_per_query']}); dropped {m['dropped']}")

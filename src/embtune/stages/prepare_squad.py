@@ -17,6 +17,9 @@ from typing import Any
 
 import polars as pl
 
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
+from embtune.core.layout import MANIFEST_JSON, pnd_file_name
 from embtune.data.jsonl import drop_summary
 from embtune.data.squad import (
     FRAME_SCHEMA,
@@ -27,9 +30,6 @@ from embtune.data.squad import (
     min_candidates,
     read_questions,
 )
-from embtune.errors import DataError
-from embtune.io import atomic_dir, provenance, sha256_file, write_json, write_parquet
-from embtune.layout import MANIFEST_JSON, pnd_file_name
 
 STAGE = "prepare-squad"
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Bad input raises :class:`~embtune.errors.DataError` (``embtune`` prints it, exits 2)."""
+    """Bad input raises :class:`~embtune.core.errors.DataError` (``embtune`` prints it, exits 2)."""
     m = run(_parser().parse_args(argv))
     print(f"{STAGE}: {m['questions_read']} questions -> {m['eval_rows']} with positives and "
           f"negatives ({m['mean_positives']:.2f} / {m['mean_negatives']:.2f} per query), "

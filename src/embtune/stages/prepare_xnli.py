@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from embtune.core.errors import DataError
+from embtune.core.io import provenance, sha256_file, write_json, write_parquet
 from embtune.data.xnli import (
     LABELS,
     check_aligned,
@@ -23,8 +25,6 @@ from embtune.data.xnli import (
     relative_file,
     resolver,
 )
-from embtune.errors import DataError
-from embtune.io import provenance, sha256_file, write_json, write_parquet
 
 STAGE = "prepare-xnli"
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Bad input raises :class:`~embtune.errors.DataError` (``embtune`` prints it, exits 2)."""
+    """Bad input raises :class:`~embtune.core.errors.DataError` (``embtune`` prints it, exits 2)."""
     m = run(_parser().parse_args(argv))
     print(f"{STAGE}: {len(m['languages'])} languages x {m['pairs_per_language']} pairs "
           f"= {m['rows_out']} rows, labels {m['label_counts']}")

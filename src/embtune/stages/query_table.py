@@ -15,11 +15,11 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, provenance, write_json
 from embtune.evaluate.query_groups import write_groups
 from embtune.evaluate.query_table import collect, write_outputs
-from embtune.io import atomic_path, provenance, write_json
-from embtune.sweep import query_members
+from embtune.plan.sweep import query_members
 
 STAGE = "query-table"
 

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.errors import DataError
-from embtune.io import write_json
+from embtune.core.errors import DataError
+from embtune.core.io import write_json
 from embtune.scaling.artifacts import check_budget, nonfinite_fields, read_fits, read_runs_table
 from embtune.scaling.recipe import make_recipe
 from embtune.scaling.recipe_trust import METHOD_SETS

@@ -25,9 +25,9 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, provenance, write_json, write_text
 from embtune.evaluate.mteb_selection import COLUMNS, task_correlations
-from embtune.io import atomic_path, provenance, write_json, write_text
 
 STAGE = "select-mteb-tasks"
 

@@ -12,6 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from embtune.core.errors import DataError
+from embtune.core.io import atomic_path, provenance, sha256_file, write_json, write_parquet
+from embtune.core.layout import MANIFEST_JSON, pnd_file_name
 from embtune.data.msmarco import (
     check_disjoint,
     eval_frame,
@@ -20,9 +23,6 @@ from embtune.data.msmarco import (
     split_samples,
     triplet_frame,
 )
-from embtune.errors import DataError
-from embtune.io import atomic_path, provenance, sha256_file, write_json, write_parquet
-from embtune.layout import MANIFEST_JSON, pnd_file_name
 
 STAGE = "split-msmarco"
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Bad input raises :class:`~embtune.errors.DataError` (``embtune`` prints it, exits 2)."""
+    """Bad input raises :class:`~embtune.core.errors.DataError` (``embtune`` prints it, exits 2)."""
     m = run(_parser().parse_args(argv))
     print(f"{STAGE}: {m['rows']} samples -> train {m['train_rows']}, val {m['val_rows']}, "
           f"eval {m['eval_rows']} ({m['eval_triplets']} triplets), eval_hard {m['eval_hard_rows']} "

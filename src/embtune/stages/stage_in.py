@@ -3,7 +3,7 @@ or gather the store's records into its manifest (login node; see :mod:`embtune.d
 
 Why a driver apart from the library: the arguments, the atomic folder (the record is written
 last, so a half-finished download is never taken for a staged one) and the printed line live
-here. Bad input raises :class:`~embtune.errors.DataError` (``embtune`` exits 2).
+here. Bad input raises :class:`~embtune.core.errors.DataError` (``embtune`` exits 2).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from embtune.core.io import atomic_dir, sha256_file, write_json
 from embtune.data.store import STAGE_RECORD, go_online, manifest, snapshot
-from embtune.io import atomic_dir, sha256_file, write_json
 
 STAGE = "stage-in"
 

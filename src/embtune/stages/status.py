@@ -19,10 +19,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from embtune.config import ParamsError, load_params
-from embtune.cost import CostError, flops_per_second
-from embtune.errors import EXIT_DATA_ERROR
-from embtune.layout import Layout, Results
+from embtune.core.errors import EXIT_DATA_ERROR
+from embtune.core.layout import Layout, Results
+from embtune.plan.config import ParamsError, load_params
+from embtune.plan.cost import CostError, flops_per_second
 from embtune.scaling.status import RUNNING_WINDOW_S, collect_jobs, parse_sacct, parse_squeue, render, summarize
 
 STAGE = "status"

@@ -1,6 +1,6 @@
 """``embtune summary``: the study's headline numbers as one small JSON for ``dvc metrics diff``.
 
-Why a driver apart from :mod:`embtune.summary`: the library picks the headline numbers out of
+Why a driver apart from :mod:`embtune.plots.summary`: the library picks the headline numbers out of
 the runs table, the fits, the recipes and Table 1; reading those files, writing
 ``metrics.json`` and the printed warnings live here.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import polars as pl
 
-from embtune import io
+from embtune.core import io
+from embtune.plots.summary import fits_summary, query_summary, recipes_summary, training_summary
 from embtune.scaling.artifacts import read_fits, read_recipe, read_runs_table
-from embtune.summary import fits_summary, query_summary, recipes_summary, training_summary
 
 STAGE = "summary"
 

@@ -23,13 +23,13 @@ from typing import Any
 
 import torch
 
-from embtune import progress
-from embtune.errors import DataError, one_line
-from embtune.io import check_replaceable
-from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
-from embtune.model_files import check_model_folder
+from embtune.core.errors import DataError, one_line
+from embtune.core.io import check_replaceable
+from embtune.core.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
+from embtune.core.model_files import check_model_folder
+from embtune.core.stage_paths import exclusive_lock
+from embtune.jobs import progress
 from embtune.runconfig import RunConfig
-from embtune.stage_paths import exclusive_lock
 from embtune.train import failures, tracking
 from embtune.train.checkpoint import CheckpointError
 from embtune.train.loop import Result, StopFlag, base_metrics, train_run
@@ -55,7 +55,7 @@ def save_model_dir(path: Path, result: Result, run: RunConfig, card: str) -> Non
     loads as is) and ``model_merged/`` beside it holds the merged sentence-transformers folder."""
     from transformers import AutoTokenizer
 
-    from embtune.io import write_json
+    from embtune.core.io import write_json
     from embtune.models import st_export
 
     model = result.model
@@ -78,7 +78,7 @@ def write_outputs(out_dir: Path, result: Result, run: RunConfig, code_version: s
     """The run directory appears whole or not at all: built in a temporary sibling and renamed
     onto ``out_dir`` (an older run directory, with any evaluation of the old model in it, goes
     with it); ``manifest.json`` is written last."""
-    from embtune.io import atomic_dir, provenance, write_json, write_text
+    from embtune.core.io import atomic_dir, provenance, write_json, write_text
     from embtune.models.st_export import training_card
 
     check_replaceable(out_dir, RUN_SUBDIRS)
@@ -104,10 +104,10 @@ def _json_arg(raw: str) -> Any:
 
 def read_run_config(raw: str, runtime: str | None = None) -> RunConfig:
     """The ``--run-config-json`` argument (JSON, or a file holding it), joined with the
-    ``--runtime-json`` settings when given (``embtune.run_identity``), read by
+    ``--runtime-json`` settings when given (``embtune.core.run_identity``), read by
     :meth:`RunConfig.from_dict`: a missing, unknown or mistyped key is a data error naming it,
     before any training. Returns the typed config the training loop reads."""
-    from embtune.run_identity import merge
+    from embtune.core.run_identity import merge
 
     try:
         run = _json_arg(raw)
@@ -199,7 +199,7 @@ def _train(args: argparse.Namespace, run: RunConfig) -> int:
 
 def _tried(args: argparse.Namespace, run: RunConfig) -> str:
     """What this attempt ran with: the workflow's retries halve the GradCache chunk and move to a
-    larger GPU class (embtune.gpus.escalate), so the record says which rung failed last."""
+    larger GPU class (embtune.plan.gpus.escalate), so the record says which rung failed last."""
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     return f"attempt {args.attempt}: GradCache chunk {run.train.gradcache_chunk} on {device}"
 

@@ -4,13 +4,13 @@ Why: a demo-sized run trains in ~10 s, while starting its process (torch, transf
 sentence-transformers, the tracker) and loading the base model takes ~8 s more; at paper scale a
 run is GPU-hours and ``train.runs_per_job`` stays 1 (rule ``train_contrastive``, one job per run).
 With ``train.runs_per_job`` > 1 the rule ``train_batch`` runs this stage for a batch
-(:func:`embtune.sweep.run_batches`) and ``train_contrastive`` hard-links each member's outputs
+(:func:`embtune.plan.sweep.run_batches`) and ``train_contrastive`` hard-links each member's outputs
 out of the batch's transient folder (``embtune link-outputs``), where every reader expects them.
 
 Each member is trained exactly as ``embtune train`` trains it (:func:`embtune.stages.train._train`:
 the same loop, checkpoints, failure records and exit codes), into ``<checkpoint>.done/``, beside
 its resumable state, and then linked into the batch folder. A member is **reused, not retrained**,
-when finished outputs with the same run identity (:mod:`embtune.run_identity`) and the same code
+when finished outputs with the same run identity (:mod:`embtune.core.run_identity`) and the same code
 version already exist: in ``<checkpoint>.done/`` (a batch stopped by a pre-emption and retried)
 or in the run's own folder (a batch re-run because another member changed). So a changed run
 re-trains itself alone, and a pre-empted batch resumes where it stopped. The ``.done`` folders go
@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune import batch_members, progress
-from embtune.errors import DataError
-from embtune.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.core.errors import DataError
+from embtune.core.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.jobs import batch_members, progress
 
 STAGE = "train-batch"
 MEMBER_KEYS = ("run", "stage", "checkpoint", "previous", "previous_tracking")
@@ -45,7 +45,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
                          "in the batch's output, checkpoint: its checkpoint dir, previous: its run folder, "
                          "previous_tracking: its tracker folder}")
     ap.add_argument("--runtime-json", default=None,
-                    help="JSON object run_id -> that run's runtime settings (embtune.run_identity.runtime)")
+                    help="JSON object run_id -> that run's runtime settings (embtune.core.run_identity.runtime)")
     ap.add_argument("--code-version", required=True, help="the train stage's code version (reuse needs the same)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--log-with", default=None, help="tracker, as `embtune train --log-with`")
@@ -69,7 +69,7 @@ def done_dir(checkpoint: str | Path) -> Path:
 def up_to_date(run_dir: Path, identity: dict[str, Any], code_version: str) -> bool:
     """Whether ``run_dir`` holds a finished run (ok or a failure record) of this identity, made by
     this code version. Runs made by ``embtune train`` record no code version: never reused."""
-    from embtune.run_identity import identity as identity_of
+    from embtune.core.run_identity import identity as identity_of
 
     return batch_members.up_to_date(run_dir, code_version, lambda manifest: identity_of(manifest["run"]) == identity)
 
@@ -92,8 +92,8 @@ def _member_args(args: argparse.Namespace, member: dict[str, Any], runtime: dict
 
 def _train_member(args: argparse.Namespace, member: dict[str, Any], runtime: dict[str, Any] | None) -> int:
     """``embtune train`` on one member, writing into its ``.done`` folder; its exit code."""
-    from embtune.model_files import check_model_folder
-    from embtune.stage_paths import exclusive_lock
+    from embtune.core.model_files import check_model_folder
+    from embtune.core.stage_paths import exclusive_lock
     from embtune.stages import train
 
     run, one = _member_args(args, member, runtime)

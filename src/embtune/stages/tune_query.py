@@ -31,11 +31,11 @@ from typing import Any
 
 import torch
 
-from embtune import progress
-from embtune.errors import DataError, one_line
+from embtune.core.errors import DataError, one_line
+from embtune.core.io import atomic_dir, check_replaceable, provenance, write_json, write_text
+from embtune.core.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
 from embtune.evaluate.layer_changes import layer_changes, top_layers
-from embtune.io import atomic_dir, check_replaceable, provenance, write_json, write_text
-from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.jobs import progress
 from embtune.models.embed_cache import EmbedCache, model_fingerprint
 from embtune.models.encoders import PRECISIONS, LengthCounter, SentenceTransformerEncoder
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
@@ -57,7 +57,7 @@ def curve_csv(curve: list[dict[str, Any]]) -> str:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
-    ap.add_argument("--run-config-json", required=True, help="one config from embtune.sweep.query_runs")
+    ap.add_argument("--run-config-json", required=True, help="one config from embtune.plan.sweep.query_runs")
     ap.add_argument("--data-dir", required=True, help="{processed}: msmarco/ and arxiv/ live here")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--cache-dir", help="document-embedding cache ({results}/embed_cache/<model>); "

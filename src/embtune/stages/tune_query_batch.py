@@ -3,7 +3,7 @@
 Why: a demo query run tunes in ~5 s while its process spends ~10 s importing
 sentence-transformers, transformers and torch; at paper scale a query run is hours and
 ``query_tuning.runs_per_job`` stays 1 (rule ``tune_query``, one job per run). Above 1, the rule
-``tune_query_batch`` runs this stage for a batch (:func:`embtune.sweep.query_run_batches`) and
+``tune_query_batch`` runs this stage for a batch (:func:`embtune.plan.sweep.query_run_batches`) and
 ``tune_query`` hard-links each member's outputs out of the batch's transient folder
 (``embtune link-outputs``), where every reader expects them: the same layout as training batches
 (:mod:`embtune.stages.train_batch`).
@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune import batch_members, progress
-from embtune.errors import DataError, one_line
-from embtune.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.core.errors import DataError, one_line
+from embtune.core.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.jobs import batch_members, progress
 
 STAGE = "tune-query-batch"
 MEMBER_KEYS = ("run", "stage", "previous", "previous_tracking")

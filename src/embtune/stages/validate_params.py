@@ -1,6 +1,6 @@
 """``embtune validate-params``: validate and print the resolved parameters.
 
-Why a driver apart from :mod:`embtune.config` (which loads, layers and validates): the
+Why a driver apart from :mod:`embtune.plan.config` (which loads, layers and validates): the
 arguments, the printed JSON and the exit status live here. A params error is printed on stderr
 and exits 1.
 """
@@ -12,8 +12,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from embtune.config import ParamsError, load_params
-from embtune.errors import EXIT_DATA_ERROR
+from embtune.core.errors import EXIT_DATA_ERROR
+from embtune.plan.config import ParamsError, load_params
 
 STAGE = "validate-params"
 

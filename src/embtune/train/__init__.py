@@ -1,2 +1,2 @@
 """Contrastive fine-tuning: losses, GradCache, the training loops and the FLOP-budgeted ``train`` stage
-(their LR schedules are :mod:`embtune.optim`)."""
+(their LR schedules are :mod:`embtune.core.optim`)."""

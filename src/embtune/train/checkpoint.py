@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.run_identity import RUNTIME_KEYS
+from embtune.core.run_identity import RUNTIME_KEYS
 
 STATE_FILE = "state.json"
 LEGACY_FILES = ("state.pt",)          # pickle checkpoints of embtune < this format: never loaded
@@ -43,7 +43,7 @@ TENSORS_GLOB = "tensors-*.safetensors"
 
 # Run-config keys that change how a run is logged or checkpointed, not what it computes; a
 # changed value does not make a checkpoint stale (e.g. checkpointing more often after a requeue).
-# The run's runtime keys (embtune.run_identity: intervals, GradCache chunk, paths) are the same set.
+# The run's runtime keys (embtune.core.run_identity: intervals, GradCache chunk, paths) are the same set.
 RESUME_NEUTRAL_KEYS = RUNTIME_KEYS
 
 
@@ -70,7 +70,7 @@ def resume_config(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def config_fingerprint(run: Mapping[str, Any]) -> str:
-    from embtune.io import json_sha256
+    from embtune.core.io import json_sha256
 
     return json_sha256(resume_config(run))
 
@@ -78,8 +78,8 @@ def config_fingerprint(run: Mapping[str, Any]) -> str:
 def run_fingerprints(run: Mapping[str, Any]) -> dict[str, str]:
     """sha256 of the run config (canonical JSON), of its training data directory and of its base
     model directory. Directories are fingerprinted from their manifests and file sizes
-    (:func:`embtune.io.dir_fingerprint`), so a resume does not re-read gigabytes."""
-    from embtune.io import dir_fingerprint
+    (:func:`embtune.core.io.dir_fingerprint`), so a resume does not re-read gigabytes."""
+    from embtune.core.io import dir_fingerprint
 
     return {"config": config_fingerprint(run),
             "train_data": dir_fingerprint(run["data"]["train_dir"]),
@@ -178,7 +178,7 @@ def save_checkpoint(ckpt_dir: Path, run: Mapping[str, Any], fingerprints: Mappin
     """Write a tensors file, then commit it with ``state.json``, then drop older tensors files."""
     from safetensors.torch import save_file
 
-    from embtune.io import atomic_path, sha256_file, write_json
+    from embtune.core.io import atomic_path, sha256_file, write_json
 
     ckpt_dir = Path(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
@@ -257,7 +257,7 @@ def read_tensors(ckpt_dir: Path, state: Mapping[str, Any]) -> dict[str, torch.Te
     """The tensors file ``state.json`` commits to, checked against its recorded size and nonce."""
     from safetensors import SafetensorError, safe_open
 
-    from embtune.io import sha256_file
+    from embtune.core.io import sha256_file
 
     info = state["tensors"]
     path = Path(ckpt_dir) / str(info.get("file", ""))

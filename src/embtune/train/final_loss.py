@@ -11,7 +11,7 @@ optimum. The window is therefore
     n = max(1, min(final_loss_window, ceil(final_loss_fraction · T), T − W))
 
 steps, the last n of the T steps run, where W = round(warmup_fraction · T) is the number of warm-up
-updates (:func:`embtune.optim.warmup_steps`: update k runs at the warm-up rate while k < W). With
+updates (:func:`embtune.core.optim.warmup_steps`: update k runs at the warm-up rate while k < W). With
 the defaults (20, 5 %, 10 %): a 12-step run averages its last step only, a 400-step run its last
 20. ``final_loss_fraction: 1.0`` gives the plain last-``final_loss_window`` mean (still clipped
 out of warm-up).
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from embtune.optim import warmup_steps
+from embtune.core.optim import warmup_steps
 
 
 def final_window(steps: int, max_window: int, fraction: float, warmup_fraction: float) -> int:

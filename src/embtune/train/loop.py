@@ -161,7 +161,7 @@ def global_gather(rank: int, world: int) -> Callable[[torch.Tensor], torch.Tenso
 def build_optimizer(model: torch.nn.Module, run: RunConfig, total_steps: int) -> tuple[torch.optim.Optimizer, Any]:
     """AdamW (fused: ``train.kernels``) on the trainable parameters + warm-up/cosine schedule over
     the ``total_steps`` the plan holds (docs/fidelity.md#P1-LR-SCHEDULE)."""
-    from embtune.optim import lr_multiplier
+    from embtune.core.optim import lr_multiplier
     from embtune.train.kernels import adamw
 
     t = run.train
@@ -257,7 +257,7 @@ def enable_checkpointing(model: torch.nn.Module) -> None:
     transformers also hooks the token embeddings so their output requires grad (needed only by
     reentrant checkpointing); the hook is removed again, else the backward runs through the frozen
     blocks of ``freeze`` and re-runs them (measured with torch's FLOP counter, one active block
-    of three: +38 % executed FLOPs with GradCache's two passes, +59 % in one; ``embtune.cost``).
+    of three: +38 % executed FLOPs with GradCache's two passes, +59 % in one; ``embtune.plan.cost``).
     Gradients are unchanged (tests/unit/core/test_cost.py)."""
     if hasattr(model, "activation_checkpointing_enable"):
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})

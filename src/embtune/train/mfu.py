@@ -5,7 +5,7 @@
   overhead, not model FLOPs, so GradCache's second forward and checkpointing lower it.
 - **Hardware-FLOP MFU**: the FLOPs the device actually executes per real token, GradCache's second
   forward (2·N_F, when the step runs two passes) and the checkpointing recompute included
-  (``embtune.cost.hardware_per_token``), over the same peak: how busy the device was.
+  (``embtune.plan.cost.hardware_per_token``), over the same peak: how busy the device was.
 
 Padding tokens count in neither: they are compute the run wastes, which is why chunks are
 length-sorted. The peak is the dense bf16 figure of NVIDIA's data sheet for the device
@@ -24,9 +24,9 @@ from embtune.models.flops import ParamCounts, peak_bf16_flops
 def hardware_per_token(counts: ParamCounts, method: str, *, gradcache_two_pass: bool,
                        checkpointing: bool) -> float:
     """Executed FLOPs per real token: 2·(N_F+N_B+N_U) + 2·N_F [two-pass] + ρ·2·N_B [checkpointing]
-    (why each term, and ρ: ``embtune.cost``, which plans GPU-hours with the same count).
+    (why each term, and ρ: ``embtune.plan.cost``, which plans GPU-hours with the same count).
 
-    ``embtune.cost.hardware_per_token`` is the planning layer's copy (tests/unit/train/
+    ``embtune.plan.cost.hardware_per_token`` is the planning layer's copy (tests/unit/train/
     test_buckets_mfu.py holds the two equal): the training loop cannot import the planning layer,
     and the planning stages should not re-run when this module changes."""
     extra = 2.0 * counts.n_forward if gradcache_two_pass else 0.0

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune.errors import DataError, one_line
+from embtune.core.errors import DataError, one_line
 
 PACK_FORMAT = "embtune-pairs-v1"
 SIDES = ("query", "pos")
@@ -212,7 +212,7 @@ def pack_pairs(bge_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
 
     Shard by shard, so memory is bounded by one shard: a first pass sums the lengths from the
     ``*_tokens`` columns, a second writes each shard's tokens into preallocated ``.npy`` files."""
-    from embtune.io import atomic_path, provenance, sha256_file, write_json
+    from embtune.core.io import atomic_path, provenance, sha256_file, write_json
 
     bge_dir = Path(bge_dir)
     splits = {"train": train_shards(bge_dir), "val": [val_shard(bge_dir)]}

@@ -13,9 +13,9 @@ the query tower — is trained, with paper 2's regime (App. E):
   untuned model, so "best" can be the original encoder); stop after ``patience`` consecutive
   non-improving epochs or ``max_epochs``; the best checkpoint is what is saved, or with
   ``saved_epoch: last`` the last epoch's (the paper says neither; docs/fidelity.md#P2-STOPPING);
-* LR schedule of Table 19 set before every optimizer step (:mod:`embtune.optim`;
+* LR schedule of Table 19 set before every optimizer step (:mod:`embtune.core.optim`;
   ``scheduler_unit`` picks the step or the epoch clock), a0 = ``lr_effective`` (batch-size
-  scaling already applied by :func:`embtune.sweep.query_runs`);
+  scaling already applied by :func:`embtune.plan.sweep.query_runs`);
 * optimizers of App. E(5) and Table 20 (:func:`make_optimizer`);
 * freeze specs of Table 1 (:mod:`embtune.train.freeze_specs`).
 
@@ -46,11 +46,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from embtune import pnd_sets
-from embtune.layout import Processed
+from embtune.core import pnd_sets
+from embtune.core.layout import Processed
+from embtune.core.optim import epoch_lrs
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision, without_normalize
-from embtune.optim import epoch_lrs
 from embtune.runconfig import QueryRunConfig
 from embtune.train.failures import Diverged
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
@@ -64,7 +64,7 @@ _COLUMNS = {"msmarco": ("query", "pos", "neg"), "arxiv": ("anchor", "positive", 
 # ---------------------------------------------------------------- data
 def triplet_files(data_dir: str | os.PathLike[str], train_data: str) -> tuple[Path, Path, tuple[str, str, str]]:
     """(train file, val file, (query, positive, negative) column names) for ``train_data``
-    (the files' paths: :meth:`embtune.layout.Processed.query_train_files`)."""
+    (the files' paths: :meth:`embtune.core.layout.Processed.query_train_files`)."""
     train, val = Processed(Path(data_dir)).query_train_files(train_data)
     return train, val, _COLUMNS["arxiv" if pnd_sets.arxiv_domain(train_data) else "msmarco"]
 
@@ -73,9 +73,9 @@ def read_triplets(path: Path, columns: tuple[str, str, str]) -> list[Triplet]:
     """(query, positive, negative) rows of a parquet file; a clear error names missing columns."""
     import polars as pl
 
+    from embtune.core.errors import DataError
+    from embtune.core.io import read_parquet
     from embtune.data.meaning import check_triplets
-    from embtune.errors import DataError
-    from embtune.io import read_parquet
 
     if not path.exists():
         raise FileNotFoundError(f"{path}: triplet file not found")

@@ -5,7 +5,7 @@ tracker classes (DVCLive, TensorBoard, MLflow, W&B, ...) log on the main process
 each tool's own format, so ``dvc plots show`` / ``dvc exp show`` / DVC Studio / TensorBoard read a
 run with no glue code. ``params.yaml``'s ``tracking.log_with`` picks one (``none`` turns it off).
 
-Where the files go (``embtune.layout.Results.tracking``): while a run trains, into
+Where the files go (``embtune.core.layout.Results.tracking``): while a run trains, into
 ``<checkpoint>/tracking`` (resumed with the checkpoint after a pre-emption; DVCLive's own
 ``dvc.yaml`` there lets ``dvc plots show`` follow the run live); when it finishes the stage copies
 them into ``results/tracking/<run>``, a declared output of the rule. Not inside ``runs/<run>``:
@@ -151,7 +151,7 @@ class TrainTracker(Tracker):
     tokens, FLOPs spent against the budget, step time, throughput, model-FLOP MFU (where the
     device's peak is known), GPU memory (on a GPU); at the end the held-out loss and the run's
     model- and hardware-FLOP MFU (``embtune.train.mfu``). Also the run's progress bar / lines
-    (:mod:`embtune.progress`), every step.
+    (:mod:`embtune.jobs.progress`), every step.
 
     Why not every step: DVCLive rewrites its dvc.yaml, metrics.json and one TSV per metric at each
     logged step, measured 27 ms per logged step outside a repository and 48 ms inside this one
@@ -162,7 +162,7 @@ class TrainTracker(Tracker):
                  total: int | None = None, initial: int = 0, every: int | None = None) -> None:
         import torch
 
-        from embtune.progress import Progress
+        from embtune.jobs.progress import Progress
         from embtune.train.mfu import device_peak
 
         self.bar = Progress(total, f"train {metrics.get('run_id')}", unit="step", initial=initial,
@@ -205,7 +205,7 @@ def publish(live_dir: Path, out: Path) -> None:
     replacing it as a whole; an empty folder where nothing was tracked (skipped run, ``none``)."""
     import shutil
 
-    from embtune.io import atomic_dir
+    from embtune.core.io import atomic_dir
 
     with atomic_dir(out) as tmp:
         if Path(live_dir).is_dir():
@@ -219,7 +219,7 @@ class QueryTracker:
     epoch)`` by :func:`embtune.train.query_tower.tune`."""
 
     def __init__(self, directory: Path | None, run: Mapping[str, Any], name: str | None = None) -> None:
-        from embtune.progress import Progress
+        from embtune.jobs.progress import Progress
 
         self.bar = Progress(int(run["max_epochs"]), f"tune {run.get('qrun_id')}", unit="epoch")
         self.tracker = Tracker(None, "", Path(), {})

@@ -25,7 +25,7 @@ import pytest
 from helpers_train import make_base_model, make_shards, one_thread, run_config, with_train
 
 from embtune.cli import main as cli_main
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 LONG = "and the answer is in this part of the text " * 35  # long lines: a text wrapper's 8 KiB decode buffer spans several of them
@@ -412,7 +412,7 @@ def test_nan_loss_lists_the_causes_with_this_runs_values(tmp_path):
 
     base = make_base_model(tmp_path)
     data = make_shards(tmp_path / "bge", 64, 10, 190, 12)
-    # temperature 0 is refused where a run config is read (embtune.ranges); set past that check,
+    # temperature 0 is refused where a run config is read (embtune.core.ranges); set past that check,
     # it still shows how the loop names the causes of a NaN loss
     run = with_train(run_config(base, data, "full", budget=1.5e9), temperature=0.0)
     with pytest.raises(FloatingPointError) as info:

@@ -27,7 +27,7 @@ import pytest
 from helpers_cli import one_error  # noqa: E402
 
 from embtune.cli import main as cli_main
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 
 def snapshot(*roots: Path) -> dict[str, str]:
@@ -431,7 +431,7 @@ def test_pickle_weights_are_refused_and_never_unpickled(tmp_path, capsys, model_
 def test_torch_zip_pickle_is_refused(tmp_path):
     import torch
 
-    from embtune.model_files import refuse_pickle_weights
+    from embtune.core.model_files import refuse_pickle_weights
 
     torch.save({"w": torch.zeros(2)}, tmp_path / "pytorch_model.bin")
     with pytest.raises(DataError, match="pytorch_model.bin: a pickle weights file"):

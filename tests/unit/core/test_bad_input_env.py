@@ -16,7 +16,7 @@ import pytest
 from helpers_cli import one_error  # noqa: E402
 
 from embtune.cli import main as cli_main
-from embtune.outputs import MARKER_SUFFIX, mark
+from embtune.core.outputs import MARKER_SUFFIX, mark
 
 
 def sha(p: Path) -> str:
@@ -81,7 +81,7 @@ def test_full_disk_when_creating_the_temporary(tmp_path, capsys, monkeypatch, an
 
 
 def test_other_os_errors_are_not_disguised(tmp_path):
-    from embtune.io import atomic_path
+    from embtune.core.io import atomic_path
 
     with pytest.raises(PermissionError), atomic_path(tmp_path / "x"):
         raise PermissionError(errno.EACCES, "denied")
@@ -105,7 +105,7 @@ def test_train_notices_an_unwritable_location_before_training(tmp_path, capsys, 
     """Root may write anywhere, so "not writable" is simulated where the check asks."""
     from helpers_train import run_json
 
-    from embtune import stage_paths
+    from embtune.core import stage_paths
     from embtune.train import loop
 
     locked = tmp_path / ("outs" if which == "out-dir" else "cks")
@@ -122,7 +122,7 @@ def test_train_notices_an_unwritable_location_before_training(tmp_path, capsys, 
 def test_train_notices_too_little_free_space_before_training(tmp_path, capsys, monkeypatch, train_inputs):
     from helpers_train import run_json
 
-    from embtune import stage_paths
+    from embtune.core import stage_paths
     from embtune.train import loop
 
     base_bytes = sum(p.stat().st_size for p in train_inputs[0].rglob("*") if p.is_file())
@@ -135,7 +135,7 @@ def test_train_notices_too_little_free_space_before_training(tmp_path, capsys, m
 
 
 def test_unwritable_output_of_a_quick_stage(tmp_path, capsys, monkeypatch, analysis):
-    from embtune import stage_paths
+    from embtune.core import stage_paths
 
     real = os.access
     monkeypatch.setattr(stage_paths.os, "access", lambda p, mode: False if Path(p) == tmp_path else real(p, mode))
@@ -150,7 +150,7 @@ def test_second_writer_on_a_run_directory_fails_at_once(tmp_path, capsys, monkey
 
     from helpers_train import run_json
 
-    from embtune.stage_paths import exclusive_lock
+    from embtune.core.stage_paths import exclusive_lock
     from embtune.train import loop
 
     monkeypatch.setattr(loop, "train_run", lambda *a, **k: pytest.fail("second writer trained"))
@@ -163,8 +163,8 @@ def test_second_writer_on_a_run_directory_fails_at_once(tmp_path, capsys, monkey
 
 
 def test_lock_is_released_and_taken_again(tmp_path):
-    from embtune.errors import DataError
-    from embtune.stage_paths import exclusive_lock
+    from embtune.core.errors import DataError
+    from embtune.core.stage_paths import exclusive_lock
 
     with exclusive_lock(tmp_path / "d"):
         with pytest.raises(DataError, match="is locked by pid"), exclusive_lock(tmp_path / "d"):
@@ -178,10 +178,10 @@ def test_lock_holder_in_another_process(tmp_path):
     import subprocess
     import sys
 
-    from embtune.errors import DataError
-    from embtune.stage_paths import exclusive_lock
+    from embtune.core.errors import DataError
+    from embtune.core.stage_paths import exclusive_lock
 
-    code = ("import sys, time; from embtune.stage_paths import exclusive_lock\n"
+    code = ("import sys, time; from embtune.core.stage_paths import exclusive_lock\n"
             f"with exclusive_lock({str(tmp_path / 'd')!r}):\n    print('held', flush=True); sys.stdin.read()\n")
     child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embtune.config import ParamsError, deep_merge, load_params, read_yaml, validate
+from embtune.plan.config import ParamsError, deep_merge, load_params, read_yaml, validate
 
 REPO = Path(__file__).resolve().parents[3]
 

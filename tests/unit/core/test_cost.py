@@ -1,4 +1,4 @@
-"""The study's cost before it runs (embtune.cost, embtune plan) and after (runs table, report).
+"""The study's cost before it runs (embtune.plan.cost, embtune plan) and after (runs table, report).
 
 References are written here: FLOPs and GPU-hours of a tiny grid counted by hand, the executed
 FLOPs of real training steps counted by PyTorch's own FLOP counter, the cap's order by hand."""
@@ -13,15 +13,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from embtune import plan
-from embtune.config import load_params
-from embtune.cost import CostError, flops_per_second, hardware_per_token, trim_to_cap
 from embtune.models.flops import ParamCounts
+from embtune.plan import tables as plan
+from embtune.plan.config import load_params
+from embtune.plan.cost import CostError, flops_per_second, hardware_per_token, trim_to_cap
+from embtune.plan.sweep import training_runs
 from embtune.plots.report import cost_markdown
 from embtune.runconfig import RunConfig
 from embtune.scaling.runs_table import build_table, collect
 from embtune.stages import plan as plan_stage
-from embtune.sweep import training_runs
 
 REPO = Path(__file__).resolve().parents[3]
 FPS = 1e12                       # hardware FLOP/s per GPU used throughout (hand numbers below)
@@ -187,7 +187,7 @@ def test_slurm_runtime_request_uses_the_plans_gpu_hours(tmp_path: Path, monkeypa
     attempt; the job asks SLURM for SIGUSR1 300 s before its limit (a short request: a quarter)."""
     import math
 
-    from embtune import study_cost
+    from embtune.plan import study_cost
 
     runs, _ = training_runs(tiny_params(tmp_path))
     scope = {"RUNS": {r["run_id"]: r for r in runs}, "config": {}, "WorkflowError": RuntimeError,
@@ -260,7 +260,7 @@ def test_hardware_flops_match_torch_flop_counter(method: str, checkpointing: boo
     loss_matmul = 2 * 8 * 8 * d * 4 / (16 * 12)           # q·pᵀ and its two backward products, per token
     if method == "lora":
         # the paper's N_B includes back-propagation into block 0's input, which autograd skips
-        # (documented bound in embtune.cost: at most 2·(7/12)·N_F/L per token)
+        # (documented bound in embtune.plan.cost: at most 2·(7/12)·N_F/L per token)
         gap = predicted - measured
         assert 0 < gap <= 2 * (7 / 12) * (w + adapters) / layers + loss_matmul
     else:

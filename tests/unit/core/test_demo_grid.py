@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embtune.config import load_params
+from embtune.plan.config import load_params
+from embtune.plan.sweep import training_plan
 from embtune.scaling.fit import fit_law
 from embtune.scaling.laws import LAWS
-from embtune.sweep import training_plan
 
 REPO = Path(__file__).resolve().parents[3]
 PAIRS_PER_EPOCH = 154_610    # prepare-bge's train_rows from the shipped ~160k pairs (English filter, 256 held out)

@@ -1,5 +1,5 @@
 """GPU classes (profiles/default/gpu_classes.yaml) and the class each training run asks for
-(embtune.gpus): smallest class that fits, the GradCache chunk that fits it, and a run
+(embtune.plan.gpus): smallest class that fits, the GradCache chunk that fits it, and a run
 that fits none refused at plan time by `embtune plan` and by the workflow."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from embtune import gpus
 from embtune.models import memory
 from embtune.models.methods import planned_counts
+from embtune.plan import gpus
 
 REPO = Path(__file__).resolve().parents[3]
 GIB = 2**30

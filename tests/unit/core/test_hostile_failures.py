@@ -23,8 +23,8 @@ import pytest
 from helpers_cli import one_error as one_line  # noqa: E402
 
 from embtune.cli import main as cli_main
-from embtune.errors import known_failure
-from embtune.outputs import mark
+from embtune.core.errors import known_failure
+from embtune.core.outputs import mark
 
 
 def tree(root: Path) -> dict[str, str]:

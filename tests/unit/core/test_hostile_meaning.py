@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from embtune.cli import main as cli_main
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """An output replaces only what its stage wrote, side files included; the previous result stays
-until the new one is complete; one writer per output (embtune.outputs, embtune.locks).
+until the new one is complete; one writer per output (embtune.core.outputs, embtune.core.locks).
 
 Every stage is called in-process through ``embtune.cli`` with its output pointed at something it
 did not write: a folder of a user's files, another stage's output, a user's file. Each must exit 2
@@ -20,8 +20,8 @@ import pytest
 from helpers_cli import one_error as one_line  # noqa: E402
 
 from embtune.cli import main as cli_main
-from embtune.locks import hold, lock_path_beside
-from embtune.outputs import mark, owner
+from embtune.core.locks import hold, lock_path_beside
+from embtune.core.outputs import mark, owner
 
 _SPEC = importlib.util.spec_from_file_location(
     "output_cases", Path(__file__).resolve().parents[2] / "contracts" / "test_output_not_input.py")
@@ -232,7 +232,7 @@ def test_train_refuses_a_users_folder_as_its_checkpoint_dir(tmp_path, capsys):
 def test_a_killed_runs_checkpoint_is_still_trains_own(tmp_path):
     """A checkpoint left by a killed run (no marker: written before the end) is recognised by
     what it holds."""
-    from embtune.outputs import RESUMABLE_FILES, why_not_replaceable
+    from embtune.core.outputs import RESUMABLE_FILES, why_not_replaceable
 
     ckpt = tmp_path / "ckpt"
     (ckpt / "tracking").mkdir(parents=True)

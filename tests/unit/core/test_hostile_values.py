@@ -1,4 +1,4 @@
-"""Impossible numbers are refused before any work (embtune.ranges): every command-line number of
+"""Impossible numbers are refused before any work (embtune.core.ranges): every command-line number of
 every stage, and every number of a train or query run config. Each refusal is one line naming
 the flag or key and what it must be (exit 2), with the inputs byte-identical and no output.
 """
@@ -14,7 +14,7 @@ import pytest
 from helpers_train import query_run, run_json
 
 from embtune.cli import main as cli_main
-from embtune.ranges import problem
+from embtune.core.ranges import problem
 from embtune.runconfig import QueryRunConfig, RunConfig
 
 _SPEC = importlib.util.spec_from_file_location(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from embtune.errors import DataError
-from embtune.locks import hold_outputs, lock_path_beside
+from embtune.core.errors import DataError
+from embtune.core.locks import hold_outputs, lock_path_beside
 
 
 def test_a_second_holder_of_an_output_lock_is_refused(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from embtune.config import ParamsError, validate
+from embtune.plan.config import ParamsError, validate
+from embtune.plan.sweep import query_members, query_runs, random_draws
 from embtune.runconfig import RUN_NAME
-from embtune.sweep import query_members, query_runs, random_draws
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -233,7 +233,7 @@ def _pnd(errors: dict[str, tuple[int, int]], total: int = 10000) -> dict:
 def test_query_table_writes_group_tables_with_pivot_and_default_reference(paper: dict, tmp_path: Path) -> None:
     """One model, a 2 x 2 grid (batch x scaling rule) whose batch-14 points are the default run:
     every number checked by hand from the error counts."""
-    from embtune.io import write_json
+    from embtune.core.io import write_json
     from embtune.stages import query_table
 
     params = _bare(paper, [{"name": "t6", "cross": {"batch_size": [14, 28], "lr_scaling": ["none", "linear"]}}])
@@ -293,7 +293,7 @@ def test_every_one_factor_sweep_lists_the_default_run(paper: dict) -> None:
 
 def test_query_table_without_the_plan_reads_the_sweep_from_the_id(paper: dict, tmp_path: Path) -> None:
     """Run configs no longer carry ``sweep``: without --plan-json it comes from the id."""
-    from embtune.io import write_json
+    from embtune.core.io import write_json
     from embtune.stages import query_table
 
     params = _bare(paper, [{"name": "g", "cross": {"batch_size": [28], "lr": [1e-7]}}], {"lr": [1e-7]})
@@ -356,7 +356,7 @@ def test_table18_points_are_compared_with_the_tuned_run_at_their_own_lr(paper: d
     "... 10^-7" (18). A toy grid (batch 28 at both rates, ``reference: [lr]``): its lr 1e-7 point
     is compared with the batch-14 run at lr 1e-7 (planned although no sweep lists it), its 5e-8
     point with the default run; every number below is computed by hand from the error counts."""
-    from embtune.io import write_json, write_parquet
+    from embtune.core.io import write_json, write_parquet
     from embtune.stages import query_table
 
     grid = {"name": "t1718", "reference": ["lr"], "cross": {"lr": [5e-8, 1e-7]}, "points": [{"batch_size": 28}]}

@@ -1,4 +1,4 @@
-"""The whole study's cost (embtune.study_cost): GPU-hours per part at a throughput per
+"""The whole study's cost (embtune.plan.study_cost): GPU-hours per part at a throughput per
 model size, the disk it writes, the DVC-remote warning, the plan-time max_epochs drop, and what
 `embtune plan params.yaml` prints."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from embtune import study_cost
 from embtune.models.methods import planned_counts
+from embtune.plan import study_cost
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -84,7 +84,7 @@ def test_dvc_remote_under_home_warns(tmp_path: Path) -> None:
 
 
 def test_plan_drops_runs_beyond_max_epochs_of_planned_pairs(paper: dict) -> None:
-    from embtune.sweep import training_runs
+    from embtune.plan.sweep import training_runs
 
     runs, skipped = training_runs(paper, apply_cap=False)
     epochs = [s for s in skipped if "train.planned_pairs" in s.reason]

@@ -394,7 +394,7 @@ def test_output_directory_is_replaced_whole_or_not_at_all(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure after negatives.parquet of a new run is written leaves the previous complete
     output (manifest, negatives and triplets of the old seed) and no temporary files."""
-    import embtune.io as eio
+    import embtune.core.io as eio
 
     snap = _snapshot(tmp_path)
     out = tmp_path / "arxiv"

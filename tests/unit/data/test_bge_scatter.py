@@ -249,7 +249,7 @@ def test_errors_and_tiny_inputs_match_the_one_process_stage(tmp_path: Path, toke
     for files, val in (([empty], 5), ([few], 20), ([few], 12)):
         assert cli_main(["prepare-bge", "--files", *map(str, files), "--seed", "3", *output_args(tokenizer_dir, val, 5),
                          "--out", str(tmp_path / "ref")]) == 2
-        # the last line: a progress line (embtune.progress, not a terminal) may come before it
+        # the last line: a progress line (embtune.jobs.progress, not a terminal) may come before it
         ref = capsys.readouterr().err.strip().splitlines()[-1].removeprefix("embtune prepare-bge: error: ")
         with pytest.raises(AssertionError):
             scattered(files, tmp_path / f"work-{val}", tokenizer_dir, 3, val=val, shard=5)

@@ -14,9 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from embtune.core.errors import DataError
+from embtune.core.io import sha256_file
 from embtune.data.pickle_weights import convert_folder, safetensors_name
-from embtune.errors import DataError
-from embtune.io import sha256_file
 
 
 def _state() -> dict[str, torch.Tensor]:

@@ -23,10 +23,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from helpers_hub import LoopbackHub  # noqa: E402
 
+from embtune.core.errors import DataError  # noqa: E402
+from embtune.core.layout import Store  # noqa: E402
+from embtune.core.model_files import PICKLE_SUFFIXES  # noqa: E402
 from embtune.data.store import STAGE_RECORD, pickle_plan, require_staged, verify  # noqa: E402
-from embtune.errors import DataError  # noqa: E402
-from embtune.layout import Store  # noqa: E402
-from embtune.model_files import PICKLE_SUFFIXES  # noqa: E402
 from embtune.models.encoders import resolve_encoder_path  # noqa: E402
 
 MODEL_FILES = {"config.json": b'{"model_type": "gpt_neox"}', "model.safetensors": os.urandom(4096),

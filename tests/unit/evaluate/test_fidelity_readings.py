@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from embtune.config import ParamsError, validate
 from embtune.evaluate.pnd import count_not_closer, grouped_errors, triplet_set_pnd, xnli_pnd
 from embtune.evaluate.pnd_eval import Towers, XnliTable, evaluate_xnli
 from embtune.models.embed_cache import EmbedCache
-from embtune.sweep import peak_lr, training_runs
+from embtune.plan.config import ParamsError, validate
+from embtune.plan.sweep import peak_lr, training_runs
 from embtune.train.losses import logit_scale, symmetric_infonce
 
 REPO = Path(__file__).resolve().parents[3]

@@ -12,9 +12,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from embtune.io import link_tree  # noqa: E402
+from embtune.core.io import link_tree  # noqa: E402
+from embtune.plan.sweep import run_batches  # noqa: E402
 from embtune.stages import evaluate_mteb  # noqa: E402
-from embtune.sweep import run_batches  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "data" / "demo" / "mteb"
@@ -123,7 +123,7 @@ def test_batch_evaluates_once_then_reuses_up_to_date_members(checkpoint: Path, t
 
 
 def test_batch_argument_errors(tmp_path: Path) -> None:
-    from embtune.errors import DataError
+    from embtune.core.errors import DataError
 
     with pytest.raises(DataError, match="--runs-json"):
         evaluate_mteb.main(["--runs-json", "{", "--tasks", "STS15", "--data-dir", str(DEMO)])
@@ -134,7 +134,7 @@ def test_batch_argument_errors(tmp_path: Path) -> None:
 
 
 def test_batch_output_over_an_input_is_refused(checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """The stage path checks (embtune.stage_paths) see every run of --runs-json: an out inside a
+    """The stage path checks (embtune.core.stage_paths) see every run of --runs-json: an out inside a
     run's checkpoint is refused before any work, naming the run's entry."""
     from embtune.cli import main as cli_main
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from scipy.stats import pearsonr
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 from embtune.stages import select_mteb_tasks as stage
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.core.io import read_json, write_json
 from embtune.evaluate import paper2_tables as p2
 from embtune.evaluate import query_table
 from embtune.evaluate.layer_changes import aggregate_top_layers
-from embtune.io import read_json, write_json
 from embtune.stages import query_table as query_table_stage
 
 LANGS = ("en", "de")

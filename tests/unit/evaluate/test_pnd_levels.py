@@ -11,9 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.core.layout import Processed
 from embtune.evaluate import pnd_arxiv, pnd_eval
-from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.stages import evaluate_pnd
 

@@ -1,6 +1,6 @@
 """The PND evaluation-set registry: the schema, the layout and the query
 tables read it; a set evaluated but in no table is an error; the ``arxiv-`` prefix is parsed in
-:mod:`embtune.pnd_sets` only; a toy set registered from this test reaches the query tables."""
+:mod:`embtune.core.pnd_sets` only; a toy set registered from this test reaches the query tables."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from embtune import pnd_sets
-from embtune.config import load_schema
-from embtune.errors import DataError
+from embtune.core import pnd_sets
+from embtune.core.errors import DataError
+from embtune.core.layout import PND_FILES, XNLI_TEST, Processed
+from embtune.core.pnd_sets import PndSet
 from embtune.evaluate import query_table
-from embtune.layout import PND_FILES, XNLI_TEST, Processed
-from embtune.pnd_sets import PndSet
+from embtune.plan.config import load_schema
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "embtune"
 #: Written out by hand: paper 2's sets as Tables 1 and 2 and App. A, C, D, G, H name them.

@@ -14,10 +14,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.core.io import write_json
+from embtune.core.layout import Processed
 from embtune.evaluate import pnd_eval
-from embtune.io import write_json
-from embtune.layout import Processed
 from embtune.models.embed_cache import EmbedCache
 from embtune.stages import query_table
 

@@ -103,7 +103,7 @@ def test_a_hub_model_is_checked_from_its_config_and_linked_not_loaded(tmp_path, 
 
 
 def test_hub_weights_that_do_not_fit_the_config_are_refused_naming_the_tensor(tmp_path) -> None:
-    from embtune.errors import DataError
+    from embtune.core.errors import DataError
 
     _, staged = _staged_pythia(tmp_path)
     _, other = _staged_pythia(tmp_path / "other", hidden=96)

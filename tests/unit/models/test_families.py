@@ -28,7 +28,7 @@ import torch
 from helpers_train import make_shards, one_thread, run_json, write_corpus
 from transformers import AutoModel, AutoTokenizer, GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 from embtune.models import families
 from embtune.models.methods import analytic_counts, apply_method, count_params, model_counts
 from embtune.runconfig import RunConfig
@@ -238,7 +238,7 @@ def test_bias_only_is_refused_for_a_llama_without_biases() -> None:
 
 
 def _params(models: list[dict], methods: list[str]) -> dict:
-    from embtune.config import load_params
+    from embtune.plan.config import load_params
 
     return load_params([REPO / "params.yaml"], overrides={"models": models, "train": {"methods": methods, "studies": [],
                                                                                  "lora": {"ranks": [8]},
@@ -248,7 +248,7 @@ def _params(models: list[dict], methods: list[str]) -> dict:
 
 
 def test_sweep_plans_each_family_and_skips_bias_only_without_biases() -> None:
-    from embtune.sweep import training_runs
+    from embtune.plan.sweep import training_runs
 
     models = [{"name": f"m-{f}", "source": "local", "id": "x", "family": f, "pretrain_peak_lr": 1e-3, **x}
               for f, x in CASES[::2]]
@@ -272,7 +272,7 @@ def test_sweep_plans_each_family_and_skips_bias_only_without_biases() -> None:
     ({"family": "mistral", "hidden_size": 64, "num_layers": 2}, "family"),
 ])
 def test_bad_family_entries_fail_validation_naming_the_key(entry: dict, message: str) -> None:
-    from embtune.config import ParamsError
+    from embtune.plan.config import ParamsError
 
     model = {"name": "bad", "source": "local", "id": "x", "pretrain_peak_lr": 1e-3, **entry}
     with pytest.raises(ParamsError, match=message):
@@ -281,7 +281,7 @@ def test_bad_family_entries_fail_validation_naming_the_key(entry: dict, message:
 
 def test_pythia_entries_plan_as_before() -> None:
     # Pythia-160m: d=768, L=12, MLP 3072: 12·(12·768² + 13·768) + 2·768 = 85,056,000 (paper's N).
-    from embtune.config import load_params
+    from embtune.plan.config import load_params
 
     params = load_params([REPO / "params.yaml"])
     pythia = next(m for m in params["models"] if m["name"] == "pythia-160m")

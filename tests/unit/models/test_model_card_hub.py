@@ -21,7 +21,7 @@ TASKS = ["STS15", "AskUbuntuDupQuestions"]
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory) -> tuple[Path, Any]:
     """A tiny run trained and written by the train stage, then evaluated on two MTEB tasks."""
-    from embtune.layout import METRICS_JSON, MODEL_DIR
+    from embtune.core.layout import METRICS_JSON, MODEL_DIR
     from embtune.stages import evaluate_mteb
     from embtune.stages.train import write_outputs
     from embtune.train.loop import train_run

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from embtune.io import write_json, write_parquet
+from embtune.core.io import write_json, write_parquet
 from embtune.plots.report import paper1_specs
 from embtune.scaling.fit_laws import fit_all
 from embtune.scaling.synthetic import PYTHIA, synthetic_runs

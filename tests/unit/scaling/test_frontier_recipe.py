@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from embtune.io import read_json, write_json, write_parquet
+from embtune.core.io import read_json, write_json, write_parquet
 from embtune.models.methods import analytic_counts
 from embtune.scaling.frontier import best_method, crossover, crossovers, fit_line, predict_interval
 from embtune.scaling.recipe import make_recipe

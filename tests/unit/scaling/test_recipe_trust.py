@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from embtune.io import read_json, write_json, write_parquet
+from embtune.core.io import read_json, write_json, write_parquet
 from embtune.plots.fits_text import fit_trust_lines
 from embtune.scaling.fit import FLOOR_FINDING, fit_law
 from embtune.scaling.fit_laws import fit_all, fit_method_laws, law_rows

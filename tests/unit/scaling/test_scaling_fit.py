@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from scipy.optimize import lsq_linear
 
-from embtune.io import read_json, write_parquet
+from embtune.core.io import read_json, write_parquet
 from embtune.scaling import fit_laws
 from embtune.scaling.fit import Problem, bootstrap_trust, fit_law, fixed_parameters, objective
 from embtune.scaling.fit_laws import fit_all, fit_method_laws

@@ -14,9 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from embtune.config import load_params
-from embtune.io import write_json
-from embtune.layout import Results
+from embtune.core.io import write_json
+from embtune.core.layout import Results
+from embtune.plan.config import load_params
 from embtune.scaling import status as st
 from embtune.scaling.runs_table import build_table, collect
 from embtune.stages import status as status_stage

@@ -11,10 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from embtune.config import ParamsError, load_params, validate
+from embtune.plan.config import ParamsError, load_params, validate
+from embtune.plan.sweep import max_context_length, mteb_run_ids, training_plan, training_runs
 from embtune.scaling.laws import modified_loss
 from embtune.scaling.runs_table import build_table, parse_run_id, run_row, skipped_row
-from embtune.sweep import max_context_length, mteb_run_ids, training_plan, training_runs
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -257,7 +257,7 @@ def test_appendix_stage_writes_tables_and_fig20(demo: dict, tmp_path: Path) -> N
 
 def test_headline_summary_is_the_main_grid() -> None:
     """A study at another temperature reaches other loss values: never the 'best loss' headline."""
-    from embtune.summary import training_summary
+    from embtune.plots.summary import training_summary
 
     rows = [run_row("m__full__c1e11__s0", {"status": "ok", "final_train_loss": 1.0, "flops": 1e11}, {}, None),
             run_row("m__full__c1e11__s0__appD-temperature__inv_temperature-1",

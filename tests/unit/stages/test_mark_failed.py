@@ -1,5 +1,5 @@
 """Jobs killed from outside become failure records: Snakemake's log read for the jobs it gave up
-on (embtune.failed_jobs, on a log a real Snakemake wrote), and `embtune mark-failed` writing
+on (embtune.jobs.failed_jobs, on a log a real Snakemake wrote), and `embtune mark-failed` writing
 records the readers downstream take as failed runs."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from helpers_train import run_json
 
-from embtune.errors import DataError
-from embtune.failed_jobs import final_failures
+from embtune.core.errors import DataError
+from embtune.jobs.failed_jobs import final_failures
 from embtune.stages import mark_failed
 
 # `kill` is killed by SIGKILL on every attempt; `flaky` fails on its first attempt only (a file

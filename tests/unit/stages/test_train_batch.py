@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers_train import make_base_model, make_shards, one_thread, run_json
 
-from embtune import run_identity
-from embtune.io import link_tree
+from embtune.core import run_identity
+from embtune.core.io import link_tree
 from embtune.stages import train as train_stage
 from embtune.stages import train_batch
 
@@ -130,7 +130,7 @@ def test_a_time_limit_on_the_last_attempt_leaves_records_for_the_members_after_i
 
 
 def test_bad_batch_json_names_the_member_and_key(tmp_path) -> None:
-    from embtune.errors import DataError
+    from embtune.core.errors import DataError
 
     with pytest.raises(DataError, match=r"member 0: missing checkpoint, previous"):
         train_batch.read_members(json.dumps([{"run": {}, "stage": "x", "previous_tracking": "t"}]))

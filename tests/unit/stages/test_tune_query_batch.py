@@ -15,8 +15,8 @@ from helpers_train import query_run as _run
 from helpers_train import query_triplets as _triplets
 from helpers_train import write_query_data as _write
 
-from embtune.errors import DataError
-from embtune.io import link_tree
+from embtune.core.errors import DataError
+from embtune.core.io import link_tree
 from embtune.stages import tune_query, tune_query_batch
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)

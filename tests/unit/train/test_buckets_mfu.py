@@ -89,7 +89,7 @@ def test_mfu_by_hand_pythia_410m_on_an_h200() -> None:
     n = 302_311_424
     counts = ParamCounts(n, n, n, n)
     # GradCache's second forward adds 2N; checkpointing re-runs 2/3 of each block's forward (full
-    # fine-tuning, embtune.cost): + (2/3)·2N. Hardware per token: 6N + 2N + 4N/3 = 28N/3.
+    # fine-tuning, embtune.plan.cost): + (2/3)·2N. Hardware per token: 6N + 2N + 4N/3 = 28N/3.
     assert hardware_per_token(counts, "full", gradcache_two_pass=True, checkpointing=True) == pytest.approx(28 * n / 3)
     assert hardware_per_token(counts, "full", gradcache_two_pass=False, checkpointing=False) == 6 * n
     # 80,602 real tokens/s (benchmarks/chunk_sweep_measured.json, chunk 512) on a 989.4 TFLOP/s H200:
@@ -109,7 +109,7 @@ def test_mfu_by_hand_pythia_410m_on_an_h200() -> None:
 
 @pytest.mark.parametrize("method", ["full", "freeze", "bias", "lora"])
 def test_hardware_count_equals_the_planners(method: str) -> None:
-    from embtune import cost
+    from embtune.plan import cost
 
     counts = ParamCounts(1000, 1100, 700, 300)
     for two_pass in (False, True):
@@ -140,7 +140,7 @@ def test_update_throughput_feeds_the_measured_curve_to_the_plan(tmp_path) -> Non
     import json
     from pathlib import Path
 
-    from embtune.study_cost import mfu_curve
+    from embtune.plan.study_cost import mfu_curve
 
     repo = Path(__file__).resolve().parents[3]
     spec = importlib.util.spec_from_file_location("update_throughput", repo / "benchmarks" / "update_throughput.py")

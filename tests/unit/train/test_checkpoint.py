@@ -175,7 +175,7 @@ def test_a_resume_neutral_key_change_resumes(tmp_path, partial) -> None:
 def test_packed_data_fingerprint_follows_the_source_manifest(tmp_path) -> None:
     """pack-pairs records its source's manifest digest, so two packs of equally sized data
     from different prepare-bge runs have different fingerprints without hashing the arrays."""
-    from embtune.io import dir_fingerprint
+    from embtune.core.io import dir_fingerprint
     from embtune.train.pairs import pack_pairs
 
     fps = []
@@ -231,24 +231,24 @@ def test_corrupt_checkpoint_names_the_file_and_what_to_delete(tmp_path, partial,
 def test_resume_after_a_save_killed_before_its_commit_equals_uninterrupted(tmp_path, dirs, monkeypatch) -> None:
     """The tensors file of step 4 is written, then the commit (state.json) fails: the step-2
     checkpoint must still load, and the resumed run must equal one never interrupted."""
-    import embtune.io
+    import embtune.core.io
 
     base, data = dirs
     run = run_config(base, data, "full", budget=1.0e9)
     whole = loop.train_run(run, tmp_path / "a")
     assert loop.train_run(run, tmp_path / "b", stop_after_steps=2).status == "preempted"
 
-    real = embtune.io.write_json
+    real = embtune.core.io.write_json
 
     def dies_on_commit(path, obj):
         if str(path).endswith(ck.STATE_FILE):
             raise KeyboardInterrupt("killed during the commit")
         real(path, obj)
 
-    monkeypatch.setattr(embtune.io, "write_json", dies_on_commit)
+    monkeypatch.setattr(embtune.core.io, "write_json", dies_on_commit)
     with pytest.raises(KeyboardInterrupt):
         loop.train_run(run, tmp_path / "b")                 # periodic save at step 4 dies
-    monkeypatch.setattr(embtune.io, "write_json", real)
+    monkeypatch.setattr(embtune.core.io, "write_json", real)
     assert len(list((tmp_path / "b").glob(ck.TENSORS_GLOB))) == 2     # the orphan and the committed one
     assert ck.read_state(tmp_path / "b")["progress"]["step"] == 2
     rest = loop.train_run(run, tmp_path / "b")

@@ -14,9 +14,9 @@ from helpers_train import query_run as _run
 from helpers_train import query_triplets as _triplets
 from helpers_train import write_query_data as _write
 
+from embtune.core.io import write_json
+from embtune.core.layout import QueryRuns
 from embtune.evaluate.pnd_eval import XNLI_COUNT_SCHEMA
-from embtune.io import write_json
-from embtune.layout import QueryRuns
 from embtune.stages import evaluate_mteb, evaluate_pnd, query_table, tune_query
 from embtune.train.failures import failure_metrics
 

@@ -124,7 +124,7 @@ def test_triplet_margin_loss_matches_torch_triplet_margin_loss(seed: int) -> Non
 
 def test_the_default_triplet_distance_is_euclidean() -> None:
     """Paper 2's "triple margin loss with margin 0.1" read as torch's TripletMarginLoss (Euclidean)."""
-    from embtune.config import load_params
+    from embtune.plan.config import load_params
 
     repo = Path(__file__).resolve().parents[3]
     defaults = load_params([repo / "params.yaml"])["query_tuning"]["defaults"]

@@ -90,7 +90,7 @@ def test_compiled_encoder_matches_the_module_across_bucket_widths() -> None:
 
 
 def test_compile_option_is_in_the_schema_and_params() -> None:
-    from embtune.config import load_schema
+    from embtune.plan.config import load_schema
 
     prop = load_schema()["properties"]["train"]["properties"]["compile"]
     assert tuple(prop["enum"]) == kernels.COMPILE_BACKENDS and prop["default"] == "none"

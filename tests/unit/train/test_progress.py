@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from embtune import progress
+from embtune.jobs import progress
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from embtune.optim import SCHEDULERS, epoch_lrs, lr_factor, scaled_lr, scheduled_lr
+from embtune.core.optim import SCHEDULERS, epoch_lrs, lr_factor, scaled_lr, scheduled_lr
 
 A0 = 5e-8
 B, E = 7, 5            # batches per epoch, max epochs
@@ -94,8 +94,8 @@ def test_lr_scaling_reproduces_tables_6_and_7(batch, linear, sqrt):
 
 
 def test_sweep_lr_effective_uses_the_same_rule():
-    from embtune.config import fill_defaults, load_schema
-    from embtune.sweep import query_runs
+    from embtune.plan.config import fill_defaults, load_schema
+    from embtune.plan.sweep import query_runs
 
     params = {"query_tuning": {
         "models": [{"name": "m", "source": "local", "id": "x"}],

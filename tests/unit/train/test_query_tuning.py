@@ -335,7 +335,7 @@ def _xnli(errs: dict[tuple[str, str], int], total: int = 5000) -> pl.DataFrame:
 
 
 def test_query_table_end_to_end(tmp_path):
-    from embtune.io import write_json
+    from embtune.core.io import write_json
     from embtune.stages import query_table
 
     root = tmp_path / "query_runs" / "m1"
@@ -381,7 +381,7 @@ def test_query_table_end_to_end(tmp_path):
     assert sorted(set(curves["lr"].to_list())) == [5e-8, 1e-7]
     md = (out / "table1.md").read_text()
     assert "## m1" in md and "10.00" in md and "†" in md and "1/1" in md
-    from embtune.io import read_json
+    from embtune.core.io import read_json
     assert read_json(out / "manifest.json")["missing_evaluations"] == ["m1/lr-2e-07"]
 
 

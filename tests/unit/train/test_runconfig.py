@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from embtune import config
-from embtune.config import load_params
-from embtune.errors import DataError
+from embtune.core.errors import DataError
+from embtune.plan import config
+from embtune.plan.config import load_params
+from embtune.plan.sweep import query_plan, training_plan
 from embtune.runconfig import QueryRunConfig, RunConfig, RunId
-from embtune.sweep import query_plan, training_plan
 
 REPO = Path(__file__).resolve().parents[3]
 PRESETS = {"paper": ["params.yaml"], "demo": ["params.yaml", "presets/demo.yaml"],

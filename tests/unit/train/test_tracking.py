@@ -138,8 +138,8 @@ def test_validate_params_cli_refuses_a_missing_tracker(tmp_path) -> None:
 def test_tracker_is_not_part_of_a_runs_identity(monkeypatch) -> None:
     """The workflow passes the tracker through the environment, not the run config or a rule
     param: the run config (checkpoint fingerprints, Snakemake's params trigger) has no tracker."""
-    from embtune.config import load_params
-    from embtune.sweep import training_plan
+    from embtune.plan.config import load_params
+    from embtune.plan.sweep import training_plan
 
     a = load_params(["params.yaml", "presets/demo.yaml"])
     b = load_params(["params.yaml", "presets/demo.yaml"], overrides={"tracking": {"log_with": "none"}})

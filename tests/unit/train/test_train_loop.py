@@ -12,8 +12,8 @@ import pytest
 import torch
 from helpers_train import make_base_model, make_shards, one_thread, run_config, run_json, with_train
 
+from embtune.core.optim import lr_multiplier, warmup_steps
 from embtune.models.flops import ParamCounts
-from embtune.optim import lr_multiplier, warmup_steps
 from embtune.runconfig import RunConfig
 from embtune.stages import train as train_stage
 from embtune.train import loop
@@ -124,7 +124,7 @@ def test_infeasible_run_is_skipped(tmp_path, fixture_dirs, budget, max_epochs, n
 
 def test_non_finite_loss_is_a_clear_error(tmp_path, fixture_dirs) -> None:
     base, data = fixture_dirs
-    # temperature 0 is refused where a run config is read (embtune.ranges); past that check the
+    # temperature 0 is refused where a run config is read (embtune.core.ranges); past that check the
     # loop still stops on the non-finite loss it gives
     run = with_train(run_config(base, data, "full", budget=1.5e9), temperature=0.0)
     with pytest.raises(FloatingPointError, match="loss is"):

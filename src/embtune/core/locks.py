@@ -3,7 +3,7 @@
 Why: two jobs writing one run folder (two batch members with one stage folder, a stage started
 twice by hand) would both finish and one result would silently win. The lock is an ``flock`` on
 a lock file holding ``pid <pid> on <host>``: a second writer fails at once with a
-:class:`~embtune.errors.DataError` naming the holder. ``flock`` ends with its process, so a lock
+:class:`~embtune.core.errors.DataError` naming the holder. ``flock`` ends with its process, so a lock
 file left by a killed process is free to take; when it names a process of this host that is
 gone, the takeover is logged (on stderr) so that a person sees a previous writer died there.
 
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 LOCK_SUFFIX = ".embtune-lock"
 

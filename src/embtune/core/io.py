@@ -43,7 +43,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = tmp / final.name
     try:
         yield target
-        from embtune.outputs import mark_if_claimed
+        from embtune.core.outputs import mark_if_claimed
 
         mark_if_claimed(final)        # before the rename: what appears at ``final`` is marked
         if final.is_dir() and not final.is_symlink():
@@ -53,7 +53,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.replace(final, tmp / ".replaced")
         os.replace(target, final)
     except Exception as err:
-        from embtune.errors import device_errno
+        from embtune.core.errors import device_errno
 
         code = device_errno(err)      # also a library's own error type for a full disk (polars)
         if code is None:
@@ -69,7 +69,7 @@ NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)   # the device, not the data
 def _no_room(final: Path, err: Exception, code: int | None = None) -> Exception:
     """A full (or read-only) device while writing ``final``: one line (``DataError``, exit 2)
     saying that the previous output, if any, is left as it was."""
-    from embtune.errors import DataError
+    from embtune.core.errors import DataError
 
     code = code if code is not None else getattr(err, "errno", None)
     what = getattr(err, "strerror", None) or (os.strerror(code) if isinstance(code, int) else str(err))
@@ -179,7 +179,7 @@ def read_parquet(path: str | os.PathLike[str], expected: str, columns: list[str]
     Why: polars' and pyarrow's messages name neither the file nor what it should have held."""
     import polars as pl
 
-    from embtune.errors import DataError, one_line
+    from embtune.core.errors import DataError, one_line
 
     p = Path(path)
     if not p.is_file():
@@ -197,15 +197,15 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     except FileNotFoundError:
         raise FileNotFoundError(f"{p}: file not found") from None
     except json.JSONDecodeError as err:
-        from embtune.errors import DataError
+        from embtune.core.errors import DataError
 
         raise DataError(f"{p}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from None
     except RecursionError:
-        from embtune.errors import DataError
+        from embtune.core.errors import DataError
 
         raise DataError(f"{p}: JSON nested too deeply to read; expected a well-formed file") from None
     except UnicodeDecodeError as err:
-        from embtune.errors import DataError
+        from embtune.core.errors import DataError
 
         raise DataError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start}); expected a JSON file") from None
 

@@ -5,7 +5,7 @@ destroys that input (``fit-scaling --out`` = ``--runs`` replaced the runs table 
 the same mistake is possible in every stage. :data:`SPECS` says, per stage, which parsed
 arguments are inputs (read), outputs (written) and both (a cache or a checkpoint directory);
 :func:`check_stage_paths` (called by :mod:`embtune.cli` on the stage's own parsed arguments)
-refuses, with a :class:`~embtune.errors.DataError` (exit 2), an output that equals, contains or
+refuses, with a :class:`~embtune.core.errors.DataError` (exit 2), an output that equals, contains or
 lies inside an input (symlinks resolved), and an output whose location is not writable or has
 less free space than the stage declares it needs. Inputs that do not exist are not compared
 (nothing to destroy; the stage names them itself), nor are URIs (``hf://...``).
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 PathsOf = Callable[[Any], Iterable[tuple[str, Any]]]   # namespace -> (argument label, path)
 
@@ -58,7 +58,7 @@ def _json_arg(raw: str | None) -> Any:
 
 
 def _run_json(ns: Any) -> Any:
-    """The run config, with train's ``--runtime-json`` paths (embtune.run_identity) joined in."""
+    """The run config, with train's ``--runtime-json`` paths (embtune.core.run_identity) joined in."""
     run = _json_arg(ns.run_config_json)
     runtime = _json_arg(getattr(ns, "runtime_json", None))
     if isinstance(run, dict) and isinstance(runtime, dict):
@@ -305,7 +305,7 @@ def stage_paths(stage: str, ns: Any) -> tuple[list[tuple[str, str]], list[tuple[
 def claimed_paths(stage: str, ns: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(outputs, resumable folders) of ``stage``: what it replaces as a whole, and the checkpoint
     folders it keeps across kills and deletes at the end (both checked by
-    :func:`embtune.outputs.claim`); caches (other read-write paths) are neither."""
+    :func:`embtune.core.outputs.claim`); caches (other read-write paths) are neither."""
     spec = SPECS.get(stage)
     if spec is None or ns is None:
         return [], []
@@ -365,8 +365,8 @@ LOCK_FILE = ".embtune.lock"
 def exclusive_lock(directory: str | os.PathLike[str], what: str = "run directory") -> Iterator[Path]:
     """Hold an exclusive ``flock`` on ``<directory>/.embtune.lock`` (created with its parents);
     a second holder fails at once with a ``DataError`` naming the first one (pid@host), and a
-    lock left by a dead process is taken over (logged): :func:`embtune.locks.hold`."""
-    from embtune.locks import hold
+    lock left by a dead process is taken over (logged): :func:`embtune.core.locks.hold`."""
+    from embtune.core.locks import hold
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 Why: params.yaml is the single source of experiment truth. Snakemake (``common.smk``) and the
 CLI both go through :func:`validate` so a broken file fails the same way everywhere, before
 any job runs, with a message that names the file, the key and what was expected. The checks
-between keys, which a JSON schema cannot express, are :mod:`embtune.config_checks`.
+between keys, which a JSON schema cannot express, are :mod:`embtune.plan.config_checks`.
 
 Why a strict loader: PyYAML keeps the *last* of two equal keys silently (a second ``train:``
 block drops the first), and Snakemake reads config files through YTE, which evaluates Python
@@ -28,8 +28,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from embtune.config_checks import cross_checks, describe_error, grid_checks, key_path, plan_checks
-from embtune.params_yaml import YTE_KEY, ParamsError, StrictLoader, StrictYAMLError, deep_merge, read_layers, read_yaml  # noqa: F401  (re-exported: their home before the import cycle went)
+from embtune.core.params_yaml import (  # noqa: F401  (re-exported: their home before the import cycle went)
+    YTE_KEY,
+    ParamsError,
+    StrictLoader,
+    StrictYAMLError,
+    deep_merge,
+    read_layers,
+    read_yaml,
+)
+from embtune.plan.config_checks import cross_checks, describe_error, grid_checks, key_path, plan_checks
 
 #: The params schema ships inside the package (package data), so the library never reads the
 #: workflow/ folder and an installed embtune validates without a checkout;
@@ -105,7 +113,7 @@ def validate_plan(params: dict[str, Any], schema: Mapping[str, Any] | None = Non
                   source: str = "params",
                   layers: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> tuple[dict[str, Any], Any]:
     """Validate against the JSON schema, fill defaults, run cross-key checks; return params and
-    their plan (an :class:`embtune.sweep.StudyPlan`: the checks expand it, once, and the workflow
+    their plan (an :class:`embtune.plan.sweep.StudyPlan`: the checks expand it, once, and the workflow
     reads it instead of expanding it again).
 
     Raises :class:`ParamsError` listing every problem as ``<file>: <key>: <what>``, where

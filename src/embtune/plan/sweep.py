@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from embtune.layout import Processed, Results
+from embtune.core.layout import Processed, Results
+from embtune.core.optim import scaled_lr
 from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
-from embtune.optim import scaled_lr
 from embtune.runconfig import SEP, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings
 
 
@@ -91,7 +91,7 @@ def check_variant_budgets(models: list[dict[str, Any]], train: dict[str, Any]) -
 class StudyPlan:
     """Everything a params set plans, expanded once (:func:`expand`): the training runs before
     and after the GPU-hour cap, what is skipped or dropped and why, the studies' memberships, and
-    the query-tuning runs and their sweep/grid memberships. :func:`embtune.config.validate_plan`
+    the query-tuning runs and their sweep/grid memberships. :func:`embtune.plan.config.validate_plan`
     returns it; the workflow (common.smk) and the ``plan`` stage read it."""
 
     candidates: list[RunConfig]         # feasible runs, before train.gpu_hours_cap
@@ -184,7 +184,7 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
     """The training settings of one study point: ``train``, then the study's ``base``, then its
     factor values. ``inv_temperature`` is 1/tau as App. D's Table 1 lists it; ``peak_lr`` is one
     rate for every method of the study (Tables 3-4 search the rate of one method each)."""
-    from embtune.params_yaml import deep_merge
+    from embtune.core.params_yaml import deep_merge
 
     # a study names its own budgets (its base): the main grid's per-variant budgets stay out of it
     out = deep_merge({k: v for k, v in train.items() if k not in ("studies", "variant_budgets")},
@@ -200,9 +200,9 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
 
 
 def _run_identity(run: RunConfig) -> str:
-    """Everything a training run's result depends on (its identity, ``embtune.run_identity``,
+    """Everything a training run's result depends on (its identity, ``embtune.core.run_identity``,
     without the id), as a comparable key."""
-    from embtune.run_identity import identity
+    from embtune.core.run_identity import identity
 
     return json.dumps({k: v for k, v in identity(run.to_dict()).items() if k != "run_id"}, sort_keys=True,
                       default=str)
@@ -226,7 +226,7 @@ def expand_training(params: dict[str, Any], *, flops_per_second: float | None = 
     configs: adding a study never changes (so never re-trains) an existing run.
 
     With ``train.gpu_hours_cap`` set (and ``apply_cap``), runs beyond the cap are dropped in the
-    documented order (``embtune.cost.trim_to_cap``, at ``flops_per_second``, default: the
+    documented order (``embtune.plan.cost.trim_to_cap``, at ``flops_per_second``, default: the
     calibrated throughput) and listed as skipped with status ``dropped``."""
     train = params["train"]
     runs, skipped = _grid_runs(params, params["models"], train)
@@ -252,8 +252,8 @@ def expand_training(params: dict[str, Any], *, flops_per_second: float | None = 
                         for s in s_skipped]
     candidates, cap = runs, train.get("gpu_hours_cap")
     if apply_cap and cap is not None:
-        from embtune.cost import flops_per_second as calibrated
-        from embtune.cost import trim_to_cap
+        from embtune.plan.cost import flops_per_second as calibrated
+        from embtune.plan.cost import trim_to_cap
 
         runs, dropped = trim_to_cap(runs, float(cap), flops_per_second or calibrated())
         skipped = skipped + [Skipped(r.run_id, reason, "dropped") for r, reason in dropped]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 POSITIVE, NONNEG, FRACTION, OPEN_FRACTION, ANY_FINITE = "positive", "nonneg", "fraction", "open_fraction", "finite"
 

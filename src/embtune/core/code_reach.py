@@ -2,7 +2,7 @@
 
 Why: a rerun hash over whole modules (every file a stage imports) re-runs a stage for an edit
 that changes nothing it computes: an unused helper added to io.py, which nearly every stage
-imports, re-planned every training job of a study. The hash (:func:`embtune.codeversion.code_version`)
+imports, re-planned every training job of a study. The hash (:func:`embtune.core.codeversion.code_version`)
 covers instead the module-level statements a stage can execute, found statically:
 
 - a module is split into *units*, one per top-level statement (a function, a class with all

@@ -5,7 +5,7 @@ without ``hidden_size``/``num_hidden_layers`` builds a 6144×44 model, 24 GB of 
 anything fails), reports a truncated ``tokenizer.json`` as a bare JSON error without the file's
 name, and would unpickle a ``pytorch_model.bin`` (running whatever code it holds). Each check
 here reads only small JSON files and a few bytes, and raises
-:class:`~embtune.errors.DataError` naming the file, the field and what was expected.
+:class:`~embtune.core.errors.DataError` naming the file, the field and what was expected.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 #: config keys each model type must set (aliases: GPT-2 names them n_embd, n_layer, n_head)
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {

@@ -1,9 +1,9 @@
 """Cross-key checks of params.yaml: the constraints its JSON schema cannot express.
 
-Why a module apart from :mod:`embtune.config`: loading, layering and schema validation are
+Why a module apart from :mod:`embtune.plan.config`: loading, layering and schema validation are
 there; here are the checks between keys (model and tokenizer ids, data sources, the id forms,
 the training and query grids, studies and their feasibility), each returning
-``(key path, what)`` problems that :func:`embtune.config.validate` reports with the file that
+``(key path, what)`` problems that :func:`embtune.plan.config.validate` reports with the file that
 set the key.
 """
 
@@ -174,9 +174,9 @@ def _id_form(parts: tuple[Any, ...], spec: Mapping[str, Any]) -> list[tuple[tupl
 def grid_checks(params: Mapping[str, Any]) -> tuple[Any, list[tuple[tuple[Any, ...], str]]]:
     """Grid-level checks: each method's own (``Method.check``: explicit freeze fractions must be
     whole blocks), the grid non-empty, the query grids' ids valid, every study with a feasible
-    run. Returns the plan (a :class:`embtune.sweep.StudyPlan`, expanded here once; None if it
+    run. Returns the plan (a :class:`embtune.plan.sweep.StudyPlan`, expanded here once; None if it
     could not be) and the problems."""
-    from embtune.sweep import StudyPlan, expand_query, expand_training
+    from embtune.plan.sweep import StudyPlan, expand_query, expand_training
 
     train = params["train"]
     problems: list[tuple[tuple[Any, ...], str]] = []
@@ -285,7 +285,7 @@ def _one_grid_checks(grid: Mapping[str, Any], parts: tuple[Any, ...], models: se
 
 
 def _study_checks(params: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    from embtune.sweep import STUDY_FACTORS, study_points, study_train
+    from embtune.plan.sweep import STUDY_FACTORS, study_points, study_train
 
     train = params["train"]
     train_schema = schema["properties"]["train"]

@@ -5,7 +5,7 @@ schema's ``evaluate_on`` enum, the two query-table modules and the CI preset); k
 falls behind and the query tables silently drop a set they do not know. Each set here declares
 
 - ``name``: its ``query_tuning.evaluate_on`` id and ``pnd.json`` key;
-- ``file``: its file under ``paths.processed`` (:class:`embtune.layout.Processed` reads it here);
+- ``file``: its file under ``paths.processed`` (:class:`embtune.core.layout.Processed` reads it here);
 - ``kind``: how evaluate-pnd reads and scores it: ``grouped`` (one query per row with candidate
   lists: PND and the ranking metrics MRR, MAP, P@1), ``triplets`` (one anchor/positive/negative
   per row with arxiv categories), ``xnli`` (the multilingual pair table: error counts per

@@ -64,7 +64,7 @@ from embtune.runconfig import RunConfig
 THROUGHPUT_ENV = "EMBTUNE_FLOPS_PER_SECOND"
 THROUGHPUT_KEY = "hardware_flops_per_gpu_second"
 #: profiles/default/ of the checkout (Snakemake's workflow profile, merged into every run).
-THROUGHPUT_FILE = Path(__file__).resolve().parents[2] / "profiles" / "default" / "throughput.yaml"
+THROUGHPUT_FILE = Path(__file__).resolve().parents[3] / "profiles" / "default" / "throughput.yaml"
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -137,7 +137,7 @@ def _positive(value: Any, where: str) -> float:
 def flops_per_second(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> float:
     """The calibrated hardware FLOP/s of one GPU: ``$EMBTUNE_FLOPS_PER_SECOND`` if set, else
     ``hardware_flops_per_gpu_second`` in ``profiles/default/throughput.yaml``."""
-    from embtune.params_yaml import ParamsError, read_yaml
+    from embtune.core.params_yaml import ParamsError, read_yaml
 
     env = os.environ if environ is None else environ
     if env.get(THROUGHPUT_ENV):

@@ -9,7 +9,7 @@ files. Both are derived here, never hand-kept (hand-kept lists drifted from the 
   ``cli.STAGES`` maps the stage name to, read from cli.py's source with ``ast``;
 - **the rerun hash** (:func:`code_version`) covers the functions, classes, constants and
   import-time statements reachable *by name* from ``cli.main`` and the stage module's
-  ``main``/``_parser``/``_parse`` (:mod:`embtune.code_reach` has the rules), each as its AST
+  ``main``/``_parser``/``_parse`` (:mod:`embtune.core.code_reach` has the rules), each as its AST
   without docstrings. So a comment, a docstring, the formatting, or a definition nothing
   reachable names (a new helper in io.py, which nearly every stage imports) re-runs nothing,
   while an edit of code a stage can run re-runs it (tests/contracts/test_rerun_hashes.py,
@@ -43,10 +43,10 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from embtune import code_reach
+from embtune.core import code_reach
 
 PACKAGE = "embtune"
-ROOT = Path(__file__).resolve().parent   # src/embtune
+ROOT = Path(__file__).resolve().parents[1]   # src/embtune
 DIGEST_CHARS = 16
 CACHE_ENV = "EMBTUNE_CACHE_DIR"
 # Bumped whenever what is cached changes meaning (a new normalisation, a new import rule)
@@ -85,8 +85,8 @@ def _cache_read(key: str, valid: re.Pattern[str]) -> list[str] | None:
 
 def _cache_write(key: str, lines: Iterable[str]) -> None:
     """Atomically (temp + rename: concurrent SLURM jobs may write the same entry), or not at all."""
-    from embtune.errors import DataError
-    from embtune.io import write_text
+    from embtune.core.errors import DataError
+    from embtune.core.io import write_text
 
     try:
         write_text(cache_dir() / key, "".join(f"{line}\n" for line in lines))
@@ -257,7 +257,7 @@ STAGE_ENTRIES = ("main", "_parser", "_parse")
 
 
 def stage_units(*stages: str, root: Path = ROOT) -> dict[str, list[code_reach.Unit]]:
-    """File (relative to ``root``) -> the units (embtune.code_reach) ``embtune <stage>`` can run,
+    """File (relative to ``root``) -> the units (embtune.core.code_reach) ``embtune <stage>`` can run,
     from ``cli.main`` and the stage module's entries."""
     root = Path(root)
     modules = stage_modules(root)

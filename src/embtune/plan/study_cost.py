@@ -10,7 +10,7 @@ them and flat outside. The shipped curve is a documented default (small models a
 overhead-bound: 5 % at 1e7 parameters, 15 % at 1e8, 30 % at 1e9, 40 % at 3e9 of an A100's dense
 bf16 peak; 1e9 matches the calibrated 7.8e13 FLOP/s) until ``make gpu-check`` measures one
 (benchmarks/gpu_check.py writes the same keys). Training is priced both ways: at the calibrated
-single throughput (what the SLURM time requests use, ``embtune.cost``) and on the curve.
+single throughput (what the SLURM time requests use, ``embtune.plan.cost``) and on the curve.
 
 **Evaluation and query tuning** are priced as forward (2·N per token) and training (6·N per token)
 FLOPs over planning constants of this module, each an order-of-magnitude reading of the data
@@ -31,10 +31,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from embtune.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, hardware_per_token, two_pass
 from embtune.models import methods
 from embtune.models.flops import ParamCounts
 from embtune.models.memory import DEFAULT_VOCAB, trainable, vocab_size
+from embtune.plan.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, hardware_per_token, two_pass
 
 #: Texts an MTEB task embeds (test splits of the paper's tasks: 1e3-1e5; SciFact's corpus 5e3).
 MTEB_TEXTS_PER_TASK = 20_000
@@ -61,7 +61,7 @@ MTEB_JOB_MIN, MTEB_RUN_MIN = 10.0, 2.0          # a batch job once; each checkpo
 
 def mfu_curve(path: str | Path | None = None) -> tuple[float, tuple[tuple[float, float], ...], str]:
     """(peak FLOP/s per GPU, [(parameters, MFU)] sorted, source) from throughput.yaml."""
-    from embtune.config import read_yaml
+    from embtune.plan.config import read_yaml
 
     file = Path(path) if path is not None else THROUGHPUT_FILE
     data = read_yaml(file) if file.exists() else {}
@@ -76,7 +76,7 @@ def mfu_curve(path: str | Path | None = None) -> tuple[float, tuple[tuple[float,
 
 def step_overhead_seconds(path: str | Path | None = None) -> float:
     """The per-step fixed cost of throughput.yaml (``step_overhead_seconds``), else the default."""
-    from embtune.config import read_yaml
+    from embtune.plan.config import read_yaml
 
     file = Path(path) if path is not None else THROUGHPUT_FILE
     value = (read_yaml(file) if file.exists() else {}).get("step_overhead_seconds", DEFAULT_STEP_OVERHEAD_S)
@@ -143,7 +143,7 @@ def flops_per_second_at(n_params: float, peak: float, curve: Sequence[tuple[floa
 
 
 def _hardware_flops(r: Mapping[str, Any]) -> float:
-    """Hardware FLOPs of one planned run from its JSON form: what :func:`embtune.cost.run_cost`
+    """Hardware FLOPs of one planned run from its JSON form: what :func:`embtune.plan.cost.run_cost`
     computes from the typed config (same counts, GradCache passes and recomputation)."""
     p, t = r["planned"], r["train"]
     counts = ParamCounts(int(p["n_total"]), int(p["n_forward"]), int(p["n_backward"]), int(p["n_update"]))

@@ -4,17 +4,17 @@
 
 Why a stage: a skipped or capped configuration must be visible next to the results (the scaling
 analysis reads ``skipped.csv``), not silently absent from the grid; and a study is planned in
-GPU-hours (``embtune.cost``).
+GPU-hours (``embtune.plan.cost``).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from embtune.cost import flops_per_second, run_cost, trim_to_cap
 from embtune.models import methods as registry
+from embtune.plan.cost import flops_per_second, run_cost, trim_to_cap
+from embtune.plan.sweep import Skipped, StudyPlan, expand
 from embtune.runconfig import RunConfig
-from embtune.sweep import Skipped, StudyPlan, expand
 
 COST_SCHEMA = {"run_id": pl.String, "model": pl.String, "method": pl.String, "budget": pl.Float64,
                "seed": pl.Int64, "status": pl.String, "paper_flops": pl.Float64,

@@ -27,7 +27,7 @@ from embtune.models import memory
 
 CLASSES_ENV = "EMBTUNE_GPU_CLASSES"
 #: profiles/default/ of the checkout, next to throughput.yaml.
-CLASSES_FILE = Path(__file__).resolve().parents[2] / "profiles" / "default" / "gpu_classes.yaml"
+CLASSES_FILE = Path(__file__).resolve().parents[3] / "profiles" / "default" / "gpu_classes.yaml"
 GIB = 2**30
 SELECTORS = ("gpu_model", "constraint")
 
@@ -60,7 +60,7 @@ class Classes:
 
 def read_classes(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Classes:
     """The declared classes, smallest first (``$EMBTUNE_GPU_CLASSES`` or the profile's file)."""
-    from embtune.config import ParamsError, read_yaml
+    from embtune.plan.config import ParamsError, read_yaml
 
     env = os.environ if environ is None else environ
     file = Path(path) if path is not None else Path(env.get(CLASSES_ENV) or CLASSES_FILE)

@@ -1,9 +1,9 @@
 """Which stage wrote an output, and the rule that a stage replaces only what it wrote.
 
-Why: every stage replaces its output as a whole (temp + rename, :mod:`embtune.io`), so an
+Why: every stage replaces its output as a whole (temp + rename, :mod:`embtune.core.io`), so an
 ``--out`` that names an existing folder of other things (``results/demo/runs``,
 ``data/processed/demo``, a run's ``model/``, a user's notes) would delete it all. Comparing
-outputs with inputs (:mod:`embtune.stage_paths`) does not catch that: those folders are no input.
+outputs with inputs (:mod:`embtune.core.stage_paths`) does not catch that: those folders are no input.
 
 So each output carries a *stage marker*: a hidden file beside it, ``.<name>.embtune-stage``,
 holding the name of the stage that wrote it (beside, not inside, so that model folders, hashes
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from embtune.errors import DataError
+from embtune.core.errors import DataError
 
 MARKER_SUFFIX = ".embtune-stage"
 

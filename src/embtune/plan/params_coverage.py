@@ -23,7 +23,7 @@ Definitions (pure functions on already-loaded, validated, default-filled params)
 A query run's setting counts by the run config it makes, wherever it is written (a sweep, a grid,
 the defaults; :func:`run_pairs`), so CI can pack params.yaml's one-factor values into a few grid
 points. A params file *uses* a pair when some leaf of it has that kind; a preset *exercises* it when its
-effective params (params.yaml layered with the preset exactly as :func:`embtune.config.load_params`
+effective params (params.yaml layered with the preset exactly as :func:`embtune.plan.config.load_params`
 and the workflow do, defaults filled) use it. :func:`missing` is what params.yaml uses and no
 preset exercises.
 """
@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from embtune.config import _resolve, load_schema
+from embtune.plan.config import _resolve, load_schema
 from embtune.train.freeze_specs import FREEZE_SPECS
 
 Pair = tuple[str, str]
@@ -169,7 +169,7 @@ def run_pairs(params: Mapping[str, Any], schema: Mapping[str, Any] | None = None
     """:func:`pairs` with each query-run setting's value judged by the run config it makes.
 
     A value in a sweep, a grid's ``cross``/``random``/``points``/``base`` and ``defaults`` reaches
-    tune-query as the same key of one run config (embtune.sweep.query_plan), so its kind counts
+    tune-query as the same key of one run config (embtune.plan.sweep.query_plan), so its kind counts
     under ``query_tuning.defaults.<key>`` wherever it was written; the place keeps a ``set``
     kind (the key is used there) and lists keep ``[..]`` / ``[]``. So CI may pack several of
     params.yaml's one-factor values into one grid point, but must still sweep every key params.yaml
