@@ -46,6 +46,7 @@ MODEL_DIR = "model"               # train / tune-query: the exported checkpoint
 MTEB_JSON = "mteb.json"           # evaluate-mteb: main scores (its commit marker)
 MTEB_PARQUET = "mteb.parquet"     # evaluate-mteb: tidy per-task table
 MTEB_RESULTS = "mteb_results"     # evaluate-mteb: mteb's own TaskResult folders
+HUB_DIR = "hub"                   # evaluate-mteb: the folder to upload (model files + card with model-index)
 PND_JSON = "pnd.json"             # evaluate-pnd: PND and ranking scores (its commit marker)
 XNLI_COUNTS = "xnli_counts.parquet"  # evaluate-pnd: XNLI error counts per language pair
 LAYER_CHANGES = "layer_changes.csv"  # tune-query: per-layer weight change of the query tower

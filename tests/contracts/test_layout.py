@@ -94,7 +94,7 @@ def test_every_path_matches_the_hand_written_one(expr: str) -> None:
 def test_file_names_match_the_hand_written_ones() -> None:
     names = {"METRICS_JSON": "metrics.json", "MANIFEST_JSON": "manifest.json", "CURVE_CSV": "curve.csv",
              "MODEL_DIR": "model", "MTEB_JSON": "mteb.json", "MTEB_PARQUET": "mteb.parquet",
-             "MTEB_RESULTS": "mteb_results", "PND_JSON": "pnd.json", "XNLI_COUNTS": "xnli_counts.parquet",
+             "MTEB_RESULTS": "mteb_results", "HUB_DIR": "hub", "PND_JSON": "pnd.json", "XNLI_COUNTS": "xnli_counts.parquet",
              "LAYER_CHANGES": "layer_changes.csv", "BASE_RUN": "base", "ENCODER_DIR": "encoder",
              "ARXIV_NEGATIVES": "negatives.parquet", "XNLI_TEST": "xnli/test.parquet"}
     assert {k: getattr(layout, k) for k in names} == names

@@ -23,6 +23,8 @@ _snakemake = snakemake          # demo_run: the session's finished demo (conftes
 
 
 def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
+    from huggingface_hub import ModelCard
+
     from embtune.config import load_params
     from embtune.sweep import mteb_run_ids, training_plan
 
@@ -45,6 +47,10 @@ def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
             continue
         mteb = json.loads((demo_run / f"results/demo/runs/{run['run_id']}/mteb.json").read_text())
         assert len(mteb["tasks"]) == len(params["evaluate"]["mteb"]["tasks"])
+        # the folder to upload: its card carries the scores as model-index, flagged as a subsample
+        card = ModelCard.load(demo_run / f"results/demo/runs/{run['run_id']}/hub/README.md")
+        assert {r.dataset_name.split(" (")[0] for r in card.data.eval_results} == set(mteb["tasks"])
+        assert all(r.dataset_split.endswith("-subsample") for r in card.data.eval_results)
     assert (table["status"] == "ok").sum() >= len(runs) // 2
 
 

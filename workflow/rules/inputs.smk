@@ -437,6 +437,7 @@ def mteb_batch_json(wildcards):
                 "run_metrics": str(L.results.runs.file(run, METRICS_JSON)),
                 "out": str(staged / run / MTEB_JSON),
                 "previous": str(L.results.runs.file(run, MTEB_JSON)),
+                "hub": str(staged / run / HUB_DIR),
             }
             for run in MTEB_BATCHES[wildcards.batch]
         ]
