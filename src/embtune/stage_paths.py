@@ -197,6 +197,7 @@ def _query_batch_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
 def _collect_manifest(ns: Any) -> Iterator[tuple[str, Any]]:
     yield "--out (manifest)", Path(ns.out).with_name(Path(ns.out).stem + ".manifest.json")
     yield "--out (csv)", Path(ns.out).with_suffix(".csv")
+    yield "--out (run_metrics)", Path(ns.out).parent / "run_metrics"
 
 
 def _pnd_files(ns: Any) -> Iterator[tuple[str, Any]]:
