@@ -261,11 +261,12 @@ SPECS: dict[str, Spec] = {
     "stage-in": Spec(inputs=("snapshots", "records", "extra_files"), outputs=("out",)),
     "link-outputs": Spec(inputs=("src",), outputs=("out", "extra")),
     "status": Spec(inputs=("files", "results")),      # reads only: prints, writes nothing
+    "validate-params": Spec(inputs=("files",), outputs=("out",)),
 }
 
 
 def _flag(dest: str, stage: str = "") -> str:
-    return "params file" if (stage, dest) in (("plan", "files"),) else "--" + dest.replace("_", "-")
+    return "params file" if (stage, dest) in (("plan", "files"), ("validate-params", "files")) else "--" + dest.replace("_", "-")
 
 
 def _values(ns: Any, dest: str, globs: bool, stage: str = "") -> Iterator[tuple[str, str]]:

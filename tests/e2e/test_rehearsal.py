@@ -71,7 +71,7 @@ PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
 # `all`, and the arxiv negatives dvc.yaml's data@rehearsal stage versions (this stack's PND sets skip them)
 TARGETS = ["all", "build_arxiv_negatives"]
 SM = ["snakemake", "--profile", "slurm"]
-DVC_STAGES = ["data@rehearsal", "models@rehearsal", "analyze@rehearsal"]   # dvc.yaml's stage set of this stack
+DVC_STAGES = ["config@rehearsal", "data@rehearsal", "models@rehearsal", "analyze@rehearsal"]   # dvc.yaml's, in order
 RESULTS = "results/rehearsal"
 
 

@@ -87,11 +87,18 @@ def _stage_deps(stage: dict) -> list[str]:
     return list((stage.get("do") or stage).get("deps") or [])
 
 
-def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = None) -> list[str]:
-    """src/embtune/... files a DVC stage with these deps runs (sorted)."""
+def _stage_cmd(stage: dict) -> str:
+    cmd = (stage.get("do") or stage).get("cmd") or ""
+    return "\n".join(cmd) if isinstance(cmd, list) else cmd
+
+
+def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = None, cmd: str = "") -> list[str]:
+    """src/embtune/... files a DVC stage with these deps runs (sorted); ``cmd``: its command,
+    for a stage that runs an ``embtune <stage>`` itself rather than a Snakemake phase."""
     root = Path(root or codeversion.ROOT)
     smks = [repo / d for d in deps if re.fullmatch(r"workflow/rules/\w+\.smk", d)]
     cli_stages = {s for smk in smks for stages in rule_stages(smk).values() for s in stages}
+    cli_stages |= set(re.findall(r"(?m)^\s*embtune ([a-z][a-z0-9-]*)", cmd))
     files = {f for s in cli_stages for f in codeversion.stage_closure(s, root)}
     snakefiles = [repo / "Snakefile", *smks] if "Snakefile" in deps else smks
     files |= set(codeversion.closure(workflow_imports(snakefiles, root), root))
@@ -101,7 +108,8 @@ def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = Non
 def dvc_stage_files(dvc_yaml: Path = REPO / "dvc.yaml") -> dict[str, list[str]]:
     """DVC stage name -> its derived code deps."""
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
-    return {name: stage_code_files(_stage_deps(stage), dvc_yaml.parent) for name, stage in stages.items()}
+    return {name: stage_code_files(_stage_deps(stage), dvc_yaml.parent, cmd=_stage_cmd(stage))
+            for name, stage in stages.items()}
 
 
 def render(text: str, files: dict[str, list[str]]) -> str:
