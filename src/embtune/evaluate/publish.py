@@ -134,18 +134,26 @@ def hub_folder(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[st
     files and the card with ``model-index`` from the scores in ``scores_dir``. A run that did not
     finish gets a folder holding only ``README.txt`` with its status and reason, so the output
     exists for every run; returns what was written."""
-    from embtune.io import atomic_dir, read_json
+    from embtune.io import read_json
 
     metrics = read_json(Path(run_dir) / METRICS_JSON)
     if metrics.get("status", "ok") == "ok":
         item = publishable(run_dir, scores_dir)
         stage_folder(item, out)
         return "card with model-index" if "model-index" in item.card else "card without MTEB scores"
-    with atomic_dir(_own(out)) as tmp:
-        (tmp / "README.txt").write_text(f"{metrics.get('status')}: {metrics.get('skip_reason')}\n"
-                                        "Nothing to publish: the run did not finish.\n", encoding="utf-8")
-        (tmp / MARKER).write_text("\n", encoding="utf-8")
+    nothing_to_publish(out, f"{metrics.get('status')}: {metrics.get('skip_reason')}\n"
+                            "Nothing to publish: the run did not finish.")
     return f"run {metrics.get('status')}, nothing to publish"
+
+
+def nothing_to_publish(out: str | os.PathLike[str], why: str) -> None:
+    """A hub folder holding only ``README.txt`` saying why (a run that did not finish, an
+    evaluation killed from outside): the output exists for every run, so the workflow goes on."""
+    from embtune.io import atomic_dir
+
+    with atomic_dir(_own(out)) as tmp:
+        (tmp / "README.txt").write_text(why.rstrip("\n") + "\n", encoding="utf-8")
+        (tmp / MARKER).write_text("\n", encoding="utf-8")
 
 
 def upload(folder: str | os.PathLike[str], repo_id: str, *, private: bool, token: str | None,
