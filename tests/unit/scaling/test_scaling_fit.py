@@ -316,7 +316,7 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     assert csv["run_id"].to_list() == t["run_id"].to_list() and csv["N"].to_list() == t["N"].to_list()
 
 
-def test_dvc_metrics_show_has_a_row_per_run(tmp_path):
+def test_collected_run_metrics_are_dvc_metrics_rows(tmp_path):
     """run_metrics/<run_id>.json beside the table, declared as one metrics directory (as dvc.yaml
     does): the real `dvc metrics show --json` reads one entry per run with its final values."""
     import subprocess
