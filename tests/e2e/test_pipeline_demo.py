@@ -133,10 +133,7 @@ def test_dvc_plots_render_the_demo_figures(demo_run: Path) -> None:
 def test_dvc_metrics_show_has_a_row_per_run(demo_run: Path) -> None:
     """`dvc metrics show`: the demo's headline metrics.json and one row per run of the runs table
     (dvc.yaml's run_metrics directory), with the run's final values."""
-    (demo_run / ".dvc" / "config.local").write_text("[core]\n    no_scm = true\n")   # the copy has no git
-    proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), "metrics", "show", "--json"], cwd=demo_run,
-                          capture_output=True, text=True, timeout=300)
-    shown = json.loads(proc.stdout[proc.stdout.index("{"):])[""]["data"]
+    shown = {k: v for rev in _dvc_json(demo_run, "metrics", "show").values() for k, v in rev["data"].items()}
     table = pl.read_parquet(demo_run / "results/demo/analysis/runs.parquet")
     rows = {Path(k).stem: v["data"] for k, v in shown.items() if k.startswith("results/demo/analysis/run_metrics/")}
     assert set(rows) == set(table["run_id"]) and "results/demo/metrics.json" in shown
