@@ -258,36 +258,31 @@ rule select_mteb_tasks:
         "embtune select-mteb-tasks --scores {input:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule prepare_squad:
-    """SQuAD v2 train + validation -> questions with answer / other sentences (paper 2, App. C)."""
+# Every PND set with a loader of its own (embtune.pnd_sets: SQuAD, App. C; multi-hop passages,
+# App. D): one job per source folder, its options from data.<source>, its sets written together.
+rule prepare_pnd:
+    """A PND source's raw files -> its evaluation sets (`embtune prepare-pnd <source>`)."""
     input:
-        expand_sources(config["data"]["squad"]["files"]),
+        pnd_source_files,
     output:
-        squad=directory(L.processed.squad()),
+        directory(L.processed.pnd_dir("{source}")),
     log:
-        L.results.log("prepare_squad"),
+        L.results.log("prepare_{source}"),
+    wildcard_constraints:
+        source=_alternation(_pnd_sets.sources()),
     priority: PAPER2_GATE_PRIORITY
     params:
-        code=code_version("prepare-squad"),
-        rule=config["data"]["squad"]["positive_rule"],
+        code=code_version("prepare-pnd"),
+        args=pnd_source_args,
     shell:
-        "embtune prepare-squad --files {input:q} --positive-rule {params.rule:q} " "--out {output:q} > {log:q} 2>&1"
+        "embtune prepare-pnd {wildcards.source:q} --files {input:q} {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule prepare_hotpotqa:
-    """HotpotQA train + distractor dev -> questions with gold / distractor passages by level (App. D)."""
+localrules:
+    prepare_pnd_all,
+
+
+rule prepare_pnd_all:
+    """Every loader's sets (the data phase's target for them: `prepare_pnd` has a wildcard)."""
     input:
-        expand_sources(config["data"]["hotpotqa"]["files"]),
-    output:
-        hotpotqa=directory(L.processed.hotpotqa()),
-    log:
-        L.results.log("prepare_hotpotqa"),
-    priority: PAPER2_GATE_PRIORITY
-    params:
-        code=code_version("prepare-hotpotqa"),
-        cfg=config["data"]["hotpotqa"],
-        levels=config["data"]["hotpotqa"]["levels"],
-        flags=hotpotqa_flags,
-    shell:
-        "embtune prepare-hotpotqa --files {input:q} --min-passages {params.cfg[min_passages]:q} "
-        "--levels {params.levels:q} {params.flags:q} --out {output:q} > {log:q} 2>&1"
+        [L.processed.pnd_dir(source) for source in _pnd_sets.sources()],
