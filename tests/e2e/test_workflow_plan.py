@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from embtune import pnd_sets
 from embtune.config import load_params
 from embtune.sweep import mteb_run_ids, query_runs, training_plan
 
@@ -49,8 +50,9 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     assert counts["tune_query"] == counts["evaluate_pnd_query"] == len(qruns)
     assert counts["evaluate_pnd_base"] == len(params["query_tuning"]["models"])
     assert counts["build_model"] == len(params["models"]) == 8
+    assert counts["prepare_pnd"] == len(pnd_sets.sources())      # one job per loader's source
     for rule in ("prepare_bge", "pack_pairs", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
-                 "prepare_squad", "prepare_hotpotqa", "materialise_mteb", "build_tokenizer",
+                 "materialise_mteb", "build_tokenizer",
                  "collect_runs", "fit_scaling", "recipe", "figures", "query_table", "appendix_tables",
                  "summary"):
         assert counts.get(rule) == 1, rule

@@ -258,8 +258,8 @@ rule select_mteb_tasks:
         "embtune select-mteb-tasks --scores {input:q} --out {output:q} > {log:q} 2>&1"
 
 
-# Every PND set with a loader of its own (embtune.pnd_sets: SQuAD, App. C; multi-hop passages,
-# App. D): one job per source folder, its options from data.<source>, its sets written together.
+# Every PND set with a loader of its own (embtune.pnd_sets.sources; paper 2, App. C, D): one job
+# per source folder, its options from data.<source>, the sets of one source written together.
 rule prepare_pnd:
     """A PND source's raw files -> its evaluation sets (`embtune prepare-pnd <source>`)."""
     input:
