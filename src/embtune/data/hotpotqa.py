@@ -38,8 +38,7 @@ from typing import Any
 import polars as pl
 
 from embtune.data.jsonl import DataError, drop_summary, open_text
-from embtune.data.pnd_loader import Option, Prepared
-from embtune.data.squad import PARQUET_MAGIC, note_example
+from embtune.data.pnd_loader import PARQUET_MAGIC, Option, Prepared, note_example
 from embtune.io import read_parquet, sha256_file
 
 LEVELS = ("easy", "medium", "hard")

@@ -30,6 +30,8 @@ from embtune.errors import DataError
 if TYPE_CHECKING:   # the workflow imports this module to build the DAG: no polars there
     import polars as pl
 
+PARQUET_MAGIC = b"PAR1"     # a loader tells a hub parquet file from the official JSON by it
+
 
 @dataclass(frozen=True, kw_only=True)
 class Option:
@@ -82,3 +84,10 @@ def option_args(section: Mapping[str, Any]) -> list[str]:
         else:
             args += [flag, *(map(str, value) if isinstance(value, list) else [str(value)])]
     return args
+
+
+def note_example(examples: dict[str, list[str]], reason: str, where: str, keep: int = 3) -> None:
+    """Keep the first few places of each drop reason (for the error when nothing is left)."""
+    seen = examples.setdefault(reason, [])
+    if len(seen) < keep:
+        seen.append(where)

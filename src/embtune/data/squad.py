@@ -41,7 +41,7 @@ from typing import Any
 import polars as pl
 
 from embtune.data.jsonl import DataError, drop_summary, open_text
-from embtune.data.pnd_loader import Option, Prepared
+from embtune.data.pnd_loader import PARQUET_MAGIC, Option, Prepared, note_example
 from embtune.data.sentences import sentence_spans
 from embtune.io import read_parquet, sha256_file
 
@@ -53,7 +53,6 @@ OPTIONS = (
            help="a sentence is positive if it contains an answer string (text) or overlaps an "
                 "answer span (span); default text"),
 )
-PARQUET_MAGIC = b"PAR1"
 FRAME_SCHEMA = {"sample_id": pl.String, "source": pl.String, "title": pl.String, "query": pl.String,
                 "positives": pl.List(pl.String), "negatives": pl.List(pl.String)}
 
@@ -176,13 +175,6 @@ class Built:
     drops: Counter[str]
     examples: dict[str, list[str]]
     read: int
-
-
-def note_example(examples: dict[str, list[str]], reason: str, where: str, keep: int = 3) -> None:
-    """Keep the first few places of each drop reason (for the error when nothing is left)."""
-    seen = examples.setdefault(reason, [])
-    if len(seen) < keep:
-        seen.append(where)
 
 
 def build_rows(questions: Iterator[Question], source: str, rule: str) -> Built:

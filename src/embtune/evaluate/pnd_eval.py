@@ -12,7 +12,7 @@ float32 by default, because bf16 rounding flips near-tied PND decisions (see
 :mod:`embtune.models.encoders`).
 
 Datasets (``TRIPLET_FILES``, their files under ``paths.processed``: :mod:`embtune.layout`): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
-arxiv-title (App. B), and paper 2's Table 2 sets, SQuAD v2 sentences (App. C) and multi-hop
+arxiv-title (App. B), and paper 2's Table 2 sets, answer sentences (App. C) and multi-hop
 passages by level (App. D), both written by ``prepare-pnd``; all but arxiv stored one row per
 query with its ``positives`` and ``negatives`` lists (:mod:`embtune.pnd_sets` lists them).
 

@@ -4,7 +4,7 @@ Paper 2, App. C, D and Table 2: the loader is the module the sets name in the re
 (:mod:`embtune.pnd_sets`).
 
 ``embtune prepare-pnd <source> --files F... [the loader's options] --out DIR``: ``<source>`` is a
-folder of loader sets (``squad``: App. C's two sets); the options are the loader's ``OPTIONS``
+folder of loader sets (:func:`embtune.pnd_sets.sources`); the options are the loader's ``OPTIONS``
 (:mod:`embtune.data.pnd_loader`). Why one driver for every loader: the arguments, combining the
 files, the output directory (each set's file and the manifest, renamed into place together) and
 the one-line summary are the same for each; what differs (reading the files, choosing positives

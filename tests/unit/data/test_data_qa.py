@@ -14,10 +14,9 @@ import polars as pl
 import pytest
 
 from embtune.cli import main as cli_main
-from embtune.data import hotpotqa
+from embtune.data import hotpotqa, squad
 from embtune.data.jsonl import DataError
 from embtune.data.sentences import sentence_spans, split_sentences
-from embtune.data import squad
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO_SQUAD = [REPO / "data/demo/squad/train-v2.0.json", REPO / "data/demo/squad/dev-v2.0.json"]
