@@ -117,6 +117,12 @@ def sources() -> dict[str, str]:
     return out
 
 
+def prepare_rule(source: str) -> str:
+    """The Snakemake rule (and log) name of a source's preparation, generated per source in
+    workflow/rules/data.smk and listed in dvc.yaml's data phase."""
+    return f"prepare_{source}"
+
+
 def loader_of(source: str) -> str:
     """The loader module of a source (:func:`sources`)."""
     try:

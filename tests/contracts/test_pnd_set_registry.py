@@ -103,7 +103,8 @@ def test_the_toy_set_reaches_paths_rule_hub_downloads_and_hashes(toy: PndSet) ->
     processed = Processed(Path("p"))
     assert processed.pnd_file("toyqa") == Path("p/toyqa/eval.parquet")
     assert processed.pnd_source("toyqa") == processed.pnd_dir("toyqa") == Path("p/toyqa")
-    # the rule's wildcard values (its constraint) and each source's sets
+    # the generated rules (one per source) and each source's sets
+    assert pnd_sets.prepare_rule("toyqa") == "prepare_toyqa"
     assert pnd_sets.sources() == {"squad": "embtune.data.squad", "hotpotqa": "embtune.data.hotpotqa",
                                   "toyqa": "toy_pnd_loader"}
     assert pnd_sets.source_sets("toyqa") == ("toyqa",) and "toyqa" in pnd_sets.in_table("table2")
@@ -121,17 +122,8 @@ def test_the_toy_set_reaches_dvc_yaml(toy: PndSet) -> None:
     with_toy = script.render_pnd(committed)
     assert "        - ${item.processed}/toyqa:\n            persist: true\n" in with_toy       # data's outs
     assert "        - ${item.processed}/toyqa\n" in with_toy                                # models' deps
+    assert "  - pnd_rules: prepare_squad prepare_hotpotqa prepare_toyqa\n" in with_toy       # the data phase's
     assert script.render_pnd(with_toy, ["squad", "hotpotqa"]) == committed
-
-
-def test_the_rule_files_derive_every_source_from_the_registry() -> None:
-    """The generic rule and the functions it calls name the registry, not a source."""
-    data_smk = (REPO / "workflow/rules/data.smk").read_text()
-    rule = data_smk.split("rule prepare_pnd:", 1)[1].split("\nrule ", 1)[0]
-    assert "source=_alternation(_pnd_sets.sources())" in rule and "pnd_source_args" in rule
-    inputs_smk = (REPO / "workflow/rules/inputs.smk").read_text()
-    assert "_pnd_sets.source_files(data)" in inputs_smk
-    assert "_pnd_loader.option_args(config[\"data\"][wildcards.source])" in inputs_smk
 
 
 @pytest.mark.parametrize("source", ["squad", "hotpotqa"])
@@ -160,21 +152,57 @@ def test_each_loader_option_is_its_params_key(source: str) -> None:
         assert section[opt.key]["default"] == default, opt.key
 
 
-def test_the_data_phase_target_plans_one_job_per_source(tmp_path: Path) -> None:
-    """dvc.yaml's data phase names ``prepare_pnd_all`` (the generic rule has a wildcard): its dry
-    run plans one ``embtune prepare-pnd`` per registered source, with that source's options."""
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "prepare_pnd_all", "--configfile",
-                           "presets/demo.yaml", "--config",
-                           f"paths={{raw: data/raw, processed: {tmp_path}/p, results: {tmp_path}/r}}"],
-                          cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+# The workflow run in-process after the toy's registration, as a user's edit of pnd_sets.py and
+# of the schema (its data.toyqa section) would be read: Snakemake imports the same embtune.
+WORKFLOW_WITH_TOY = """
+import sys
+sys.path.insert(0, {loader_dir!r})
+from embtune import config, pnd_sets
+from embtune.pnd_sets import PndSet
+pnd_sets.register(PndSet(**{toy!r}))
+_schema = config.load_schema
+def load_schema(path=None):
+    schema = _schema(path)
+    schema["properties"]["data"]["properties"]["toyqa"] = {section!r}
+    return schema
+config.load_schema = load_schema
+from snakemake.cli import main
+sys.argv = ["snakemake", *{argv!r}]
+main()
+"""
+TOY_SECTION = {"type": "object", "additionalProperties": False, "properties": {
+    "files": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+    "min_negatives": {"type": "integer", "minimum": 0, "default": 1}, "lowercase": {"type": "boolean", "default": False}}}
+
+
+def test_the_workflow_plans_the_toy_rule_and_its_download(tmp_path: Path) -> None:
+    """A dry run of the real workflow with the toy registered: the generated rule prepare_toyqa
+    (with data.toyqa's options) beside the paper's sources, and its hub file fetched and staged in."""
+    (tmp_path / "toy_pnd_loader.py").write_text(TOY_LOADER)
+    layer = tmp_path / "toy.yaml"
+    layer.write_text(json.dumps({"data": {"toyqa": {"files": ["hf://datasets/me/toy/t.jsonl"],
+                                                    "min_negatives": 2, "lowercase": True}}}))
+    targets = [pnd_sets.prepare_rule(s) for s in [*pnd_sets.sources(), "toyqa"]]
+    argv = ["-n", "-p", *targets, "stage_in", "--configfile", "presets/demo.yaml", str(layer), "--config",
+            f"paths={{raw: data/raw, processed: {tmp_path}/p, results: {tmp_path}/r}}"]
+    toy = {f: getattr(TOY, f) for f in ("name", "file", "kind", "table", "column", "short", "demo", "loader")}
+    script = WORKFLOW_WITH_TOY.format(loader_dir=str(tmp_path), toy=toy, section=TOY_SECTION, argv=argv)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
     argvs = [shlex.split(line.removeprefix("Shell command: ").split(" > ")[0])
-             for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("Shell command: embtune")]
+             for line in out.splitlines() if line.startswith("Shell command: embtune prepare-pnd")]
     commands = {argv[2]: argv for argv in argvs}
-    assert len(argvs) == len(commands) and set(commands) == set(pnd_sets.sources()) == {"squad", "hotpotqa"}
+    assert len(argvs) == 3 and set(commands) == {"squad", "hotpotqa", "toyqa"}
+    assert commands["toyqa"] == ["embtune", "prepare-pnd", "toyqa", "--files", "data/raw/hf/me/toy/t.jsonl",
+                                 "--min-negatives", "2", "--lowercase", "--out", f"{tmp_path}/p/toyqa"]
     assert commands["hotpotqa"] == [
         "embtune", "prepare-pnd", "hotpotqa", "--files", "data/demo/hotpotqa/hotpot_train_v1.1.json",
         "data/demo/hotpotqa/hotpot_dev_distractor_v1.json", "--min-passages", "10", "--levels", "easy", "medium",
         "hard", "--out", f"{tmp_path}/p/hotpotqa"]
     assert commands["squad"][-4:] == ["--positive-rule", "text", "--out", f"{tmp_path}/p/squad"]
+    # the toy's hub file: downloaded by fetch_hf, and its record staged in (hf_sources)
+    assert re.search(r"embtune fetch --uri hf://datasets/me/toy/t\.jsonl ", out), out[-3000:]
+    stage_in = next(line for line in out.splitlines() if line.startswith("Shell command: embtune stage-in manifest"))
+    assert "me/toy/t.jsonl.json" in stage_in

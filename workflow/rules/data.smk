@@ -258,31 +258,25 @@ rule select_mteb_tasks:
         "embtune select-mteb-tasks --scores {input:q} --out {output:q} > {log:q} 2>&1"
 
 
-# Every PND set with a loader of its own (embtune.pnd_sets.sources; paper 2, App. C, D): one job
-# per source folder, its options from data.<source>, the sets of one source written together.
-rule prepare_pnd:
-    """A PND source's raw files -> its evaluation sets (`embtune prepare-pnd <source>`)."""
-    input:
-        pnd_source_files,
-    output:
-        directory(L.processed.pnd_dir("{source}")),
-    log:
-        L.results.log("prepare_{source}"),
-    wildcard_constraints:
-        source=_alternation(_pnd_sets.sources()),
-    priority: PAPER2_GATE_PRIORITY
-    params:
-        code=code_version("prepare-pnd"),
-        args=pnd_source_args,
-    shell:
-        "embtune prepare-pnd {wildcards.source:q} --files {input:q} {params.args:q} --out {output:q} > {log:q} 2>&1"
+# Every PND set with a loader of its own (embtune.pnd_sets.sources; paper 2, App. C, D): one rule
+# per source folder (prepare_<source>, a static name that dvc.yaml's data phase can target),
+# generated from the registry; its options from data.<source>, the sets of a source written together.
+for _source in _pnd_sets.sources():
 
-
-localrules:
-    prepare_pnd_all,
-
-
-rule prepare_pnd_all:
-    """Every loader's sets (the data phase's target for them: `prepare_pnd` has a wildcard)."""
-    input:
-        [L.processed.pnd_dir(source) for source in _pnd_sets.sources()],
+    rule prepare_pnd:
+        """A PND source's raw files -> its evaluation sets (`embtune prepare-pnd <source>`)."""
+        name:
+            _pnd_sets.prepare_rule(_source)
+        input:
+            expand_sources(config["data"][_source]["files"]),
+        output:
+            directory(L.processed.pnd_dir(_source)),
+        log:
+            L.results.log(_pnd_sets.prepare_rule(_source)),
+        priority: PAPER2_GATE_PRIORITY
+        params:
+            code=code_version("prepare-pnd"),
+            source=_source,
+            args=_pnd_loader.option_args(config["data"][_source]),
+        shell:
+            "embtune prepare-pnd {params.source:q} --files {input:q} {params.args:q} --out {output:q} > {log:q} 2>&1"

@@ -155,16 +155,6 @@ def arxiv_args(wildcards):
     ]
 
 
-def pnd_source_files(wildcards):
-    """The raw files of a PND source (data.<source>.files; embtune.pnd_sets.sources)."""
-    return expand_sources(config["data"][wildcards.source]["files"])
-
-
-def pnd_source_args(wildcards):
-    """The loader's options of a PND source, from its data.<source> section."""
-    return _pnd_loader.option_args(config["data"][wildcards.source])
-
-
 def mteb_source_args(wildcards):
     cfg = config["data"]["mteb"]
     return ["--source", "local", "--local-dir", cfg["local_dir"]] if cfg["source"] == "local" else ["--source", "mteb"]

@@ -16,10 +16,11 @@ each job's ``code`` param and runs only jobs whose reached code changed, i.e. no
 hash file as the dep would save that start (seconds) but need its own writer kept in step with
 the workflow, which these derived file lists avoid.
 
-Also written here, from the PND set registry (embtune.pnd_sets.sources): the processed folder of
-every PND source with a loader, as an output of the stage that prepares it (``outs``) and a dep of
-the stages that read it (``deps``), so that a set registered with a loader reaches dvc.yaml with
-no hand edit.
+Also written here, from the PND set registry (embtune.pnd_sets.sources): the rule of every PND
+source with a loader (``rules``: the ``pnd_rules`` var, which the data phase targets and allows)
+and its processed folder, as an output of the stage that prepares it (``outs``) and a dep of the
+stage that reads it (``deps``), so that a set registered with a loader reaches dvc.yaml with no
+hand edit.
 
 The generated lines sit between two marker comments (per stage, and per kind of PND list) and
 are the only part of dvc.yaml this script touches:
@@ -48,7 +49,7 @@ RULE = re.compile(r"^[ \t]*rule (\w+):", re.M)  # also a rule defined under `if`
 # "exec {params.launch:q} embtune train ..." (a process launcher, embtune.launch)
 SHELL_STAGE = re.compile(r"\"(?:exec )?(?:\{params\.launch:q\} )?embtune ([a-z][a-z0-9-]*)")
 CODE_PARAM = re.compile(r"\bcode=code_version\(([^)]*)\)")
-PND_BLOCK = re.compile(r"^([ \t]*)# >>> PND sources \((outs|deps)\) of stage (\w+): written by "
+PND_BLOCK = re.compile(r"^([ \t]*)# >>> PND sources \((outs|deps|rules)\) of stage (\w+): written by "
                        r"workflow/scripts/dvc_code_deps\.py\n.*?^[ \t]*# <<< PND sources \(\2\) of stage \3\n",
                        re.M | re.S)
 IMPORT_LINE = re.compile(r"^\s*(?:from\s+embtune[\w.]*\s+import\s+.+|import\s+embtune[\w.]*.*)$", re.M)
@@ -127,7 +128,10 @@ def render(text: str, files: dict[str, list[str]]) -> str:
 
 
 def pnd_lines(kind: str, sources: list[str]) -> list[str]:
-    """The dvc.yaml list items of the PND sources' folders: persisted outs, or deps."""
+    """The dvc.yaml list items of the PND sources: their rules (a var the data phase targets and
+    allows), their folders as persisted outs, or as deps."""
+    if kind == "rules":
+        return [f"- pnd_rules: {' '.join(pnd_sets.prepare_rule(s) for s in sources)}"]
     if kind == "outs":
         return [line for s in sources for line in (f"- ${{item.processed}}/{s}:", "    persist: true")]
     return [f"- ${{item.processed}}/{s}" for s in sources]
