@@ -138,7 +138,7 @@ class Processed:
 
     def pnd_dir(self, source: str) -> Path:
         """prepare-pnd: the folder of one loader's PND sets (a source of
-        :func:`embtune.pnd_sets.sources`, App. C, D), or a ``"{source}"`` pattern for the rule."""
+        :func:`embtune.pnd_sets.sources`, App. C, D)."""
         return self.root / _name(source)
 
     def xnli_test(self) -> Path:
