@@ -15,10 +15,10 @@ falls behind and the query tables silently drop a set they do not know. Each set
 - ``short``: its name in Table 3 (App. G; the paper abbreviates Table 1's sets only);
 - ``loader``: the module that reads its raw files (a set of an existing kind with a loader of
   its own: SQuAD, HotpotQA). Every set of one loader is written together, by one generic stage
-  (``embtune prepare-pnd <source>``, :mod:`embtune.stages.prepare_pnd`) and one generic rule,
-  into the folder its ``file`` names (the *source*: ``squad``, ``hotpotqa``), with the options
-  of its ``data.<source>`` params section (:mod:`embtune.data.pnd_loader` has the loader's
-  protocol);
+  (``embtune prepare-pnd <source>``, :mod:`embtune.stages.prepare_pnd`) and one rule generated
+  per source (:func:`prepare_rule`), into the folder its ``file`` names (the *source*: ``squad``,
+  ``hotpotqa``), with the options of its ``data.<source>`` params section
+  (:mod:`embtune.data.pnd_loader` has the loader's protocol);
 - ``prepare``: the ``embtune`` stage that writes its file (``prepare-pnd`` for a loader's set;
   MSMARCO, arxiv and XNLI have stages of their own, as their data serve query tuning too or
   come as one table);
@@ -108,8 +108,8 @@ def names() -> tuple[str, ...]:
 
 
 def sources() -> dict[str, str]:
-    """Source -> loader module of every set with a loader, in registry order (the generic
-    ``prepare_pnd`` rule's wildcard values; each is one folder and one ``data.<source>``)."""
+    """Source -> loader module of every set with a loader, in registry order: one generated
+    ``prepare_<source>`` rule, one folder and one ``data.<source>`` params section each."""
     out: dict[str, str] = {}
     for s in _REGISTRY.values():
         if s.loader is not None and out.setdefault(s.source, s.loader) != s.loader:
