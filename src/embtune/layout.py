@@ -62,7 +62,7 @@ XNLI_TEST = pnd_sets.get("xnli").file   # prepare-xnli: the one XNLI table PND r
 
 def pnd_file_name(dataset: str) -> str:
     """The file name (inside its dataset folder) a preparing stage writes for a PND dataset."""
-    return PND_FILES[dataset].rsplit("/", 1)[1]
+    return pnd_sets.get(dataset).file.rsplit("/", 1)[1]
 
 
 ARXIV_NEGATIVES = "negatives.parquet"  # build-arxiv-negatives: each paper's ranked negatives
@@ -137,13 +137,10 @@ class Processed:
         """A narrow-domain query-tuning split (App. K): ``train`` or ``val``."""
         return self.arxiv() / arxiv_narrow_name(domain, split)
 
-    def squad(self) -> Path:
-        """prepare-squad: questions with answer / other sentences (App. C)."""
-        return self.root / "squad"
-
-    def hotpotqa(self) -> Path:
-        """prepare-hotpotqa: questions with gold / distractor passages by level (App. D)."""
-        return self.root / "hotpotqa"
+    def pnd_dir(self, source: str) -> Path:
+        """prepare-pnd: the folder of one loader's PND sets (a source of
+        :func:`embtune.pnd_sets.sources`, App. C, D)."""
+        return self.root / _name(source)
 
     def xnli_test(self) -> Path:
         """prepare-xnli: the XNLI test pairs in every language (one file, not a folder)."""

@@ -38,8 +38,8 @@ EXPECTED = {
     "L.processed.arxiv_negatives()": "data/processed/demo/arxiv/negatives.parquet",
     'L.processed.arxiv_triplets("title", 7)': "data/processed/demo/arxiv/triplets_title_L7.parquet",
     'L.processed.arxiv_narrow("math", "val")': "data/processed/demo/arxiv/narrow_math_val.parquet",
-    "L.processed.squad()": "data/processed/demo/squad",
-    "L.processed.hotpotqa()": "data/processed/demo/hotpotqa",
+    'L.processed.pnd_dir("squad")': "data/processed/demo/squad",
+    'L.processed.pnd_dir("hotpotqa")': "data/processed/demo/hotpotqa",
     "L.processed.xnli_test()": "data/processed/demo/xnli/test.parquet",
     "L.processed.mteb()": "data/processed/demo/mteb",
     # the PND data files (paper 2 App. A-D, H) and the stage outputs they come from

@@ -372,6 +372,9 @@ def _changed_by(root: Path, edit) -> set[str]:
     ("optim.py", "epoch_lrs", {"tune-query", "tune-query-batch"}),
     ("summary.py", "training_summary", {"summary"}),
     ("batch_members.py", "stage_member", {"train-batch", "tune-query-batch"}),   # the two batch drivers
+    # candidates: a PND loader's, which the generic prepare-pnd stage imports by the name its
+    # sets give in the registry (embtune.codeversion.loaded_by_name), not by an import statement
+    ("data/hotpotqa.py", "candidates", {"prepare-pnd"}),
 ])
 def test_an_edit_in_a_function_changes_exactly_its_callers_hashes(tmp_path: Path, module: str, function: str,
                                                                   callers: set[str]) -> None:

@@ -1,6 +1,6 @@
 # Evaluation: every trained checkpoint on the MTEB subset through mteb (paper 1), and PND on
-# MSMARCO / arxiv-negatives / XNLI / SQuAD / HotpotQA for each encoder before and after query
-# tuning (paper 2). Base and tuned evaluations get the same arxiv domain exclusions (App. K).
+# the registered evaluation sets (query_tuning.evaluate_on) for each encoder before and after
+# query tuning (paper 2). Base and tuned evaluations get the same arxiv domain exclusions (App. K).
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
