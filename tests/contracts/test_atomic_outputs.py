@@ -153,23 +153,21 @@ def _arxiv(max_size: int) -> Callable[[Path], object]:
     return run
 
 
-def _qa(name: str, *extra: str) -> Callable[[Path], object]:
-    """prepare-squad / prepare-hotpotqa on the shipped demo files (paper 2, App. C, D)."""
-    from embtune.stages import prepare_hotpotqa as hotpotqa
-    from embtune.stages import prepare_squad as squad
+def _qa(source: str, *extra: str) -> Callable[[Path], object]:
+    """prepare-pnd squad / hotpotqa on the shipped demo files (paper 2, App. C, D)."""
+    from embtune.stages import prepare_pnd
 
-    module, files = ((squad, ["squad/train-v2.0.json", "squad/dev-v2.0.json"]) if name == "prepare-squad"
-                     else (hotpotqa, ["hotpotqa/hotpot_train_v1.1.json",
-                                      "hotpotqa/hotpot_dev_distractor_v1.json"]))
+    files = (["squad/train-v2.0.json", "squad/dev-v2.0.json"] if source == "squad"
+             else ["hotpotqa/hotpot_train_v1.1.json", "hotpotqa/hotpot_dev_distractor_v1.json"])
 
     def run(out: Path) -> None:
-        assert module.main(["--files", *(str(DEMO / f) for f in files), *extra, "--out", str(out)]) == 0
+        assert prepare_pnd.main([source, "--files", *(str(DEMO / f) for f in files), *extra, "--out", str(out)]) == 0
     return run
 
 
 @pytest.mark.parametrize("stage", [
-    Stage("prepare-squad", _qa("prepare-squad", "--positive-rule", "span"), _qa("prepare-squad")),
-    Stage("prepare-hotpotqa", _qa("prepare-hotpotqa", "--min-passages", "9"), _qa("prepare-hotpotqa")),
+    Stage("prepare-pnd squad", _qa("squad", "--positive-rule", "span"), _qa("squad")),
+    Stage("prepare-pnd hotpotqa", _qa("hotpotqa", "--min-passages", "9"), _qa("hotpotqa")),
 ], ids=lambda s: s.name)
 def test_killed_qa_stage_leaves_old_output_or_nothing(tmp_path, stage) -> None:
     _check_stage(stage, tmp_path)

@@ -38,8 +38,8 @@ EXPECTED = {
     "L.processed.arxiv_negatives()": "data/processed/demo/arxiv/negatives.parquet",
     'L.processed.arxiv_triplets("title", 7)': "data/processed/demo/arxiv/triplets_title_L7.parquet",
     'L.processed.arxiv_narrow("math", "val")': "data/processed/demo/arxiv/narrow_math_val.parquet",
-    "L.processed.squad()": "data/processed/demo/squad",
-    "L.processed.hotpotqa()": "data/processed/demo/hotpotqa",
+    'L.processed.pnd_dir("squad")': "data/processed/demo/squad",
+    'L.processed.pnd_dir("hotpotqa")': "data/processed/demo/hotpotqa",
     "L.processed.xnli_test()": "data/processed/demo/xnli/test.parquet",
     "L.processed.mteb()": "data/processed/demo/mteb",
     # the PND data files (paper 2 App. A-D, H) and the stage outputs they come from
@@ -94,7 +94,7 @@ def test_every_path_matches_the_hand_written_one(expr: str) -> None:
 def test_file_names_match_the_hand_written_ones() -> None:
     names = {"METRICS_JSON": "metrics.json", "MANIFEST_JSON": "manifest.json", "CURVE_CSV": "curve.csv",
              "MODEL_DIR": "model", "MTEB_JSON": "mteb.json", "MTEB_PARQUET": "mteb.parquet",
-             "MTEB_RESULTS": "mteb_results", "PND_JSON": "pnd.json", "XNLI_COUNTS": "xnli_counts.parquet",
+             "MTEB_RESULTS": "mteb_results", "HUB_DIR": "hub", "PND_JSON": "pnd.json", "XNLI_COUNTS": "xnli_counts.parquet",
              "LAYER_CHANGES": "layer_changes.csv", "BASE_RUN": "base", "ENCODER_DIR": "encoder",
              "ARXIV_NEGATIVES": "negatives.parquet", "XNLI_TEST": "xnli/test.parquet"}
     assert {k: getattr(layout, k) for k in names} == names

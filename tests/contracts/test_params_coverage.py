@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from embtune.core import pnd_sets
 from embtune.plan import params_coverage as pc
 from embtune.plan.config import load_params, load_schema
 from embtune.plan.sweep import training_plan
@@ -176,7 +177,10 @@ def test_checker_reports_a_removed_key(tmp_path: Path, reference: dict, ci_param
 
 # ------------------------------------------------------------------------------------ the DAG
 def _rules(stage: str) -> set[str]:
-    return set(re.findall(r"^[ \t]*rule (\w+):", (REPO / "workflow/rules" / f"{stage}.smk").read_text(), flags=re.M))
+    """The rules a rule file defines; data.smk's prepare_pnd is one rule per PND source."""
+    found = set(re.findall(r"^[ \t]*rule (\w+):", (REPO / "workflow/rules" / f"{stage}.smk").read_text(), flags=re.M))
+    generated = {pnd_sets.prepare_rule(s) for s in pnd_sets.sources()} if "prepare_pnd" in found else set()
+    return found - {"prepare_pnd"} | generated
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,8 @@ _snakemake = snakemake          # demo_run: the session's finished demo (conftes
 
 
 def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
+    from huggingface_hub import ModelCard
+
     from embtune.plan.config import load_params
     from embtune.plan.sweep import mteb_run_ids, training_plan
 
@@ -45,6 +47,10 @@ def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
             continue
         mteb = json.loads((demo_run / f"results/demo/runs/{run['run_id']}/mteb.json").read_text())
         assert len(mteb["tasks"]) == len(params["evaluate"]["mteb"]["tasks"])
+        # the folder to upload: its card carries the scores as model-index, flagged as a subsample
+        card = ModelCard.load(demo_run / f"results/demo/runs/{run['run_id']}/hub/README.md")
+        assert {r.dataset_name.split(" (")[0] for r in card.data.eval_results} == set(mteb["tasks"])
+        assert all(r.dataset_split.endswith("-subsample") for r in card.data.eval_results)
     assert (table["status"] == "ok").sum() >= len(runs) // 2
 
 
@@ -122,6 +128,17 @@ def test_dvc_plots_render_the_demo_figures(demo_run: Path) -> None:
     errors = {e["name"] for e in shown.get("errors", [])}
     assert not errors & set(demo)
     assert all(n.startswith(("results/analysis/", "paper-")) for n in errors), errors
+
+
+def test_dvc_metrics_show_has_a_row_per_run(demo_run: Path) -> None:
+    """`dvc metrics show`: the demo's headline metrics.json and one row per run of the runs table
+    (dvc.yaml's run_metrics directory), with the run's final values."""
+    shown = {k: v for rev in _dvc_json(demo_run, "metrics", "show").values() for k, v in rev["data"].items()}
+    table = pl.read_parquet(demo_run / "results/demo/analysis/runs.parquet")
+    rows = {Path(k).stem: v["data"] for k, v in shown.items() if k.startswith("results/demo/analysis/run_metrics/")}
+    assert set(rows) == set(table["run_id"]) and "results/demo/metrics.json" in shown
+    for run in table.filter(pl.col("final_train_loss").is_not_null()).iter_rows(named=True):
+        assert rows[run["run_id"]]["final_train_loss"] == pytest.approx(run["final_train_loss"]), run["run_id"]
 
 
 def test_appendix_studies_and_query_grids_at_micro_scale(demo_run: Path) -> None:

@@ -53,6 +53,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from embtune.core import pnd_sets
 from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_JSON, PND_JSON, Results
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -71,14 +72,17 @@ PRESETS = ["presets/demo.yaml", "presets/ci.yaml", "presets/rehearsal.yaml"]
 # `all`, and the arxiv negatives dvc.yaml's data@rehearsal stage versions (this stack's PND sets skip them)
 TARGETS = ["all", "build_arxiv_negatives"]
 SM = ["snakemake", "--profile", "slurm"]
-DVC_STAGES = ["data@rehearsal", "models@rehearsal", "analyze@rehearsal"]   # dvc.yaml's stage set of this stack
+DVC_STAGES = ["config@rehearsal", "data@rehearsal", "models@rehearsal", "analyze@rehearsal"]   # dvc.yaml's, in order
 RESULTS = "results/rehearsal"
 
 
 def _rules_in(stage: str) -> set[str]:
-    """The rules a stage file defines, read from the file so that a new rule cannot be forgotten here."""
+    """The rules a stage file defines, read from the file so that a new rule cannot be forgotten here
+    (data.smk's prepare_pnd is one rule per PND source of the registry)."""
     text = (REPO / "workflow" / "rules" / f"{stage}.smk").read_text()
-    return set(re.findall(r"^[ \t]*rule (\w+):", text, flags=re.M))
+    found = set(re.findall(r"^[ \t]*rule (\w+):", text, flags=re.M))
+    generated = {pnd_sets.prepare_rule(s) for s in pnd_sets.sources()} if "prepare_pnd" in found else set()
+    return found - {"prepare_pnd"} | generated
 
 
 DATA_RULES = _rules_in("data")

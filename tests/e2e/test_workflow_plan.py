@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from embtune.core import pnd_sets
 from embtune.plan.config import load_params
 from embtune.plan.sweep import mteb_run_ids, query_runs, training_plan
 
@@ -50,7 +51,7 @@ def test_paper_scale_dry_run_plans_the_whole_study(tmp_path: Path) -> None:
     assert counts["evaluate_pnd_base"] == len(params["query_tuning"]["models"])
     assert counts["build_model"] == len(params["models"]) == 8
     for rule in ("prepare_bge", "pack_pairs", "split_msmarco", "build_arxiv_negatives", "prepare_xnli",
-                 "prepare_squad", "prepare_hotpotqa", "materialise_mteb", "build_tokenizer",
+                 *map(pnd_sets.prepare_rule, pnd_sets.sources()), "materialise_mteb", "build_tokenizer",
                  "collect_runs", "fit_scaling", "recipe", "figures", "query_table", "appendix_tables",
                  "summary"):
         assert counts.get(rule) == 1, rule

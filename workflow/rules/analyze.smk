@@ -51,6 +51,8 @@ rule collect_runs:
     output:
         runs=L.results.analysis("runs.parquet"),
         csv=L.results.analysis("runs.csv"),
+        # each run's final values, the rows of `dvc metrics show` (dvc.yaml metrics)
+        run_metrics=directory(L.results.analysis("run_metrics")),
     log:
         L.results.log("collect_runs"),
     params:

@@ -258,36 +258,25 @@ rule select_mteb_tasks:
         "embtune select-mteb-tasks --scores {input:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule prepare_squad:
-    """SQuAD v2 train + validation -> questions with answer / other sentences (paper 2, App. C)."""
-    input:
-        expand_sources(config["data"]["squad"]["files"]),
-    output:
-        squad=directory(L.processed.squad()),
-    log:
-        L.results.log("prepare_squad"),
-    priority: PAPER2_GATE_PRIORITY
-    params:
-        code=code_version("prepare-squad"),
-        rule=config["data"]["squad"]["positive_rule"],
-    shell:
-        "embtune prepare-squad --files {input:q} --positive-rule {params.rule:q} " "--out {output:q} > {log:q} 2>&1"
+# Every PND set with a loader of its own (embtune.core.pnd_sets.sources; paper 2, App. C, D): one rule
+# per source folder (prepare_<source>, a static name that dvc.yaml's data phase can target),
+# generated from the registry; its options from data.<source>, the sets of a source written together.
+for _source in _pnd_sets.sources():
 
-
-rule prepare_hotpotqa:
-    """HotpotQA train + distractor dev -> questions with gold / distractor passages by level (App. D)."""
-    input:
-        expand_sources(config["data"]["hotpotqa"]["files"]),
-    output:
-        hotpotqa=directory(L.processed.hotpotqa()),
-    log:
-        L.results.log("prepare_hotpotqa"),
-    priority: PAPER2_GATE_PRIORITY
-    params:
-        code=code_version("prepare-hotpotqa"),
-        cfg=config["data"]["hotpotqa"],
-        levels=config["data"]["hotpotqa"]["levels"],
-        flags=hotpotqa_flags,
-    shell:
-        "embtune prepare-hotpotqa --files {input:q} --min-passages {params.cfg[min_passages]:q} "
-        "--levels {params.levels:q} {params.flags:q} --out {output:q} > {log:q} 2>&1"
+    rule prepare_pnd:
+        """A PND source's raw files -> its evaluation sets (`embtune prepare-pnd <source>`)."""
+        name:
+            _pnd_sets.prepare_rule(_source)
+        input:
+            expand_sources(config["data"][_source]["files"]),
+        output:
+            directory(L.processed.pnd_dir(_source)),
+        log:
+            L.results.log(_pnd_sets.prepare_rule(_source)),
+        priority: PAPER2_GATE_PRIORITY
+        params:
+            code=code_version("prepare-pnd"),
+            source=_source,
+            args=_pnd_loader.option_args(config["data"][_source]),
+        shell:
+            "embtune prepare-pnd {params.source:q} --files {input:q} {params.args:q} --out {output:q} > {log:q} 2>&1"

@@ -1,10 +1,10 @@
 # Evaluation: every trained checkpoint on the MTEB subset through mteb (paper 1), and PND on
-# MSMARCO / arxiv-negatives / XNLI / SQuAD / HotpotQA for each encoder before and after query
-# tuning (paper 2). Base and tuned evaluations get the same arxiv domain exclusions (App. K).
+# the registered evaluation sets (query_tuning.evaluate_on) for each encoder before and after
+# query tuning (paper 2). Base and tuned evaluations get the same arxiv domain exclusions (App. K).
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
-from embtune.core.layout import BASE_RUN, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
+from embtune.core.layout import BASE_RUN, HUB_DIR, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
 
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 PND_RULE_ARGS = [
@@ -23,7 +23,9 @@ PND_RULE_ARGS = [
 # evaluation) and a SLURM job starts once per batch. The batch job writes its runs' outputs to a
 # transient folder; evaluate_mteb links each run's into runs/<run_id>/ (a local job in Snakemake's
 # own process, no interpreter start), where every reader expects them. A batch re-run re-evaluates
-# only the members whose mteb.json is out of date (embtune.stages.evaluate_mteb: eval_key).
+# only the members whose mteb.json is out of date (embtune.stages.evaluate_mteb: eval_key). Each
+# run's hub/ (the folder to upload: its model and the card with model-index) is written here,
+# where the scores first exist, not into training's model/.
 rule evaluate_mteb_batch:
     input:
         metrics=lambda wildcards: mteb_batch_outputs(wildcards, "metrics"),
@@ -62,6 +64,8 @@ rule evaluate_mteb:
         scores=L.results.runs.file("{run}", MTEB_JSON),
         table=L.results.runs.file("{run}", MTEB_PARQUET),
         results=directory(L.results.runs.file("{run}", MTEB_RESULTS)),  # mteb's own TaskResult layout
+        # the folder to upload: model/'s files + the card with model-index (model/ stays training's)
+        hub=directory(L.results.runs.file("{run}", HUB_DIR)),
     log:
         L.results.log("link_mteb/{run}"),
     params:
@@ -69,7 +73,7 @@ rule evaluate_mteb:
         src=lambda wildcards, input: str(Path(input.staged) / wildcards.run),
     shell:
         "embtune link-outputs --src {params.src:q} "
-        "--out {output.table:q} {output.results:q} {output.scores:q} > {log:q} 2>&1"
+        "--out {output.table:q} {output.results:q} {output.hub:q} {output.scores:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_base:

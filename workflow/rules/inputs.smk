@@ -14,6 +14,7 @@ from pathlib import Path
 from embtune.jobs import launch as _launch
 from embtune.core import pnd_sets as _pnd_sets
 from embtune.core import run_identity as _run_identity
+from embtune.data import pnd_loader as _pnd_loader
 from embtune.evaluate.pnd_eval import narrow_domain
 from embtune.core.layout import MANIFEST_JSON
 
@@ -154,10 +155,6 @@ def arxiv_args(wildcards):
     ]
 
 
-def hotpotqa_flags(wildcards):
-    return ["--passage-title"] if config["data"]["hotpotqa"]["passage_title"] else []
-
-
 def mteb_source_args(wildcards):
     cfg = config["data"]["mteb"]
     return ["--source", "local", "--local-dir", cfg["local_dir"]] if cfg["source"] == "local" else ["--source", "mteb"]
@@ -192,8 +189,7 @@ def staged_snapshots():
 def hf_sources():
     """Every hf://datasets/... file the chosen data stages read (fetch_hf downloads each)."""
     data = config["data"]
-    uris = [*data["bge"]["files"], data["msmarco"]["file"]]
-    uris += data.get("squad", {}).get("files", []) + data.get("hotpotqa", {}).get("files", [])
+    uris = [*data["bge"]["files"], data["msmarco"]["file"], *_pnd_sets.source_files(data)]
     if data["arxiv"]["source"] == "published":
         uris.append(data["arxiv"]["published"])
     if config["tokenizer"]["source"] == "train":
@@ -437,6 +433,7 @@ def mteb_batch_json(wildcards):
                 "run_metrics": str(L.results.runs.file(run, METRICS_JSON)),
                 "out": str(staged / run / MTEB_JSON),
                 "previous": str(L.results.runs.file(run, MTEB_JSON)),
+                "hub": str(staged / run / HUB_DIR),
             }
             for run in MTEB_BATCHES[wildcards.batch]
         ]

@@ -16,8 +16,14 @@ each job's ``code`` param and runs only jobs whose reached code changed, i.e. no
 hash file as the dep would save that start (seconds) but need its own writer kept in step with
 the workflow, which these derived file lists avoid.
 
-The generated lines sit between two marker comments in each stage's deps and are the only part
-of dvc.yaml this script touches:
+Also written here, from the PND set registry (embtune.core.pnd_sets.sources): the rule of every PND
+source with a loader (``rules``: the ``pnd_rules`` var, which the data phase targets and allows)
+and its processed folder, as an output of the stage that prepares it (``outs``) and a dep of the
+stage that reads it (``deps``), so that a set registered with a loader reaches dvc.yaml with no
+hand edit.
+
+The generated lines sit between two marker comments (per stage, and per kind of PND list) and
+are the only part of dvc.yaml this script touches:
 
     python workflow/scripts/dvc_code_deps.py           # rewrite dvc.yaml
     python workflow/scripts/dvc_code_deps.py --check   # exit 1 when dvc.yaml is stale (tests/CI)
@@ -33,7 +39,7 @@ from pathlib import Path
 
 import yaml
 
-from embtune.core import codeversion
+from embtune.core import codeversion, pnd_sets
 
 REPO = Path(__file__).resolve().parents[2]
 BEGIN = "# >>> code deps of stage {stage}: written by workflow/scripts/dvc_code_deps.py"
@@ -43,6 +49,9 @@ RULE = re.compile(r"^[ \t]*rule (\w+):", re.M)  # also a rule defined under `if`
 # "exec {params.launch:q} embtune train ..." (a process launcher, embtune.jobs.launch)
 SHELL_STAGE = re.compile(r"\"(?:exec )?(?:\{params\.launch:q\} )?embtune ([a-z][a-z0-9-]*)")
 CODE_PARAM = re.compile(r"\bcode=code_version\(([^)]*)\)")
+PND_BLOCK = re.compile(r"^([ \t]*)# >>> PND sources \((outs|deps|rules)\) of stage (\w+): written by "
+                       r"workflow/scripts/dvc_code_deps\.py\n.*?^[ \t]*# <<< PND sources \(\2\) of stage \3\n",
+                       re.M | re.S)
 IMPORT_LINE = re.compile(r"^\s*(?:from\s+embtune[\w.]*\s+import\s+.+|import\s+embtune[\w.]*.*)$", re.M)
 
 
@@ -87,11 +96,18 @@ def _stage_deps(stage: dict) -> list[str]:
     return list((stage.get("do") or stage).get("deps") or [])
 
 
-def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = None) -> list[str]:
-    """src/embtune/... files a DVC stage with these deps runs (sorted)."""
+def _stage_cmd(stage: dict) -> str:
+    cmd = (stage.get("do") or stage).get("cmd") or ""
+    return "\n".join(cmd) if isinstance(cmd, list) else cmd
+
+
+def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = None, cmd: str = "") -> list[str]:
+    """src/embtune/... files a DVC stage with these deps runs (sorted); ``cmd``: its command,
+    for a stage that runs an ``embtune <stage>`` itself rather than a Snakemake phase."""
     root = Path(root or codeversion.ROOT)
     smks = [repo / d for d in deps if re.fullmatch(r"workflow/rules/\w+\.smk", d)]
     cli_stages = {s for smk in smks for stages in rule_stages(smk).values() for s in stages}
+    cli_stages |= set(re.findall(r"(?m)^\s*embtune ([a-z][a-z0-9-]*)", cmd))
     files = {f for s in cli_stages for f in codeversion.stage_closure(s, root)}
     snakefiles = [repo / "Snakefile", *smks] if "Snakefile" in deps else smks
     files |= set(codeversion.closure(workflow_imports(snakefiles, root), root))
@@ -101,7 +117,8 @@ def stage_code_files(deps: list[str], repo: Path = REPO, root: Path | None = Non
 def dvc_stage_files(dvc_yaml: Path = REPO / "dvc.yaml") -> dict[str, list[str]]:
     """DVC stage name -> its derived code deps."""
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
-    return {name: stage_code_files(_stage_deps(stage), dvc_yaml.parent) for name, stage in stages.items()}
+    return {name: stage_code_files(_stage_deps(stage), dvc_yaml.parent, cmd=_stage_cmd(stage))
+            for name, stage in stages.items()}
 
 
 def render(text: str, files: dict[str, list[str]]) -> str:
@@ -118,16 +135,39 @@ def render(text: str, files: dict[str, list[str]]) -> str:
     return text
 
 
+def pnd_lines(kind: str, sources: list[str]) -> list[str]:
+    """The dvc.yaml list items of the PND sources: their rules (a var the data phase targets and
+    allows), their folders as persisted outs, or as deps."""
+    if kind == "rules":
+        return [f"- pnd_rules: {' '.join(pnd_sets.prepare_rule(s) for s in sources)}"]
+    if kind == "outs":
+        return [line for s in sources for line in (f"- ${{item.processed}}/{s}:", "    persist: true")]
+    return [f"- ${{item.processed}}/{s}" for s in sources]
+
+
+def render_pnd(text: str, sources: list[str] | None = None) -> str:
+    """dvc.yaml's text with each PND sources block holding the registry's sources."""
+    sources = list(pnd_sets.sources()) if sources is None else sources
+
+    def block(m: re.Match[str]) -> str:
+        indent, kind, stage = m.groups()
+        head = f"{indent}# >>> PND sources ({kind}) of stage {stage}: written by workflow/scripts/dvc_code_deps.py\n"
+        body = "".join(f"{indent}{line}\n" for line in pnd_lines(kind, sources))
+        return head + body + f"{indent}# <<< PND sources ({kind}) of stage {stage}\n"
+
+    return PND_BLOCK.sub(block, text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dvc-yaml", type=Path, default=REPO / "dvc.yaml")
     parser.add_argument("--check", action="store_true", help="exit 1 if the file is not up to date")
     args = parser.parse_args(argv)
     text = args.dvc_yaml.read_text()
-    new = render(text, dvc_stage_files(args.dvc_yaml))
+    new = render_pnd(render(text, dvc_stage_files(args.dvc_yaml)))
     if args.check:
         if new != text:
-            print(f"{args.dvc_yaml}: code deps are stale; run python workflow/scripts/dvc_code_deps.py",
+            print(f"{args.dvc_yaml}: code deps or PND sources are stale; run python workflow/scripts/dvc_code_deps.py",
                   file=sys.stderr)
             return 1
         return 0

@@ -21,7 +21,10 @@ files. Both are derived here, never hand-kept (hand-kept lists drifted from the 
   (workflow/scripts/dvc_code_deps.py): ``dvc repro`` then re-runs the Snakemake phase, and
   Snakemake, by the rerun hashes, runs only the jobs whose code changed;
 - only modules under the ``embtune`` package count: third-party code is pinned by the
-  environment, not by this hash.
+  environment, not by this hash;
+- a stage that imports a module by a name read from a registry (``prepare-pnd`` runs the loader
+  each PND set names, :mod:`embtune.core.pnd_sets`) has those modules as entries too
+  (:func:`loaded_by_name`): no import statement shows them.
 
 **Cached on disk** (:func:`cache_dir`): every Snakemake process computes these hashes while it
 parses the workflow: the controller, each dry run, and each SLURM job, which starts a Snakemake
@@ -211,12 +214,25 @@ def closure(modules: Iterable[str], root: Path = ROOT) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in seen)
 
 
+#: What the generic PND stage calls in a loader module (embtune.data.pnd_loader)
+LOADER_ENTRIES = ("FILES_HELP", "OPTIONS", "prepare")
+
+
+def loaded_by_name(stage: str) -> tuple[str, ...]:
+    """The modules ``embtune <stage>`` imports by a name its registry holds (``importlib``): the
+    PND loaders for ``prepare-pnd``, none for any other stage."""
+    from embtune.core import pnd_sets
+
+    return tuple(sorted(set(pnd_sets.sources().values()))) if stage == pnd_sets.PREPARE_PND else ()
+
+
 def stage_closure(stage: str, root: Path = ROOT) -> list[str]:
-    """The files ``embtune <stage>`` runs: cli.py plus the import closure of the stage module."""
+    """The files ``embtune <stage>`` runs: cli.py plus the import closure of the stage module (and
+    of the modules it loads by name)."""
     modules = stage_modules(root)
     if stage not in modules:
         raise KeyError(f"unknown embtune stage {stage!r} (cli.STAGES has: {', '.join(sorted(modules))})")
-    return closure([f"{PACKAGE}.cli", modules[stage]], root)
+    return closure([f"{PACKAGE}.cli", modules[stage], *loaded_by_name(stage)], root)
 
 
 def normalised_source(path: Path) -> bytes:
@@ -242,7 +258,8 @@ def code_version(*stages: str, root: Path = ROOT) -> str:
     ~0.5 s of each workflow parse)."""
     if not stages:
         raise ValueError("code_version needs at least one embtune stage name")
-    key = _cache_key("stages", *sorted(set(stages)), _package_hash(Path(root)))
+    loaded = [m for s in sorted(set(stages)) for m in loaded_by_name(s)]
+    key = _cache_key("stages", *sorted(set(stages)), *loaded, _package_hash(Path(root)))
     cached = _cache_read(key, _DIGEST)
     if cached and len(cached) == 1:
         return cached[0]
@@ -264,7 +281,8 @@ def stage_units(*stages: str, root: Path = ROOT) -> dict[str, list[code_reach.Un
     unknown = sorted(set(stages) - set(modules))
     if unknown:
         raise KeyError(f"unknown embtune stage {unknown[0]!r} (cli.STAGES has: {', '.join(sorted(modules))})")
-    entries = [(f"{PACKAGE}.cli", ("main",)), *((modules[s], STAGE_ENTRIES) for s in sorted(set(stages)))]
+    entries = [(f"{PACKAGE}.cli", ("main",)), *((modules[s], STAGE_ENTRIES) for s in sorted(set(stages))),
+               *((m, LOADER_ENTRIES) for s in sorted(set(stages)) for m in loaded_by_name(s))]
     found = code_reach.reachable(entries, lambda name: _units(name, root))
     return {module_file(m, root).relative_to(root).as_posix(): units for m, units in found.items()}
 

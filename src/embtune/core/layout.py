@@ -46,6 +46,7 @@ MODEL_DIR = "model"               # train / tune-query: the exported checkpoint
 MTEB_JSON = "mteb.json"           # evaluate-mteb: main scores (its commit marker)
 MTEB_PARQUET = "mteb.parquet"     # evaluate-mteb: tidy per-task table
 MTEB_RESULTS = "mteb_results"     # evaluate-mteb: mteb's own TaskResult folders
+HUB_DIR = "hub"                   # evaluate-mteb: the folder to upload (model files + card with model-index)
 PND_JSON = "pnd.json"             # evaluate-pnd: PND and ranking scores (its commit marker)
 XNLI_COUNTS = "xnli_counts.parquet"  # evaluate-pnd: XNLI error counts per language pair
 LAYER_CHANGES = "layer_changes.csv"  # tune-query: per-layer weight change of the query tower
@@ -61,7 +62,7 @@ XNLI_TEST = pnd_sets.get("xnli").file   # prepare-xnli: the one XNLI table PND r
 
 def pnd_file_name(dataset: str) -> str:
     """The file name (inside its dataset folder) a preparing stage writes for a PND dataset."""
-    return PND_FILES[dataset].rsplit("/", 1)[1]
+    return pnd_sets.get(dataset).file.rsplit("/", 1)[1]
 
 
 ARXIV_NEGATIVES = "negatives.parquet"  # build-arxiv-negatives: each paper's ranked negatives
@@ -136,13 +137,10 @@ class Processed:
         """A narrow-domain query-tuning split (App. K): ``train`` or ``val``."""
         return self.arxiv() / arxiv_narrow_name(domain, split)
 
-    def squad(self) -> Path:
-        """prepare-squad: questions with answer / other sentences (App. C)."""
-        return self.root / "squad"
-
-    def hotpotqa(self) -> Path:
-        """prepare-hotpotqa: questions with gold / distractor passages by level (App. D)."""
-        return self.root / "hotpotqa"
+    def pnd_dir(self, source: str) -> Path:
+        """prepare-pnd: the folder of one loader's PND sets (a source of
+        :func:`embtune.core.pnd_sets.sources`, App. C, D)."""
+        return self.root / _name(source)
 
     def xnli_test(self) -> Path:
         """prepare-xnli: the XNLI test pairs in every language (one file, not a folder)."""

@@ -13,14 +13,25 @@ falls behind and the query tables silently drop a set they do not know. Each set
 - ``table`` and ``column``: the query table that reports it (``table1``: Table 1's columns,
   ``table2``: Table 2's rows, ``xnli``: Table 1's XNLI counts) and its label there;
 - ``short``: its name in Table 3 (App. G; the paper abbreviates Table 1's sets only);
-- ``prepare``: the ``embtune`` stage that writes its file;
+- ``loader``: the module that reads its raw files (a set of an existing kind with a loader of
+  its own: SQuAD, HotpotQA). Every set of one loader is written together, by one generic stage
+  (``embtune prepare-pnd <source>``, :mod:`embtune.stages.prepare_pnd`) and one rule generated
+  per source (:func:`prepare_rule`), into the folder its ``file`` names (the *source*: ``squad``,
+  ``hotpotqa``), with the options of its ``data.<source>`` params section
+  (:mod:`embtune.data.pnd_loader` has the loader's protocol);
+- ``prepare``: the ``embtune`` stage that writes its file (``prepare-pnd`` for a loader's set;
+  MSMARCO, arxiv and XNLI have stages of their own, as their data serve query tuning too or
+  come as one table);
 - ``demo``: the ``data.*`` params section its data comes from (the demo preset points each at
   the small local sample under ``tests/data``);
 - ``arxiv_flavour``: ``first``/``title`` for the arxiv sets, which alone have paper categories:
   App. K's domain exclusions and App. H's difficulty levels apply to them only.
 
-Adding a set takes a loader for a new ``kind`` (none for an existing one), one :func:`register`
-call and its data; the schema enum is held equal to :func:`names` by tests/unit/evaluate/test_pnd_sets.py.
+Adding a set of an existing kind takes its :func:`register` call (naming its loader), the loader
+and its data (with the loader's ``data.<source>`` schema section); the rule, the stage, its
+paths, dvc.yaml's lists and the hub downloads follow from the registry
+(tests/contracts/test_pnd_set_registry.py). A new ``kind`` also takes its reader in evaluate-pnd.
+The schema enum is held equal to :func:`names` by tests/unit/evaluate/test_pnd_sets.py.
 
 The ``arxiv-`` prefix of an arxiv set or a narrow tuning domain (``arxiv-math``, App. K) is
 parsed here only (:func:`arxiv_domain`, :func:`arxiv_set`).
@@ -35,6 +46,8 @@ ARXIV_PREFIX = "arxiv-"
 PND_META_KEYS = ("encoder_calls", "arxiv_levels", "model", "over_length")
 KINDS = ("grouped", "triplets", "xnli")
 TABLES = ("table1", "table2", "xnli")
+#: the stage that writes every set with a ``loader``
+PREPARE_PND = "prepare-pnd"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,14 +58,26 @@ class PndSet:
     table: str
     column: str
     short: str
-    prepare: str
     demo: str
+    prepare: str = PREPARE_PND
+    loader: str | None = None
     arxiv_flavour: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or self.table not in TABLES:
             raise ValueError(f"PND set {self.name!r}: kind {self.kind!r} (one of {KINDS}), "
                              f"table {self.table!r} (one of {TABLES})")
+        if (self.loader is None) == (self.prepare == PREPARE_PND):
+            raise ValueError(f"PND set {self.name!r}: a loader module goes with stage {PREPARE_PND!r} "
+                             f"(got loader {self.loader!r}, prepare {self.prepare!r})")
+        if self.loader is not None and (self.file.count("/") != 1 or self.demo != f"data.{self.source}"):
+            raise ValueError(f"PND set {self.name!r}: a loader's set lives in <source>/<file> with its "
+                             f"options in data.<source> (got file {self.file!r}, demo {self.demo!r})")
+
+    @property
+    def source(self) -> str:
+        """The folder under ``paths.processed`` its file lies in (a loader's output folder)."""
+        return self.file.split("/", 1)[0]
 
 
 _REGISTRY: dict[str, PndSet] = {}
@@ -80,6 +105,41 @@ def get(name: str) -> PndSet:
 def names() -> tuple[str, ...]:
     """Every set, in the schema enum's order."""
     return tuple(_REGISTRY)
+
+
+def sources() -> dict[str, str]:
+    """Source -> loader module of every set with a loader, in registry order: one generated
+    ``prepare_<source>`` rule, one folder and one ``data.<source>`` params section each."""
+    out: dict[str, str] = {}
+    for s in _REGISTRY.values():
+        if s.loader is not None and out.setdefault(s.source, s.loader) != s.loader:
+            raise ValueError(f"PND source {s.source!r}: sets name two loaders ({out[s.source]!r}, {s.loader!r})")
+    return out
+
+
+def prepare_rule(source: str) -> str:
+    """The Snakemake rule (and log) name of a source's preparation, generated per source in
+    workflow/rules/data.smk and listed in dvc.yaml's data phase."""
+    return f"prepare_{source}"
+
+
+def loader_of(source: str) -> str:
+    """The loader module of a source (:func:`sources`)."""
+    try:
+        return sources()[source]
+    except KeyError:
+        raise ValueError(f"unknown PND source {source!r} (expected one of {', '.join(sources())})") from None
+
+
+def source_sets(source: str) -> tuple[str, ...]:
+    """The sets one loader writes, in registry order."""
+    return tuple(n for n, s in _REGISTRY.items() if s.loader is not None and s.source == source)
+
+
+def source_files(data: dict) -> list[str]:
+    """Every raw file (``data.<source>.files``) the loaders' sources read, for the hub download
+    list; a source the params leave out reads none."""
+    return [f for source in sources() for f in (data.get(source) or {}).get("files", [])]
 
 
 def in_table(table: str) -> tuple[str, ...]:
@@ -125,16 +185,16 @@ for _entry in (
     PndSet(name="xnli", file="xnli/test.parquet", kind="xnli", table="xnli", column="xnli",
            short="XNLI", prepare="prepare-xnli", demo="data.xnli"),
     PndSet(name="squad", file="squad/eval.parquet", kind="grouped", table="table2", column="squad",
-           short="squad", prepare="prepare-squad", demo="data.squad"),
+           short="squad", demo="data.squad", loader="embtune.data.squad"),
     # App. C: >= 5 candidate sentences
     PndSet(name="squad-min5", file="squad/eval_min5.parquet", kind="grouped", table="table2", column="squad-min5",
-           short="squad-min5", prepare="prepare-squad", demo="data.squad"),
+           short="squad-min5", demo="data.squad", loader="embtune.data.squad"),
     # App. D, by HotpotQA's level label
     PndSet(name="hotpotqa-easy", file="hotpotqa/eval_easy.parquet", kind="grouped", table="table2", column="hotpotqa-easy",
-           short="hotpotqa-easy", prepare="prepare-hotpotqa", demo="data.hotpotqa"),
+           short="hotpotqa-easy", demo="data.hotpotqa", loader="embtune.data.hotpotqa"),
     PndSet(name="hotpotqa-medium", file="hotpotqa/eval_medium.parquet", kind="grouped", table="table2", column="hotpotqa-medium",
-           short="hotpotqa-medium", prepare="prepare-hotpotqa", demo="data.hotpotqa"),
+           short="hotpotqa-medium", demo="data.hotpotqa", loader="embtune.data.hotpotqa"),
     PndSet(name="hotpotqa-hard", file="hotpotqa/eval_hard.parquet", kind="grouped", table="table2", column="hotpotqa-hard",
-           short="hotpotqa-hard", prepare="prepare-hotpotqa", demo="data.hotpotqa"),
+           short="hotpotqa-hard", demo="data.hotpotqa", loader="embtune.data.hotpotqa"),
 ):
     register(_entry)

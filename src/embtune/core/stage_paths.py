@@ -130,7 +130,8 @@ def _mteb_batch_inputs(ns: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
-    """mteb.parquet and mteb_results/ beside --out, or beside each --runs-json run's out."""
+    """mteb.parquet and mteb_results/ beside --out, or beside each --runs-json run's out; each
+    run's hub folder."""
     outs = [("--out", ns.out)] if getattr(ns, "out", None) else []
     outs += [(f"--runs-json[{i}].out", r["out"]) for i, r in enumerate(_mteb_runs(ns)) if isinstance(r.get("out"), str)]
     for label, out in outs:
@@ -138,6 +139,9 @@ def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
             yield label, out
         yield f"{label} (.parquet)", Path(out).with_suffix(".parquet")
         yield f"{label} (mteb_results)", Path(out).parent / "mteb_results"
+    for i, run in enumerate(_mteb_runs(ns)):
+        if isinstance(run.get("hub"), str) and run["hub"]:
+            yield f"--runs-json[{i}].hub", run["hub"]
 
 
 def _train_batch_members(ns: Any) -> list[dict[str, Any]]:
@@ -193,6 +197,7 @@ def _query_batch_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
 def _collect_manifest(ns: Any) -> Iterator[tuple[str, Any]]:
     yield "--out (manifest)", Path(ns.out).with_name(Path(ns.out).stem + ".manifest.json")
     yield "--out (csv)", Path(ns.out).with_suffix(".csv")
+    yield "--out (run_metrics)", Path(ns.out).parent / "run_metrics"
 
 
 def _pnd_files(ns: Any) -> Iterator[tuple[str, Any]]:
@@ -224,8 +229,7 @@ SPECS: dict[str, Spec] = {
     "split-msmarco": Spec(inputs=("file",), outputs=("out",)),
     "build-arxiv-negatives": Spec(inputs=("snapshot", "published"), outputs=("out",)),
     "prepare-xnli": Spec(inputs=("source",), outputs=("out",), extra_outputs=(_beside("manifest.json"),)),
-    "prepare-squad": Spec(inputs=("files",), outputs=("out",), globs=True),
-    "prepare-hotpotqa": Spec(inputs=("files",), outputs=("out",), globs=True),
+    "prepare-pnd": Spec(inputs=("files",), outputs=("out",), globs=True),
     "materialise-mteb": Spec(inputs=("local_dir",), outputs=("out",)),
     "select-mteb-tasks": Spec(inputs=("scores",), outputs=("out",)),
     "fetch": Spec(outputs=("out",)),
@@ -233,7 +237,7 @@ SPECS: dict[str, Spec] = {
     "train": Spec(outputs=("out_dir", "tracking_dir"), inout=("checkpoint_dir",), resumable=("checkpoint_dir",),
                   extra_inputs=(_run_config_paths,), need_bytes=_train_need),
     "train-batch": Spec(extra_inputs=(_train_batch_inputs,), extra_outputs=(_train_batch_outputs,)),
-    "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out",),
+    "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out", "hub_out"),
                           extra_inputs=(_mteb_batch_inputs,), extra_outputs=(_mteb_outputs,)),
     "model-card": Spec(outputs=("out",), extra_inputs=(_run_dir_files,)),
     "publish": Spec(inputs=("run_dir",), outputs=("out",)),
@@ -256,11 +260,12 @@ SPECS: dict[str, Spec] = {
     "stage-in": Spec(inputs=("snapshots", "records", "extra_files"), outputs=("out",)),
     "link-outputs": Spec(inputs=("src",), outputs=("out", "extra")),
     "status": Spec(inputs=("files", "results")),      # reads only: prints, writes nothing
+    "validate-params": Spec(inputs=("files",), outputs=("out",)),
 }
 
 
 def _flag(dest: str, stage: str = "") -> str:
-    return "params file" if (stage, dest) in (("plan", "files"),) else "--" + dest.replace("_", "-")
+    return "params file" if (stage, dest) in (("plan", "files"), ("validate-params", "files")) else "--" + dest.replace("_", "-")
 
 
 def _values(ns: Any, dest: str, globs: bool, stage: str = "") -> Iterator[tuple[str, str]]:

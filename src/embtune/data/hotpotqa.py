@@ -1,6 +1,6 @@
 """HotpotQA -> one row per question with its context passages as positive / negative candidates,
-split by HotpotQA's difficulty level (paper 2, App. D, Table 2); the ``prepare-hotpotqa`` stage
-(driver: :mod:`embtune.stages.prepare_hotpotqa`).
+split by HotpotQA's difficulty level (paper 2, App. D, Table 2): the loader of the
+``hotpotqa-<level>`` sets (``embtune prepare-pnd hotpotqa``, :mod:`embtune.data.pnd_loader`).
 
 App. D: "we combined its train and dev subsets. For each query ('question') both train and dev
 subsets contain on average 9.95 passages, of which 2 are always positives. [...] we filtered out
@@ -22,7 +22,7 @@ Sources (by magic bytes, any mix): the official JSON (a list of {``_id``, ``ques
 gzip allowed; or the hub's parquet (``hotpotqa/hotpot_qa`` ``distractor``: ``id``,
 ``supporting_facts`` {``title``, ``sent_id``}, ``context`` {``title``, ``sentences``}).
 
-Outputs (``--out DIR``): ``eval_<level>.parquet`` per level with ``sample_id``, ``source``,
+Outputs (the stage's ``--out DIR``): ``eval_<level>.parquet`` per level with ``sample_id``, ``source``,
 ``level``, ``type``, ``query``, ``positives``, ``negatives`` (list[str]); ``manifest.json``.
 """
 
@@ -37,11 +37,19 @@ from typing import Any
 
 import polars as pl
 
-from embtune.core.io import read_parquet
-from embtune.data.jsonl import DataError, open_text
-from embtune.data.squad import PARQUET_MAGIC, note_example
+from embtune.core.io import read_parquet, sha256_file
+from embtune.data.jsonl import DataError, drop_summary, open_text
+from embtune.data.pnd_loader import PARQUET_MAGIC, Option, Prepared, note_example
 
 LEVELS = ("easy", "medium", "hard")
+FILES_HELP = "HotpotQA train and distractor-dev files (official JSON or hub parquet)"
+OPTIONS = (
+    Option(key="min_passages", type=int, default=10, help="drop questions with fewer passages (App. D: 10)"),
+    Option(key="levels", type=str, default=LEVELS, choices=LEVELS, many=True,
+           help="difficulty levels to write, one evaluation set each"),
+    Option(key="passage_title", type=bool, default=False,
+           help="prefix each passage with its title (default: the paragraph text only)"),
+)
 FRAME_SCHEMA = {"sample_id": pl.String, "source": pl.String, "level": pl.String, "type": pl.String,
                 "query": pl.String, "positives": pl.List(pl.String), "negatives": pl.List(pl.String)}
 
@@ -194,3 +202,43 @@ def build_rows(samples: Iterator[Sample], source: str, min_passages: int, levels
         rows.append({"sample_id": s.qid, "source": source, "level": s.level, "type": s.qtype,
                      "query": s.question, "positives": pos, "negatives": neg})
     return Built(rows, drops, examples, read, hist)
+
+
+def prepare(files: Sequence[str], settings: Any) -> Prepared:
+    """The ``hotpotqa-<level>`` frames of the combined files, and the manifest's counts."""
+    if settings.min_passages < 2:
+        raise DataError(f"--min-passages {settings.min_passages}: a question needs at least 2 passages")
+    rows: list[dict[str, Any]] = []
+    drops: Counter[str] = Counter()
+    examples: dict[str, list[str]] = {}
+    hist: Counter[int] = Counter()
+    inputs = []
+    for path in files:
+        built = build_rows(read_samples(path), Path(path).name, settings.min_passages, settings.levels,
+                           settings.passage_title)
+        rows += built.rows
+        drops.update(built.drops)
+        hist.update(built.positives_histogram)
+        for reason, where in built.examples.items():
+            examples.setdefault(reason, []).extend(where)
+        inputs.append({"path": path, "sha256": sha256_file(path), "questions": built.read,
+                       "kept": len(built.rows)})
+    frame = pl.DataFrame(rows, schema=FRAME_SCHEMA)
+    by_level = {lvl: frame.filter(pl.col("level") == lvl) for lvl in settings.levels}
+    empty = [lvl for lvl, f in by_level.items() if not f.height]
+    if empty:
+        raise DataError(f"{', '.join(files)}: no question of level(s) {empty} is left "
+                        f"({drop_summary(drops, examples)}); expected every requested level "
+                        "(dev questions are all 'hard': easy and medium need the train file)")
+    read = sum(i["questions"] for i in inputs)
+    positives = {str(k): v for k, v in sorted(hist.items())}
+    manifest = dict(
+        inputs=inputs, min_passages=settings.min_passages, levels=list(settings.levels),
+        passage_title=settings.passage_title, questions_read=read, dropped=dict(sorted(drops.items())),
+        rows={lvl: f.height for lvl, f in by_level.items()}, positives_per_query=positives,
+        mean_passages=float(frame["positives"].list.len().mean()  # type: ignore[arg-type]
+                            + frame["negatives"].list.len().mean()),  # type: ignore[operator]
+    )
+    summary = (f"{read} questions -> {manifest['rows']} by level (positives per query {positives}); "
+               f"dropped {manifest['dropped']}")
+    return Prepared({f"hotpotqa-{lvl}": f for lvl, f in by_level.items()}, manifest, summary)

@@ -1,6 +1,6 @@
 """SQuAD v2 -> one row per question with its paragraph's sentences as positive / negative
-candidates (paper 2, App. C and Table 2); the ``prepare-squad`` stage (driver:
-:mod:`embtune.stages.prepare_squad`).
+candidates (paper 2, App. C and Table 2): the loader of the ``squad`` and ``squad-min5`` sets
+(``embtune prepare-pnd squad``, :mod:`embtune.data.pnd_loader`).
 
 App. C: "we identified (for each query) the given paragraph sentences containing an answer to the
 query as positives, and the rest of the sentences as negatives. We left samples having at least
@@ -24,7 +24,7 @@ Sources (read by magic bytes, any mix): the official JSON (``train-v2.0.json``,
 (``rajpurkar/squad_v2``: columns ``id``, ``title``, ``context``, ``question``, ``answers`` {``text``,
 ``answer_start``}).
 
-Outputs (``--out DIR``): ``eval.parquet`` and ``eval_min5.parquet`` with ``sample_id``, ``source``
+Outputs (the stage's ``--out DIR``): ``eval.parquet`` and ``eval_min5.parquet`` with ``sample_id``, ``source``
 (file name), ``title``, ``query``, ``positives``, ``negatives`` (list[str]); ``manifest.json``.
 """
 
@@ -40,13 +40,19 @@ from typing import Any
 
 import polars as pl
 
-from embtune.core.io import read_parquet
-from embtune.data.jsonl import DataError, open_text
+from embtune.core.io import read_parquet, sha256_file
+from embtune.data.jsonl import DataError, drop_summary, open_text
+from embtune.data.pnd_loader import PARQUET_MAGIC, Option, Prepared, note_example
 from embtune.data.sentences import sentence_spans
 
 MIN_CANDIDATES = 5          # "SQUAD min 5"
 POSITIVE_RULES = ("text", "span")
-PARQUET_MAGIC = b"PAR1"
+FILES_HELP = "SQuAD v2 train and validation files (official JSON or hub parquet)"
+OPTIONS = (
+    Option(key="positive_rule", type=str, default="text", choices=POSITIVE_RULES,
+           help="a sentence is positive if it contains an answer string (text) or overlaps an "
+                "answer span (span); default text"),
+)
 FRAME_SCHEMA = {"sample_id": pl.String, "source": pl.String, "title": pl.String, "query": pl.String,
                 "positives": pl.List(pl.String), "negatives": pl.List(pl.String)}
 
@@ -171,13 +177,6 @@ class Built:
     read: int
 
 
-def note_example(examples: dict[str, list[str]], reason: str, where: str, keep: int = 3) -> None:
-    """Keep the first few places of each drop reason (for the error when nothing is left)."""
-    seen = examples.setdefault(reason, [])
-    if len(seen) < keep:
-        seen.append(where)
-
-
 def build_rows(questions: Iterator[Question], source: str, rule: str) -> Built:
     """Rows with >= 1 positive and >= 1 negative sentence; the others counted by reason."""
     rows: list[dict[str, Any]] = []
@@ -211,3 +210,35 @@ def min_candidates(frame: pl.DataFrame, n: int = MIN_CANDIDATES) -> pl.DataFrame
 def mean_len(frame: pl.DataFrame, col: str) -> float | None:
     """Mean length of a list column (None for an empty frame), for the manifest."""
     return float(frame[col].list.len().mean()) if frame.height else None  # type: ignore[arg-type]
+
+
+def prepare(files: Sequence[str], settings: Any) -> Prepared:
+    """The ``squad`` and ``squad-min5`` frames of the combined files, and the manifest's counts."""
+    rows: list[dict[str, Any]] = []
+    drops: Counter[str] = Counter()
+    examples: dict[str, list[str]] = {}
+    inputs = []
+    for path in files:
+        built = build_rows(read_questions(path), Path(path).name, settings.positive_rule)
+        rows += built.rows
+        drops.update(built.drops)
+        for reason, where in built.examples.items():
+            examples.setdefault(reason, []).extend(where)
+        inputs.append({"path": path, "sha256": sha256_file(path), "questions": built.read,
+                       "kept": len(built.rows)})
+    if not rows:
+        raise DataError(f"{', '.join(files)}: no question has both a sentence with an answer and "
+                        f"one without ({drop_summary(drops, examples)})")
+    frame = pl.DataFrame(rows, schema=FRAME_SCHEMA)
+    min5 = min_candidates(frame)
+    m = dict(
+        inputs=inputs, positive_rule=settings.positive_rule, sentence_splitter="embtune.data.sentences (rule-based)",
+        questions_read=sum(i["questions"] for i in inputs), dropped=dict(sorted(drops.items())),
+        eval_rows=frame.height, eval_min5_rows=min5.height, min_candidates=MIN_CANDIDATES,
+        mean_positives=mean_len(frame, "positives"), mean_negatives=mean_len(frame, "negatives"),
+        eval_comparisons=int((frame["positives"].list.len() * frame["negatives"].list.len()).sum()),
+    )
+    summary = (f"{m['questions_read']} questions -> {m['eval_rows']} with positives and negatives "
+               f"({m['mean_positives']:.2f} / {m['mean_negatives']:.2f} per query), {m['eval_min5_rows']} "
+               f"with >= {m['min_candidates']} sentences; dropped {m['dropped']}")
+    return Prepared({"squad": frame, "squad-min5": min5}, m, summary)

@@ -143,7 +143,7 @@ def triplet_set_pnd(query_emb: np.ndarray, pos_emb: np.ndarray, pos_query: np.nd
 def pair_closeness(queries: np.ndarray, q_index: np.ndarray, texts: np.ndarray, measure: Measure,
                    chunk: int = 1024) -> np.ndarray:
     """``closeness(queries[q_index], texts)`` chunk by chunk, bit-identical to it (every row goes
-    through the same operations). Why: a full-size set (HotpotQA: ~780k negatives) would
+    through the same operations). Why: a full-size set (App. D's multi-hop passages: ~780k negatives) would
     otherwise hold several float64 copies of all its pairs at once (~10 GB at dimension 384)."""
     q_index = np.asarray(q_index, np.int64)
     if q_index.shape[0] != len(texts):

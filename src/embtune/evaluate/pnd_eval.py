@@ -12,9 +12,9 @@ float32 by default, because bf16 rounding flips near-tied PND decisions (see
 :mod:`embtune.models.encoders`).
 
 Datasets (``TRIPLET_FILES``, their files under ``paths.processed``: :mod:`embtune.core.layout`): MSMARCO eval and its "65 negatives" variant (App. A), arxiv-first /
-arxiv-title (App. B), and paper 2's Table 2 sets, SQuAD v2 sentences (App. C, ``prepare-squad``)
-and HotpotQA passages by level (App. D, ``prepare-hotpotqa``), all but arxiv stored one row per
-query with its ``positives`` and ``negatives`` lists.
+arxiv-title (App. B), and paper 2's Table 2 sets, answer sentences (App. C) and multi-hop
+passages by level (App. D), both written by ``prepare-pnd``; all but arxiv stored one row per
+query with its ``positives`` and ``negatives`` lists (:mod:`embtune.core.pnd_sets` lists them).
 
 App. K (narrow-domain tuning): ``--exclude-domains math ...`` adds, for each arxiv dataset, an entry
 ``<dataset>!<domain>`` scored on the rows without a category ``<domain>.*``. The workflow passes the
@@ -144,7 +144,7 @@ def excluded_key(dataset: str, domain: str) -> str:
 
 # ---------------------------------------------------------------- data -> pure structures
 def grouped_triplets(frame: pl.DataFrame) -> TripletSet:
-    """One query per row (MSMARCO eval, SQuAD, HotpotQA): all positives x all negatives of it."""
+    """One query per row (MSMARCO eval and every ``grouped`` set): all positives x all negatives of it."""
     pos, neg = frame["positives"].to_list(), frame["negatives"].to_list()
     return TripletSet(
         queries=frame["query"].to_list(),

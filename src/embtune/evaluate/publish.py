@@ -2,7 +2,9 @@
 
 Why a separate folder: the training stage's ``model/`` is an output Snakemake tracks, and the
 MTEB scores exist only after evaluation; writing the card into ``model/`` afterwards would make
-the trained model look newer than its evaluation and re-run it. The published folder holds hard
+the trained model look newer than its evaluation and re-run it. So evaluation writes the folder
+to upload as an output of its own, ``runs/<run_id>/hub/`` (:func:`hub_folder`, called by
+evaluate-mteb), and ``embtune publish`` writes the same folder wherever it is asked to: hard
 links to the weights (no copy of GBs), and the card rendered with ``model-index``.
 
 Scores measured on a local subsample of an MTEB task (the demo's, or any ``data.mteb.source:
@@ -59,8 +61,10 @@ def _read(run_dir: Path, name: str, required: bool = True) -> Any:
     return read_json(path)
 
 
-def publishable(run_dir: str | os.PathLike[str]) -> Publishable:
-    """The folder and card of a finished paper-1 run or paper-2 query run."""
+def publishable(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[str] | None = None) -> Publishable:
+    """The folder and card of a finished paper-1 run or paper-2 query run; ``scores_dir`` holds
+    its ``mteb.json`` and ``mteb_results/`` (default: the run directory; evaluate-mteb's batch
+    job passes the folder it stages them in)."""
     from embtune.evaluate.mteb_card import hub_eval_results
     from embtune.models.st_export import query_card, training_card
 
@@ -73,10 +77,11 @@ def publishable(run_dir: str | os.PathLike[str]) -> Publishable:
     if "qrun_id" in metrics:
         card = query_card(metrics, run, manifest)
         return Publishable(_model_folder(run_dir, "model"), card, "query run", official_scores=False)
-    mteb = _read(run_dir, MTEB_JSON, required=False)
+    scores_dir = run_dir if scores_dir is None else Path(scores_dir)
+    mteb = _read(scores_dir, MTEB_JSON, required=False)
     scored = bool(mteb and mteb.get("status") == "ok")
     official = scored and mteb.get("data_source") == "mteb"
-    results = hub_eval_results(run_dir / MTEB_RESULTS) if scored else []
+    results = hub_eval_results(scores_dir / MTEB_RESULTS) if scored else []
     if results and not official:
         results = flag_subsample(results)
     card = training_card(metrics, run, manifest, mteb, results, official_scores=official)
@@ -93,15 +98,21 @@ def _model_folder(run_dir: Path, name: str) -> Path:
     return folder
 
 
+def _own(out: str | os.PathLike[str]) -> Path:
+    """``out``, refused when it exists and this module did not write it (no marker inside)."""
+    out = Path(out)
+    if out.exists() and not (out / MARKER).is_file():
+        raise DataError(f"{out}: exists and was not written by embtune publish or evaluate-mteb (no "
+                        f"{MARKER}); expected a new folder or one of theirs")
+    return out
+
+
 def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
     """``out`` = the model's files as hard links (copies across filesystems) + the card, written
     atomically: a failure leaves the previous folder, or none."""
     from embtune.core.io import atomic_dir
 
-    out = Path(out)
-    if out.exists() and not (out / MARKER).is_file():
-        raise DataError(f"--out {out}: exists and was not written by embtune publish (no {MARKER}); "
-                        "expected a new folder or an earlier publish folder")
+    out = _own(out)
     with atomic_dir(out) as tmp:
         for src in sorted(item.model_dir.rglob("*")):
             rel = src.relative_to(item.model_dir)
@@ -114,8 +125,35 @@ def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
             except OSError:
                 shutil.copy2(src, dst)
         (tmp / CARD).write_text(item.card, encoding="utf-8")
-        (tmp / MARKER).write_text(str(item.model_dir.resolve()) + "\n", encoding="utf-8")
+        (tmp / MARKER).write_text(item.model_dir.name + "\n", encoding="utf-8")   # no machine's path
     return out
+
+
+def hub_folder(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> str:
+    """Evaluation's publishable folder of a training run (``runs/<run_id>/hub/``): the model's
+    files and the card with ``model-index`` from the scores in ``scores_dir``. A run that did not
+    finish gets a folder holding only ``README.txt`` with its status and reason, so the output
+    exists for every run; returns what was written."""
+    from embtune.core.io import read_json
+
+    metrics = read_json(Path(run_dir) / METRICS_JSON)
+    if metrics.get("status", "ok") == "ok":
+        item = publishable(run_dir, scores_dir)
+        stage_folder(item, out)
+        return "card with model-index" if "model-index" in item.card else "card without MTEB scores"
+    nothing_to_publish(out, f"{metrics.get('status')}: {metrics.get('skip_reason')}\n"
+                            "Nothing to publish: the run did not finish.")
+    return f"run {metrics.get('status')}, nothing to publish"
+
+
+def nothing_to_publish(out: str | os.PathLike[str], why: str) -> None:
+    """A hub folder holding only ``README.txt`` saying why (a run that did not finish, an
+    evaluation killed from outside): the output exists for every run, so the workflow goes on."""
+    from embtune.core.io import atomic_dir
+
+    with atomic_dir(_own(out)) as tmp:
+        (tmp / "README.txt").write_text(why.rstrip("\n") + "\n", encoding="utf-8")
+        (tmp / MARKER).write_text("\n", encoding="utf-8")
 
 
 def upload(folder: str | os.PathLike[str], repo_id: str, *, private: bool, token: str | None,

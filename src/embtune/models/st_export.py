@@ -213,7 +213,9 @@ def _mteb_section(mteb: Mapping[str, Any] | None, official: bool = True) -> str:
              "per task and the average), `../mteb.parquet` (every metric) and `../mteb_results/` "
              "(mteb's own `TaskResult` files: `mteb.ResultCache(\"../mteb_results\").load_results(include_remote=False)`).")
     if not mteb or mteb.get("status") != "ok":
-        return "## Evaluation\n\nMTEB scores are not part of the training output. " + where + "\n"
+        return ("## Evaluation\n\nMTEB scores are not part of the training output. " + where + " Evaluation "
+                "also writes `../hub/`, the folder to upload: this model's files and this card with the "
+                "scores as `model-index`.\n")
     rows = [(task, score) for task, score in sorted(mteb.get("tasks", {}).items())]
     excluded = ", ".join(mteb.get("excluded") or []) or "none"
     rows.append((f"**average** (excluded: {excluded})", mteb.get("average")))

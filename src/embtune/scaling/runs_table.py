@@ -225,3 +225,18 @@ def collect(runs_dir: Path | None, skipped: Sequence[tuple[str, ...]],
         seen.add(run_id)
     rows += [skipped_row(rid, reason, *status) for rid, reason, *status in skipped if rid not in seen]
     return rows
+
+
+#: The final values of a run `dvc metrics show` lists (table column -> its name there).
+FINAL_METRICS = {"status": "status", "study": "study", "method": "method", "model": "model", "budget": "budget",
+                 "C": "flops", "D": "tokens", "steps": "steps", "final_train_loss": "final_train_loss",
+                 "val_loss": "val_loss", "mteb_average": "mteb_average"}
+
+
+def final_metrics(table: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """run_id -> its final values, unknown ones left out: one small file per run
+    (collect-runs' ``run_metrics/<run_id>.json``), so `dvc metrics show` has a row per run."""
+    cols = [c for c in FINAL_METRICS if c in table.columns]
+    return {row["run_id"]: {FINAL_METRICS[c]: row[c] for c in cols if row[c] is not None}
+            for row in table.select("run_id", *cols).iter_rows(named=True)}
+

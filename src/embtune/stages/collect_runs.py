@@ -3,21 +3,26 @@
 Why a driver apart from :mod:`embtune.scaling.runs_table`: the library turns run files into rows
 and a typed table; the arguments, the parquet and its manifest, and the warning about runs that
 recorded NaN/inf metrics live here.
+
+Beside the table: ``runs.csv`` and ``run_metrics/<run_id>.json``, each run's final values, which
+dvc.yaml declares as metrics: `dvc metrics show` has a row per run (DVC reads JSON, not parquet).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from embtune.core.errors import DataError
-from embtune.core.io import provenance, write_json, write_parquet, write_text
+from embtune.core.io import atomic_dir, provenance, write_json, write_parquet, write_text
 from embtune.scaling.failed import failed_runs
-from embtune.scaling.runs_table import build_table, collect, nonfinite_runs, read_skipped_csv
+from embtune.scaling.runs_table import build_table, collect, final_metrics, nonfinite_runs, read_skipped_csv
 
 STAGE = "collect-runs"
+RUN_METRICS_DIR = "run_metrics"   # beside --out: one JSON of final values per run
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the same table as CSV for a spreadsheet or a reader without polars (nested columns left out)
     flat = table.select([c for c, t in table.schema.items() if not t.is_nested()])
     write_text(args.out.with_suffix(".csv"), flat.write_csv())
+    with atomic_dir(args.out.parent / RUN_METRICS_DIR) as tmp:
+        for run_id, values in final_metrics(table).items():
+            (tmp / f"{run_id}.json").write_text(json.dumps(values, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     counts = table.group_by("status").len().sort("status").to_dicts()
     nonfinite = nonfinite_runs(table)
     failed = failed_runs(table)

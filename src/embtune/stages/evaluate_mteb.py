@@ -12,6 +12,11 @@ its weights (the mteb revision), the evaluation settings, this stage's code vers
 materialised data. A member whose previous ``mteb.json`` (``previous``) has the same key is
 reused (its three outputs copied), not re-evaluated: a changed run does not re-evaluate its
 batch-mates.
+
+The folder to upload (``--hub-out``, or a batch run's ``hub``): the run's model files as hard
+links and its card with ``model-index`` from these scores (:func:`embtune.evaluate.publish.hub_folder`),
+rebuilt on every call (links and a card: milliseconds). Why here: the scores exist only now, and
+training's ``model/`` is training's output, which no later stage may rewrite.
 """
 
 from __future__ import annotations
@@ -57,9 +62,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="tokens per text (default: the checkpoint's training context length)")
     p.add_argument("--device", default=None)
     p.add_argument("--out", type=Path, default=None, help="mteb.json (mteb.parquet goes beside it)")
+    p.add_argument("--hub-out", type=Path, default=None,
+                   help="also write the run's folder to upload (model files + card with model-index); "
+                        "needs --run-metrics in the run directory")
     p.add_argument("--runs-json", default=None,
-                   help='a batch: JSON list of {"model_dir", "run_metrics", "out", "previous"} (previous: '
-                        "the run's current mteb.json, reused when its eval_key still matches)")
+                   help='a batch: JSON list of {"model_dir", "run_metrics", "out", "previous", "hub"} (previous: '
+                        "the run's current mteb.json, reused when its eval_key still matches; hub: as --hub-out)")
     p.add_argument("--code-version", default="", help="this stage's code hash (part of eval_key)")
     return p
 
@@ -88,7 +96,8 @@ def _batch(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.runs_json is None:
         if args.model_dir is None or args.out is None:
             raise DataError("evaluate-mteb: give --model-dir and --out, or --runs-json")
-        return [{"model_dir": args.model_dir, "run_metrics": args.run_metrics, "out": args.out, "previous": None}]
+        return [{"model_dir": args.model_dir, "run_metrics": args.run_metrics, "out": args.out, "previous": None,
+                 "hub": args.hub_out}]
     try:
         runs = json.loads(args.runs_json)
     except json.JSONDecodeError as err:
@@ -102,8 +111,29 @@ def _batch(args: argparse.Namespace) -> list[dict[str, Any]]:
                             "(run_metrics, previous optional)")
         out.append({"model_dir": Path(run["model_dir"]), "out": Path(run["out"]),
                     "run_metrics": Path(run["run_metrics"]) if run.get("run_metrics") else None,
-                    "previous": Path(run["previous"]) if run.get("previous") else None})
+                    "previous": Path(run["previous"]) if run.get("previous") else None,
+                    "hub": Path(run["hub"]) if run.get("hub") else None})
     return out
+
+
+def _check_hubs(runs: list[dict[str, Any]], batch: bool) -> list[dict[str, Any]]:
+    """Before any work: a hub folder is written from the run directory holding metrics.json."""
+    for i, run in enumerate(runs):
+        if run["hub"] is not None and run["run_metrics"] is None:
+            label = f"--runs-json[{i}].hub" if batch else "--hub-out"
+            raise DataError(f"{label}: needs the run's metrics.json (--run-metrics, or run_metrics in "
+                            "--runs-json): the card is written from the run directory that holds it")
+    return runs
+
+
+def _write_hub(run: dict[str, Any]) -> None:
+    """The run's folder to upload, from the scores just written beside its ``out``."""
+    from embtune.evaluate.publish import hub_folder
+
+    if run["hub"] is None:
+        return
+    what = hub_folder(run["run_metrics"].parent, run["out"].parent, run["hub"])
+    print(f"{STAGE}: {run['hub']}: {what}")
 
 
 def eval_key(revision: str, args: argparse.Namespace, data: str) -> str:
@@ -183,10 +213,13 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = _batch(args)
+    runs = _check_hubs(_batch(args), batch=args.runs_json is not None)
     # the data's fingerprint enters every run's eval_key (a batch only: one run has nothing to reuse)
     data = dir_fingerprint(args.data_dir) if args.runs_json is not None and args.data_dir.is_dir() else None
-    done = [evaluate_run(args, run, data) for run in runs]
+    done = []
+    for run in runs:
+        done.append(evaluate_run(args, run, data))
+        _write_hub(run)
     if len(runs) > 1:
         print(f"{STAGE}: {len(runs)} runs: " + ", ".join(f"{done.count(k)} {k}" for k in
                                                         ("evaluated", "reused", "skipped")))

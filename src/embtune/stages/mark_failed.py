@@ -15,7 +15,7 @@ lists them with their reason. Deleting a record (its run folder) makes Snakemake
 
 - ``train``: ``run`` (the run config), ``out_dir``, ``tracking_dir``
 - ``query``: ``run`` (the query run config), ``out_dir``, ``tracking_dir``
-- ``mteb``: ``scores``, ``table``, ``results`` (the paths of rule evaluate_mteb's outputs)
+- ``mteb``: ``scores``, ``table``, ``results``, ``hub`` (the paths of rule evaluate_mteb's outputs)
 - ``pnd``: ``pnd``, ``xnli`` (rule evaluate_pnd_base / evaluate_pnd_query's outputs)
 """
 
@@ -35,7 +35,7 @@ STAGE = "mark-failed"
 REASON = "killed"
 KINDS = ("train", "query", "mteb", "pnd")
 _KEYS = {"train": ("run", "out_dir", "tracking_dir"), "query": ("run", "out_dir", "tracking_dir"),
-         "mteb": ("scores", "table", "results"), "pnd": ("pnd", "xnli")}
+         "mteb": ("scores", "table", "results", "hub"), "pnd": ("pnd", "xnli")}
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -100,6 +100,7 @@ def _query(unit: dict[str, Any], attempt: int, retries: int) -> str:
 
 def _mteb(unit: dict[str, Any], attempt: int, retries: int) -> str:
     from embtune.core.io import read_json, write_json
+    from embtune.evaluate.publish import nothing_to_publish
     from embtune.stages.evaluate_mteb import _skipped
 
     detail = unit.get("detail", "")
@@ -109,7 +110,9 @@ def _mteb(unit: dict[str, Any], attempt: int, retries: int) -> str:
     # its own failure (embtune status counts it), unlike the record of a run training lost
     record = {**read_json(scores), "failure": {"reason": REASON, "attempt": attempt, "retries": retries,
                                                "detail": detail}}
-    write_json(scores, record)
+    nothing_to_publish(unit["hub"], f"MTEB evaluation failed ({REASON}: {detail}): no card with scores yet. "
+                                    "Delete mteb.json to evaluate again.")
+    write_json(scores, record)        # the commit marker, last
     return str(scores)
 
 

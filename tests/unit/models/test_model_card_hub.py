@@ -21,7 +21,7 @@ TASKS = ["STS15", "AskUbuntuDupQuestions"]
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory) -> tuple[Path, Any]:
     """A tiny run trained and written by the train stage, then evaluated on two MTEB tasks."""
-    from embtune.core.layout import METRICS_JSON, MODEL_DIR
+    from embtune.core.layout import HUB_DIR, METRICS_JSON, MODEL_DIR
     from embtune.stages import evaluate_mteb
     from embtune.stages.train import write_outputs
     from embtune.train.loop import train_run
@@ -35,7 +35,7 @@ def trained_run(tmp_path_factory) -> tuple[Path, Any]:
     write_outputs(out, result, run)
     assert evaluate_mteb.main(["--model-dir", str(out / MODEL_DIR), "--run-metrics", str(out / METRICS_JSON),
                                "--tasks", *TASKS, "--data-dir", str(DEMO_MTEB), "--device", "cpu",
-                               "--out", str(out / "mteb.json")]) == 0
+                               "--out", str(out / "mteb.json"), "--hub-out", str(out / HUB_DIR)]) == 0
     return out, run
 
 
@@ -110,6 +110,85 @@ def test_subsample_scores_are_flagged_not_labelled_official(trained_run, tmp_pat
     assert all(r.dataset_split == "test-subsample" and r.dataset_revision is None for r in results)
     assert all("local subsample" in r.dataset_name for r in results)
     assert "mteb-subsample" in card.data.tags and "local subsample" in card.text
+
+
+def test_evaluation_writes_the_folder_to_upload_with_model_index(trained_run) -> None:
+    """evaluate-mteb's hub/ beside model/: model/'s files as hard links (model/ itself untouched:
+    its card has no scores) and a card that ModelCard.load reads with one model-index result per
+    task, the score mteb.json records, flagged as a subsample, base_model the Hub id."""
+    import os
+
+    from huggingface_hub import ModelCard
+
+    out, run = trained_run
+    card = ModelCard.load(out / "hub" / "README.md")
+    record = json.loads((out / "mteb.json").read_text())
+    assert card.data.base_model == "EleutherAI/pythia-14m" and card.data.model_name == run.run_id
+    scores = {r.dataset_name.split(" (")[0]: r.metric_value for r in card.data.eval_results}
+    assert scores == pytest.approx(record["tasks"], abs=1e-6) and set(scores) == set(TASKS)
+    assert all(r.dataset_split == "test-subsample" for r in card.data.eval_results)
+    for weights in (out / "model").glob("*.safetensors"):
+        assert os.path.samefile(out / "hub" / weights.name, weights)
+    trained = ModelCard.load(out / "model" / "README.md")
+    assert not trained.data.eval_results and "../hub/" in trained.text
+
+
+def test_the_workflow_path_batch_job_then_link_outputs(trained_run, tmp_path, capsys) -> None:
+    """As rules evaluate_mteb_batch + evaluate_mteb run it: the batch job stages each run's hub/
+    beside its scores, link-outputs links the four outputs into the run folder; a re-run that
+    reuses the scores (same eval_key) still writes the hub folder, with the same card."""
+    import os
+    import shutil
+
+    from huggingface_hub import ModelCard
+
+    from embtune.cli import main as cli
+    from embtune.stages import evaluate_mteb
+
+    out, run = trained_run
+    run_dir = tmp_path / "runs" / run.run_id
+    shutil.copytree(out, run_dir, ignore=shutil.ignore_patterns("hub", "mteb*"))
+    names = ("mteb.parquet", "mteb_results", "hub", "mteb.json")          # the rule's --out order
+
+    def batch(stage: str) -> str:
+        staged = tmp_path / stage / run.run_id
+        runs = [{"model_dir": str(run_dir / "model"), "run_metrics": str(run_dir / "metrics.json"),
+                 "out": str(staged / "mteb.json"), "previous": str(run_dir / "mteb.json"), "hub": str(staged / "hub")}]
+        assert evaluate_mteb.main(["--runs-json", json.dumps(runs), "--code-version", "c1", "--tasks", *TASKS,
+                                   "--data-dir", str(DEMO_MTEB), "--device", "cpu"]) == 0
+        assert cli(["link-outputs", "--src", str(staged), "--out", *(str(run_dir / n) for n in names)]) == 0
+        return (run_dir / "hub" / "README.md").read_text()
+
+    first = batch("b1")
+    card = ModelCard.load(run_dir / "hub" / "README.md")
+    record = json.loads((run_dir / "mteb.json").read_text())
+    assert {r.dataset_name.split(" (")[0]: r.metric_value for r in card.data.eval_results} == \
+        pytest.approx(record["tasks"], abs=1e-6)
+    weights = next((run_dir / "model").glob("*.safetensors"))
+    assert os.path.samefile(run_dir / "hub" / weights.name, weights)     # links all the way, no copy
+    capsys.readouterr()
+    assert batch("b2") == first and "up to date" in capsys.readouterr().out
+
+
+def test_a_run_that_did_not_finish_gets_a_hub_folder_that_says_so(tmp_path) -> None:
+    from embtune.evaluate.publish import hub_folder
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"status": "failed", "skip_reason": "diverged: loss nan at step 3"}))
+    assert "nothing to publish" in hub_folder(run, run, run / "hub")
+    assert sorted(p.name for p in (run / "hub").iterdir()) == [".embtune-publish", "README.txt"]
+    assert (run / "hub" / "README.txt").read_text().startswith("failed: diverged: loss nan at step 3\n")
+
+
+def test_a_hub_folder_without_the_run_metrics_is_refused_before_any_work(tmp_path) -> None:
+    from embtune.cli import main as cli
+
+    model = tmp_path / "run" / "model"
+    model.mkdir(parents=True)
+    assert cli(["evaluate-mteb", "--model-dir", str(model), "--tasks", "STS15", "--data-dir", str(DEMO_MTEB),
+                "--out", str(tmp_path / "run" / "mteb.json"), "--hub-out", str(tmp_path / "run" / "hub")]) == 2
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["model"]
 
 
 def test_base_model_is_a_hub_id_or_none() -> None:

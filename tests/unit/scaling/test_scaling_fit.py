@@ -4,6 +4,7 @@ bootstrap coverage, graceful skips, and the runs-table / fit-scaling stages end 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -275,7 +276,7 @@ def _write_run(d, run_id, metrics, manifest, mteb=None):
         (rd / "mteb.json").write_text(json.dumps(mteb))
 
 
-def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
+def _collect_two_runs_and_a_planned_skip(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     model = {"name": "tiny-d128-l2", "hidden_size": 128, "num_layers": 2}
     _write_run(runs, "tiny-d128-l2__lora-r8__c2e11__s0",
@@ -294,6 +295,11 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     skipped.write_text("run_id,reason\ntiny-d192-l4__freeze-auto__c6e11__s0,not divisible\n")
     out = tmp_path / "runs.parquet"
     assert collect_runs.main(["--runs-dir", str(runs), "--skipped-csv", str(skipped), "--out", str(out)]) == 0
+    return out
+
+
+def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
+    out = _collect_two_runs_and_a_planned_skip(tmp_path)
     t = pl.read_parquet(out)
     assert t.height == 3
     ok = t.filter(pl.col("status") == "ok").row(0, named=True)
@@ -308,6 +314,30 @@ def test_collect_runs_builds_one_row_per_run_and_keeps_skips(tmp_path):
     assert frz["skip_reason"] == "too few steps" and frz["freeze_fraction"] == 0.5
     csv = pl.read_csv(out.with_suffix(".csv"))                # the same rows beside it, for a spreadsheet
     assert csv["run_id"].to_list() == t["run_id"].to_list() and csv["N"].to_list() == t["N"].to_list()
+
+
+def test_collected_run_metrics_are_dvc_metrics_rows(tmp_path):
+    """run_metrics/<run_id>.json beside the table, declared as one metrics directory (as dvc.yaml
+    does): the real `dvc metrics show --json` reads one entry per run with its final values."""
+    import subprocess
+    import sys
+
+    _collect_two_runs_and_a_planned_skip(tmp_path)
+    dvc = str(Path(sys.executable).parent / "dvc")
+    subprocess.run([dvc, "init", "--no-scm", "-q"], cwd=tmp_path, check=True, timeout=120)
+    (tmp_path / "dvc.yaml").write_text("metrics:\n  - run_metrics\n")
+    done = subprocess.run([dvc, "metrics", "show", "--json"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    shown = json.loads(done.stdout)[""]["data"]
+    lora, frozen, planned = ("tiny-d128-l2__lora-r8__c2e11__s0", "tiny-d128-l2__freeze-1of2__c2e11__s0",
+                             "tiny-d192-l4__freeze-auto__c6e11__s0")
+    assert sorted(shown) == sorted(f"run_metrics/{r}.json" for r in (lora, frozen, planned))
+    assert shown[f"run_metrics/{lora}.json"]["data"] == {
+        "status": "ok", "study": "main", "method": "lora", "model": "tiny-d128-l2", "budget": 2e11,
+        "flops": 2e11, "tokens": 84000, "steps": 10, "final_train_loss": 1.5, "val_loss": 1.6,
+        "mteb_average": 0.375}
+    assert shown[f"run_metrics/{frozen}.json"]["data"]["status"] == "skipped"
+    assert "final_train_loss" not in shown[f"run_metrics/{frozen}.json"]["data"]   # unknown: left out
 
 
 def test_fit_scaling_cli_on_demo_sized_table_records_skips(tmp_path):
