@@ -173,7 +173,7 @@ def test_the_cycle_check_finds_cycles(package_tree) -> None:
         "plots/a.py": "from embtune.plots import b\n",
         "plots/b.py": "from embtune.models import flops\n",
     })
-    assert import_cycles(root) == [["embtune.plan.tables.checks", "embtune.plan.config", "embtune.plan.sweep"],
+    assert import_cycles(root) == [["embtune.plan.checks", "embtune.plan.config", "embtune.plan.sweep"],
                                    ["embtune.models", "embtune.models.flops"]]
 
 
