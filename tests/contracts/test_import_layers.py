@@ -163,7 +163,7 @@ def test_the_cycle_check_finds_cycles(package_tree) -> None:
     package's ``__init__``, and a chain that is not a cycle."""
     root = package_tree({
         "plan/__init__.py": "",
-        "plan/config.py": "from embtune.plan.tables import checks\n",
+        "plan/config.py": "from embtune.plan import checks\n",
         "plan/checks.py": "def f():\n    from embtune.plan.sweep import x\n",
         "plan/sweep.py": "from embtune.plan.config import deep_merge\n",
         "models/__init__.py": "from embtune.models.flops import P\n",
