@@ -173,8 +173,8 @@ def test_the_cycle_check_finds_cycles(package_tree) -> None:
         "plots/a.py": "from embtune.plots import b\n",
         "plots/b.py": "from embtune.models import flops\n",
     })
-    assert import_cycles(root) == [["embtune.plan.checks", "embtune.plan.config", "embtune.plan.sweep"],
-                                   ["embtune.models", "embtune.models.flops"]]
+    assert import_cycles(root) == [["embtune.models", "embtune.models.flops"],
+                                   ["embtune.plan.checks", "embtune.plan.config", "embtune.plan.sweep"]]
 
 
 # --------------------------------------------------------------- the library does not read workflow/
