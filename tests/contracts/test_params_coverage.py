@@ -111,14 +111,16 @@ def test_a_method_needs_a_ci_run_only_for_a_switch_no_trained_method_takes(monke
     freeze nothing has a float column or a recipe hook; bias-only's switches are full's and
     LoRA's. A new method with bias-only's switches needs no run; one that exports a merged copy
     needs one unless LoRA is trained (a switch at a time: the export does not read the column)."""
+    paper = {name: registry.get(name) for name in ("full", "freeze", "bias", "lora")}   # the hand counts' four
+    monkeypatch.setattr(registry, "REGISTRY", paper)
     assert needs_own_run({"full", "freeze", "bias"}) == {"lora"}
     assert needs_own_run({"full", "lora"}) == {"freeze"}
     assert needs_own_run({"full", "freeze", "bias", "lora"}) == set()
-    bias = registry.get("bias")
-    monkeypatch.setitem(registry.REGISTRY, "twin", registry.Method("twin", "Twin", "tab:gray", bias.apply,
+    bias = paper["bias"]
+    monkeypatch.setitem(paper, "twin", registry.Method("twin", "Twin", "tab:gray", bias.apply,
                                                                    bias.counts, saved_vectors=13))
     assert needs_own_run({"full", "freeze", "bias", "lora"}) == set()
-    monkeypatch.setitem(registry.REGISTRY, "merged", registry.Method("merged", "Merged", "tab:olive", bias.apply,
+    monkeypatch.setitem(paper, "merged", registry.Method("merged", "Merged", "tab:olive", bias.apply,
                                                                      bias.counts, merged_export=True))
     assert needs_own_run({"full", "freeze", "bias", "lora"}) == set()
     assert needs_own_run({"full", "freeze", "bias"}) == {"lora", "merged"}
