@@ -76,6 +76,7 @@ class Method:
     recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.cost)
     isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
     synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
+    synthetic_settings: Mapping[str, Any] | None = None  # its train.<name> section there (paper grid)
     #: model card (models/st_export.py): ``model/`` is an adapter and the sentence-transformers
     #: model is the merged copy beside it, and the paragraph that says so
     merged_export: bool = False
@@ -396,6 +397,7 @@ register(Method(
     card_row=("LoRA rank / alpha / dropout", ("lora_rank", "lora_alpha", "lora_dropout")),
     recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True, saved_vectors=20,
+    synthetic_settings={"ranks": [8, 16, 32, 64, 128, 256, 512, 1024, 2048]},   # §4.2's grid
     card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
                "base model), `model_merged/` the merged sentence-transformers model.\n")))
 
