@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from embtune.models import methods as registry
-from embtune.models.flops import ParamCounts
+from embtune.models.run_spec import Planned, RunData, TrainingRun, TrainSettings, check_type, section
 from embtune.ranges import check_value
 
 SEP = "__"      # between the parts of a training run id (no model or study name contains it)
@@ -102,117 +102,11 @@ _RUN_TAIL = ("budget", "seed", "peak_lr", "planned", "train", "data", "base_mode
 _RUN_DICTS = ("model", "planned", "train", "data")
 
 
-def _check_type(where: str, value: Any, kind: str) -> None:
-    """``value`` is of the annotated ``kind`` (an int is a float; a bool is neither), else a
-    ``ValueError`` naming ``where``. Values are never converted: the JSON form stays as written."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = {"int": isinstance(value, int) and not isinstance(value, bool), "float": number,
-          "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
-    if not ok:
-        raise ValueError(f"{where}: expected {'an' if kind == 'int' else 'a'} {kind}, got {value!r}")
-
-
-def _section(cls: Any, what: str, raw: Any) -> dict[str, Any]:
-    """The keys of one nested section, exactly the fields of ``cls`` (by name), type-checked."""
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{what} must be an object, got {raw!r}")
-    names = [f.name for f in dataclasses.fields(cls)]
-    missing = [k for k in names if k not in raw]
-    unknown = [k for k in raw if k not in names]
-    if missing or unknown:
-        raise ValueError(f"{what}: " + (f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]!r}"))
-    for f in dataclasses.fields(cls):
-        _check_type(f"{what}.{f.name}", raw[f.name], str(f.type))
-        check_value(f"{what}.{f.name}", f.name, raw[f.name])
-    return {k: copy.deepcopy(raw[k]) for k in names}
-
-
 @dataclass(frozen=True)
-class TrainSettings:
-    """The ``train.*`` settings one run uses (the params schema's ``train``), in the JSON order.
-
-    Values keep the type they were written with (``max_epochs: 3`` stays an int, which is a
-    float to the type checker), so the JSON form, the rerun hashes and the checkpoint
-    fingerprints do not depend on this class."""
-
-    batch_size: int
-    context_length: int
-    temperature: float
-    logit_scale: str                    # inverse | exp (docs/fidelity.md#P1-LOGIT-SCALE)
-    weight_decay: float
-    warmup_fraction: float
-    final_lr_fraction: float
-    pooling: str
-    gradcache_chunk: int
-    gradient_checkpointing: bool
-    compile: str                        # none | inductor | aot_eager (embtune.train.kernels)
-    min_steps: int
-    max_epochs: float
-    checkpoint_every_steps: int
-    log_every_steps: int
-    final_loss_window: int
-    final_loss_fraction: float          # the fitted loss's window (docs/fidelity.md#P1-FINAL-LOSS)
-
-    @classmethod
-    def keys(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-
-@dataclass(frozen=True)
-class Planned:
-    """What the sweep planned for a run before it runs: the analytic counts, tokens and steps."""
-
-    counts: ParamCounts                 # N, N_F, N_B, N_U from the params dims (methods.planned_counts)
-    tokens: float                       # D the budget allows
-    steps: float                        # estimated from train.tokens_per_pair_estimate
-
-    def to_dict(self) -> dict[str, Any]:
-        c = self.counts
-        return {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward,
-                "n_update": c.n_update, "tokens": self.tokens, "steps": self.steps}
-
-    @classmethod
-    def from_dict(cls, raw: Any, what: str = "planned") -> Planned:
-        keys = ("n_total", "n_forward", "n_backward", "n_update", "tokens", "steps")
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"{what} must be an object, got {raw!r}")
-        bad = [k for k in keys if k not in raw] or [k for k in raw if k not in keys]
-        if bad:
-            raise ValueError(f"{what}: {'missing' if bad[0] not in raw else 'unknown'} key {bad[0]!r}")
-        for k in keys:
-            _check_type(f"{what}.{k}", raw[k], "int" if k.startswith("n_") else "float")
-            check_value(f"{what}.{k}", k, raw[k])
-        return cls(ParamCounts(*(raw[k] for k in keys[:4])), raw["tokens"], raw["steps"])
-
-
-@dataclass(frozen=True)
-class RunData:
-    """Where a run's inputs are: the packed training pairs and the tokenizer."""
-
-    train_dir: str
-    tokenizer_dir: str
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One training run of paper 1's grid (or of a study): everything ``embtune train`` needs."""
-
-    run_id: str
-    model: dict[str, Any]               # the params ``models`` entry
-    method: str                         # a registered method (embtune.models.methods)
-    settings: dict[str, Any]            # the method's own keys, as its variants set them
-    budget: float                       # C, FLOP
-    seed: int
-    peak_lr: float
-    planned: Planned                    # planning-time counts, tokens and steps (embtune.sweep)
-    train: TrainSettings                # the train.* settings the run uses
-    data: RunData                       # train_dir, tokenizer_dir
-    base_model_dir: str
-
-    @property
-    def method_settings(self) -> dict[str, Any]:
-        """``{"method": ..., **settings}``: what the registry's ``apply`` reads."""
-        return {"method": self.method, **self.settings}
+class RunConfig(TrainingRun):
+    """One training run of paper 1's grid (or of a study): its fields
+    (:class:`~embtune.models.run_spec.TrainingRun`, which the memory estimate reads), its id and
+    its JSON form, whose method keys the registry checks."""
 
     @classmethod
     def make_id(cls, model: str, tag: str, budget: float, seed: int, study: str | None = None,
@@ -278,15 +172,15 @@ class RunConfig:
             if not isinstance(run[key], Mapping):
                 raise ValueError(f"run config {name!r}: {key} must be an object, got {run[key]!r}")
         for key, kind in (("budget", "float"), ("seed", "int"), ("peak_lr", "float"), ("base_model_dir", "str")):
-            _check_type(f"run config {name!r}: {key}", run[key], kind)
+            check_type(f"run config {name!r}: {key}", run[key], kind)
             check_value(f"run config {name!r}: {key}", key, run[key])
         where = f"run config {name!r}: "
         return cls(run_id=run["run_id"], model=copy.deepcopy(dict(run["model"])), method=run["method"],
                    settings=copy.deepcopy({k: run[k] for k in run if k in own}),
                    budget=run["budget"], seed=run["seed"], peak_lr=run["peak_lr"],
                    planned=Planned.from_dict(run["planned"], where + "planned"),
-                   train=TrainSettings(**_section(TrainSettings, where + "train", run["train"])),
-                   data=RunData(**_section(RunData, where + "data", run["data"])),
+                   train=TrainSettings(**section(TrainSettings, where + "train", run["train"])),
+                   data=RunData(**section(RunData, where + "data", run["data"])),
                    base_model_dir=run["base_model_dir"])
 
 
@@ -400,6 +294,6 @@ class QueryRunConfig:
             raise ValueError(f"query run config {name!r}: model must be an object, got {run['model']!r}")
         for f in dataclasses.fields(cls):
             if f.name != "model":
-                _check_type(f"query run config {name!r}: {f.name}", run[f.name], str(f.type))
+                check_type(f"query run config {name!r}: {f.name}", run[f.name], str(f.type))
                 check_value(f"query run config {name!r}: {f.name}", f.name, run[f.name])
         return cls(**copy.deepcopy(dict(run)))

@@ -10,23 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers_train import planned_run
 
 from embtune import gpus
 from embtune.models import memory
-from embtune.models.methods import planned_counts
+from embtune.runconfig import RunConfig
 
 REPO = Path(__file__).resolve().parents[3]
 GIB = 2**30
 
 
-def _run(name: str, d: int, layers: int, method: str = "full", chunk: int = 128, **settings) -> dict:
+def _run(name: str, d: int, layers: int, method: str = "full", chunk: int = 128, **settings) -> RunConfig:
     spec = {"name": name, "source": "hub", "hidden_size": d, "num_layers": layers}
-    c = planned_counts(spec, {"method": method, **settings})
-    return {"run_id": f"{name}__{method}", "model": spec, "method": method, **settings,
-            "planned": {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward,
-                        "n_update": c.n_update},
-            "train": {"batch_size": 1024, "context_length": 75, "gradcache_chunk": chunk,
-                      "gradient_checkpointing": True}}
+    return planned_run(spec, method, train={"gradcache_chunk": chunk, "gradient_checkpointing": True}, **settings)
 
 
 def _classes(tmp_path: Path, body: str) -> gpus.Classes:
@@ -70,7 +66,7 @@ def test_a_run_that_fits_no_class_is_refused_with_its_estimate_and_the_largest_c
                        "  - {name: t4, memory_gib: 16, gpu_model: t4}\n  - {name: a10, memory_gib: 24, gpu_model: a10}\n")
     runs = [_run("pythia-70m", 512, 6), _run("pythia-2.8b", 2560, 32)]
     with pytest.raises(gpus.GpuClassError) as err:
-        gpus.check(runs, {}, classes)
+        gpus.check([r.to_dict() for r in runs], {}, classes)
     msg = str(err.value)
     assert "run pythia-2.8b__full" in msg and "a10 (24 GiB x usable_fraction 0.5 = 12.0 GiB" in msg
     est = memory.estimate(runs[1], chunk=1).peak / GIB
