@@ -25,7 +25,6 @@ from typing import Any
 
 from embtune.models import memory
 from embtune.models.run_spec import TrainingRun
-from embtune.runconfig import RunConfig
 
 CLASSES_ENV = "EMBTUNE_GPU_CLASSES"
 #: profiles/default/ of the checkout, next to throughput.yaml.
@@ -128,11 +127,9 @@ def tokenizer_vocab(params: Mapping[str, Any]) -> int | None:
     return (params.get("tokenizer") or {}).get("vocab_size")
 
 
-def fit_runs(runs: Iterable[Mapping[str, Any]], classes: Classes, params: Mapping[str, Any]) -> dict[str, Fit]:
-    """Every run's fit; ``runs`` in their JSON form (as the workflow passes them on), read typed."""
+def fit_runs(runs: Iterable[TrainingRun], classes: Classes, params: Mapping[str, Any]) -> dict[str, Fit]:
     vocab_of = tokenizer_vocab(params)
-    typed = (RunConfig.from_dict(r) for r in runs)
-    return {r.run_id: fit(r, classes, vocab=memory.vocab_size(r.model, vocab_of)) for r in typed}
+    return {r.run_id: fit(r, classes, vocab=memory.vocab_size(r.model, vocab_of)) for r in runs}
 
 
 def refusals(fits: Mapping[str, Fit], classes: Classes) -> list[str]:
@@ -145,7 +142,7 @@ def refusals(fits: Mapping[str, Fit], classes: Classes) -> list[str]:
             for f in fits.values() if f.gpu_class is None]
 
 
-def check(runs: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
+def check(runs: Sequence[TrainingRun], params: Mapping[str, Any],
           classes: Classes | None = None) -> dict[str, Fit]:
     """Every run's fit; a ``GpuClassError`` naming the first run that fits no class (and how
     many do not)."""

@@ -66,7 +66,7 @@ def test_a_run_that_fits_no_class_is_refused_with_its_estimate_and_the_largest_c
                        "  - {name: t4, memory_gib: 16, gpu_model: t4}\n  - {name: a10, memory_gib: 24, gpu_model: a10}\n")
     runs = [_run("pythia-70m", 512, 6), _run("pythia-2.8b", 2560, 32)]
     with pytest.raises(gpus.GpuClassError) as err:
-        gpus.check([r.to_dict() for r in runs], {}, classes)
+        gpus.check(runs, {}, classes)
     msg = str(err.value)
     assert "run pythia-2.8b__full" in msg and "a10 (24 GiB x usable_fraction 0.5 = 12.0 GiB" in msg
     est = memory.estimate(runs[1], chunk=1).peak / GIB
