@@ -5,7 +5,9 @@ table, so it is written by the sweep and read back by the runs table and the que
 each side spelled the format on its own, a change to one silently broke the other. Here each
 kind of run is a frozen dataclass that owns
 
-- its fields (what the stage needs to run it),
+- its fields (what the stage needs to run it; a training run's, with its typed sections, are
+  :class:`~embtune.models.run_spec.TrainingRun`'s, one layer down, so that the memory estimate in
+  ``models/`` reads the same typed run),
 - its id format (``make_id``) and the inverse (``parse_id``: a ``ValueError`` naming the bad id),
 - its JSON form: ``to_dict`` is exactly the dict the pipeline passes around (the rules hand it
   to the stage as ``--run-config-json``, manifests record it, and the rerun hashes depend on it,
