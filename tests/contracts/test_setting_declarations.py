@@ -105,3 +105,15 @@ def test_the_check_finds_a_drifted_schema_and_a_missing_params_key() -> None:
         "train.min_steps", "train.log_every_steps"]
     assert "schema default 0.01, declared 0.1" in found[2]
     assert "schema type 'number', declared 'int'" in found[6]
+
+
+def test_declared_choices_are_the_ones_the_code_acts_on() -> None:
+    """A string setting's choices are also the forms its code branches on: the loss's logit
+    scales, the compile backends and the poolings the model export maps."""
+    from embtune.models.st_export import POOLING_MODES
+    from embtune.train.kernels import COMPILE_BACKENDS
+    from embtune.train.losses import LOGIT_SCALE_FORMS
+
+    choices = {f.name: tuple(f.metadata["choices"]) for f in dataclasses.fields(TrainSettings) if f.metadata["choices"]}
+    assert choices == {"logit_scale": tuple(LOGIT_SCALE_FORMS), "pooling": tuple(POOLING_MODES),
+                       "compile": tuple(COMPILE_BACKENDS)}
