@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from embtune.models import methods as registry
-from embtune.models.run_spec import Planned, RunData, TrainingRun, TrainSettings, check_type, section
+from embtune.models.run_spec import Planned, RunData, TrainingRun, TrainSettings, check_type, section, setting
 from embtune.ranges import check_value
 
 SEP = "__"      # between the parts of a training run id (no model or study name contains it)
@@ -196,43 +196,85 @@ def _parse_bool(text: str) -> bool:
 _FROM_TEXT = {"float": float, "int": int, "str": str, "bool": _parse_bool}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QueryRunConfig:
     """One query-tuning run of paper 2 (App. M): everything ``embtune tune-query`` needs.
 
-    Its settings are the keys of ``query_tuning.defaults`` (the params schema; a test checks the
-    two agree), then ``batches_per_epoch`` resolved for the run's batch size and the learning
+    Its settings are the keys of ``query_tuning.defaults``, each declared once here (type,
+    default, help, source: tests/contracts/test_setting_declarations.py holds the params schema
+    and params.yaml to them), then ``batches_per_epoch`` resolved for the run's batch size and the learning
     rate actually used, ``lr_effective`` (both by :func:`embtune.sweep.query_plan`)."""
 
     qrun_id: str
     model: dict[str, Any]               # the params ``query_tuning.models`` entry
-    lr: float
-    batch_size: int
-    margin: float
-    distance: str
-    dist_embeddings: str
-    batches_per_epoch: int
-    epoch_size: str
-    patience: int
-    max_epochs: int
-    saved_epoch: str
-    weight_decay: float
-    scheduler: str
-    scheduler_unit: str
-    optimizer: str
-    freeze: str
-    lr_scaling: str
-    train_data: str
-    seed: int
-    tune_doc_tower: bool
-    lr_effective: float
+    lr: float = setting("Learning rate.", "paper 2 §2.3, App. E: 5e-8 (docs/fidelity.md#P2-DEFAULTS)")
+    batch_size: int = setting("Triplets per batch.", "paper 2 §2.3, App. E: 14 (docs/fidelity.md#P2-DEFAULTS)")
+    margin: float = setting("Triplet margin.", "paper 2 §2.3: margin 0.1 (docs/fidelity.md#P2-DEFAULTS)")
+    distance: str = setting(
+        "Distance in the triplet loss: dist = Euclidean (of dist_embeddings), as torch's TripletMarginLoss and "
+        "sentence-transformers' TripletLoss compute the loss paper 2 names; cos = 1 - cosine "
+        "(docs/fidelity.md#P2-TRIPLET-DISTANCE).",
+        "paper 2 App. E (docs/fidelity.md#P2-TRIPLET-DISTANCE)", "dist", ("cos", "dist"))
+    dist_embeddings: str = setting(
+        "The vectors the euclidean distance compares, in the dist triplet loss and PND's dist measure: the "
+        "encoder's output before its Normalize module (raw, paper 2 Tables 1 and 3 report different cos and "
+        "dist counts) or after it (normalized: dist is then a function of cos) "
+        "(docs/fidelity.md#P2-DIST-EMBEDDINGS).",
+        "paper 2 Tables 1, 3 (docs/fidelity.md#P2-DIST-EMBEDDINGS)", "raw", ("raw", "normalized"))
+    batches_per_epoch: int = setting("Batches between validations.",
+                                     "paper 2 App. E: 1000 batches per epoch (docs/fidelity.md#P2-EPOCH)", 1000)
+    epoch_size: str = setting(
+        "What stays fixed when a run's batch_size differs from the default's. samples: batches_per_epoch x "
+        "default batch_size samples per epoch (paper 2 Tables 6-8, 10, 12: 14000); batches: batches_per_epoch "
+        "batches (Tables 9, 11).",
+        "paper 2 Tables 6-12 (docs/fidelity.md#P2-EPOCH)", "samples", ("samples", "batches"))
+    patience: int = setting("Stop after this many non-improving epochs.",
+                            "paper 2 App. E (docs/fidelity.md#P2-STOPPING)", 10)
+    max_epochs: int = setting(
+        "Hard cap on epochs: not in paper 2, which stops on patience only; also T of the L and Q schedules "
+        "(docs/fidelity.md#P2-MAX-EPOCHS).", "not in the paper: docs/fidelity.md#P2-MAX-EPOCHS", 100)
+    saved_epoch: str = setting(
+        "Weights the run keeps: best = the epoch that last improved (loss and errors both below the best so "
+        "far; epoch 0 = the untuned encoder), last = the epoch tuning stopped at. The paper says neither "
+        "(docs/fidelity.md#P2-STOPPING).",
+        "paper 2 App. E says neither (docs/fidelity.md#P2-STOPPING)", "best", ("best", "last"))
+    weight_decay: float = setting(
+        "Weight decay: decoupled for adamw (p <- p - lr*wd*p), an L2 gradient term for the other optimizers "
+        "(torch semantics).", "paper 2 App. M.2 (docs/fidelity.md#P2-WEIGHT-DECAY)", 0.0)
+    scheduler: str = setting("LR schedule (paper 2, Table 19).", "paper 2 Table 19 (docs/fidelity.md#P2-SCHEDULERS)",
+                             "none", ("none", "L", "Q", "E0.95", "E0.98"))
+    scheduler_unit: str = setting(
+        "Clock of the schedule (docs/fidelity.md#P2-SCHEDULERS). epoch (default: the clock under which Table "
+        "17's exponential rows still tune): t = epoch index, T = max_epochs. step: t = optimizer step over the "
+        "whole run, T = max_epochs x batches_per_epoch (Table 19: t the current training step, T the total "
+        "number of training steps; with early stopping the planned maximum).",
+        "paper 2 Tables 17, 19 (docs/fidelity.md#P2-SCHEDULERS)", "epoch", ("step", "epoch"))
+    optimizer: str = setting(
+        "Optimizer (App. E, Table 20): adamax = betas (0.9, 0.999); adamax_nomomentum = betas (0, 0); sgd "
+        "without momentum; adadelta (M.8).", "paper 2 App. E, Table 20 (docs/fidelity.md#P2-OPTIMIZERS)",
+        "adamw", ("adamw", "adamax", "adamax_nomomentum", "sgd", "adadelta"))
+    freeze: str = setting(
+        "A freeze spec name (none, emb.base, emb, emb_b0a, emb_b0ai, emb_b0aio, emb_b0, emb_b0-5, emb_b0-10, "
+        "emb_odw).", "paper 2 Table 1 (docs/fidelity.md#P2-FREEZE-SPECS)", "emb")
+    lr_scaling: str = setting("Scale lr with batch_size/14.", "paper 2 App. M.1.1 (docs/fidelity.md#P2-LR-SCALING)",
+                              "none", ("none", "linear", "sqrt"))
+    train_data: str = setting(
+        "Tuning data.", "paper 2 App. A: MS MARCO, or an arXiv domain (docs/fidelity.md#P2-MSMARCO-TRIPLETS, "
+        "docs/fidelity.md#P2-ARXIV-FLAVOURS)", "msmarco", ("msmarco", "arxiv-math", "arxiv-physics", "arxiv-cs"))
+    seed: int = setting("Tuning seed.", "not in the paper: one seed per run, recorded", 0)
+    tune_doc_tower: bool = setting(
+        "Tune the document tower too, as a second copy with the same freeze spec and one optimizer (paper 2 "
+        "App. L, Fig. 11a E5-full); evaluation then embeds documents with the tuned tower. false = the "
+        "paper's default: the text encoder is frozen.", "paper 2 §2.3, App. L (docs/fidelity.md#P2-BOTH-TOWERS)",
+        False)
+    lr_effective: float                 # the learning rate used (lr_scaling applied, by the sweep)
 
     DEFAULT_ID: ClassVar[str] = "default"
 
     @classmethod
     def setting_keys(cls) -> tuple[str, ...]:
         """The keys an id may name: those of ``query_tuning.defaults``."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("qrun_id", "model", "lr_effective"))
+        return tuple(f.name for f in dataclasses.fields(cls) if "help" in f.metadata)
 
     @classmethod
     def make_id(cls, diff: Mapping[str, Any]) -> str:

@@ -1,10 +1,10 @@
-"""Each ``train.*`` setting a run carries is declared once, as a field of
-:class:`embtune.models.run_spec.TrainSettings` (type, default, help, source), and the params
-schema and params.yaml agree with that declaration.
+"""Each setting a run carries is declared once, as a field of its typed config (type, default,
+help, source): ``train.*`` in :class:`embtune.models.run_spec.TrainSettings`, ``query_tuning.defaults.*``
+in :class:`embtune.runconfig.QueryRunConfig`; the params schema and params.yaml agree with it.
 
 Why a check and not a generated schema: the schema is the validator the workflow and ``embtune
 plan`` read, and it stays a readable YAML file; this test makes a drifted copy fail. For every
-field: the schema's ``train`` property has the same JSON type (``$ref`` resolved), the same
+declared field: the schema's property has the same JSON type (``$ref`` resolved), the same
 enum for a string with choices, the same default (no default: the key is ``required``) and the
 field's help as its description; params.yaml sets the key; the source names a paper section or
 a docs/fidelity.md row that exists (or says why the setting is not the paper's).
@@ -18,10 +18,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from embtune.config import load_schema
 from embtune.models.run_spec import TrainSettings
+from embtune.runconfig import QueryRunConfig
 
 REPO = Path(__file__).resolve().parents[2]
 JSON_TYPE = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
@@ -43,14 +45,23 @@ def _json_type(prop: dict[str, Any]) -> str | None:
     return prop.get("type")
 
 
+def _at(tree: dict[str, Any], section: str, schema: bool) -> dict[str, Any]:
+    """The schema node (``schema``) or the params mapping of a dotted ``section``."""
+    for key in section.split("."):
+        tree = tree["properties"][key] if schema else tree.get(key, {})
+    return tree
+
+
 def mismatches(cls: Any, schema: dict[str, Any], section: str, params: dict[str, Any],
                anchors: set[str]) -> list[str]:
-    """Every way the schema's ``section``, params.yaml's ``section`` and the fields of ``cls``
-    disagree, one line each (empty: they agree)."""
+    """Every way the schema's ``section``, params.yaml's ``section`` and the declared fields of
+    ``cls`` (those with a help text) disagree, one line each (empty: they agree)."""
     out: list[str] = []
-    node = schema["properties"][section]
+    node = _at(schema, section, True)
     props, required = node["properties"], set(node.get("required", ()))
     for f in dataclasses.fields(cls):
+        if "help" not in f.metadata:
+            continue
         where = f"{section}.{f.name}"
         if f.name not in props:
             out.append(f"{where}: not in the schema")
@@ -68,7 +79,7 @@ def mismatches(cls: Any, schema: dict[str, Any], section: str, params: dict[str,
             out.append(f"{where}: schema default {prop.get('default')!r}, declared {f.default!r}")
         if prop.get("description") != f.metadata.get("help"):
             out.append(f"{where}: schema description differs from the declared help")
-        if f.name not in params.get(section, {}):
+        if f.name not in _at(params, section, False):
             out.append(f"{where}: not set in params.yaml")
         source = f.metadata.get("source", "")
         cited = set(re.findall(r"docs/fidelity\.md#([A-Z0-9-]+)", source))
@@ -85,8 +96,15 @@ def _params() -> dict[str, Any]:
     return yaml.safe_load((REPO / "params.yaml").read_text())
 
 
-def test_every_train_setting_agrees_with_its_declaration() -> None:
-    assert mismatches(TrainSettings, load_schema(), "train", _params(), _anchors()) == []
+@pytest.mark.parametrize(("cls", "section"), [(TrainSettings, "train"), (QueryRunConfig, "query_tuning.defaults")])
+def test_every_setting_agrees_with_its_declaration(cls: Any, section: str) -> None:
+    assert mismatches(cls, load_schema(), section, _params(), _anchors()) == []
+
+
+def test_the_query_defaults_are_exactly_the_declared_settings() -> None:
+    """A query run config carries every default (the train section also holds the grid's keys)."""
+    declared = [f.name for f in dataclasses.fields(QueryRunConfig) if "help" in f.metadata]
+    assert declared == list(_at(load_schema(), "query_tuning.defaults", True)["properties"])
 
 
 def test_the_check_finds_a_drifted_schema_and_a_missing_params_key() -> None:
