@@ -29,7 +29,9 @@ def main() -> int:
     from embtune.models.flops import peak_bf16_flops
     from embtune.models.memory import estimate
     from embtune.models.methods import apply_method, count_params, planned_counts
+    from embtune.models.run_spec import Planned, RunData, TrainSettings
     from embtune.plan.cost import hardware_per_token, two_pass
+    from embtune.runconfig import RunConfig
     from embtune.train.gradcache import gradcache_step
     from embtune.train.loop import contrastive_loss_fn, embed, enable_checkpointing
 
@@ -53,19 +55,19 @@ def main() -> int:
         d, layers = SHAPES[name]
         spec = {"name": name, "hidden_size": d, "num_layers": layers}
         for method in args.methods:
-            cfg = {"method": method, **({"lora_rank": 8, "lora_alpha": 8.0, "lora_dropout": 0.0} if method == "lora" else {})}
-            c = planned_counts(spec, cfg)
-            run = {"run_id": f"{name}__{method}", "model": spec, **cfg, "peak_lr": 1e-4, "_planned_steps": args.steps,
-                   "planned": {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward, "n_update": c.n_update},
-                   "train": {"batch_size": args.batch, "context_length": args.ctx, "gradcache_chunk": args.chunk,
-                             "gradient_checkpointing": True, "weight_decay": 0.1, "warmup_fraction": 0.1,
-                             "final_lr_fraction": 0.1}}
+            settings = {"lora_rank": 8, "lora_alpha": 8.0, "lora_dropout": 0.0} if method == "lora" else {}
+            c = planned_counts(spec, {"method": method, **settings})
+            train = TrainSettings(batch_size=args.batch, context_length=args.ctx, temperature=0.025,
+                                  gradcache_chunk=args.chunk, gradient_checkpointing=True, final_lr_fraction=0.1)
+            run = RunConfig(run_id=f"{name}__{method}", model=spec, method=method, settings=settings, budget=1.0,
+                            seed=0, peak_lr=1e-4, planned=Planned(c, 0.0, float(args.steps)), train=train,
+                            data=RunData("", ""), base_model_dir="")
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(dev)
             model = AutoModel.from_config(GPTNeoXConfig(hidden_size=d, num_hidden_layers=layers, num_attention_heads=d // 64,
                                                         intermediate_size=4 * d, rotary_pct=0.25, vocab_size=50304,
                                                         use_parallel_residual=True)).to(dev)
-            model = apply_method(model, run)
+            model = apply_method(model, run.method_settings)
             enable_checkpointing(model)
             model.train()
             opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4,

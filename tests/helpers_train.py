@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from embtune.models.methods import planned_counts
+from embtune.models.run_spec import Planned, RunData, TrainSettings
 from embtune.runconfig import RunConfig
 
 WORDS = ("the a of to and in is that for it as with was on be by this are from at or an language "
@@ -86,6 +88,20 @@ def run_config(base_dir: Path, data_dir: Path, method: str = "full", budget: flo
     """A typed run config shaped like ``sweep.training_runs`` produces (:func:`run_json` is its
     JSON form)."""
     return RunConfig.from_dict(run_json(base_dir, data_dir, method, budget, **overrides))
+
+
+def planned_run(spec: dict[str, Any], method: str = "full", *, train: dict[str, Any] | None = None,
+                tokens: float = 1e9, steps: float = 5000.0, base_model_dir: str = "r/base",
+                train_dir: str = "d/bge_packed", **settings: Any) -> RunConfig:
+    """A typed run of the params ``models`` entry ``spec`` under ``method`` and its ``settings``,
+    with the analytic counts the sweep plans (``methods.planned_counts``), the paper's batch and
+    context (1024 pairs of 75 tokens), the declared defaults of the other train settings and
+    ``train`` over them (the memory, GPU-class and cost tests)."""
+    counts = planned_counts(spec, {"method": method, **settings})
+    t = {"batch_size": 1024, "context_length": 75, "temperature": 0.025, **(train or {})}
+    return RunConfig(run_id=f"{spec['name']}__{method}", model=dict(spec), method=method, settings=dict(settings),
+                     budget=1e18, seed=0, peak_lr=1e-4, planned=Planned(counts, tokens, steps),
+                     train=TrainSettings(**t), data=RunData(train_dir, "d/tok"), base_model_dir=base_model_dir)
 
 
 def with_train(run: RunConfig, **changes: Any) -> RunConfig:

@@ -5,7 +5,9 @@ table, so it is written by the sweep and read back by the runs table and the que
 each side spelled the format on its own, a change to one silently broke the other. Here each
 kind of run is a frozen dataclass that owns
 
-- its fields (what the stage needs to run it),
+- its fields (what the stage needs to run it; a training run's, with its typed sections, are
+  :class:`~embtune.models.run_spec.TrainingRun`'s, one layer down, so that the memory estimate in
+  ``models/`` reads the same typed run),
 - its id format (``make_id``) and the inverse (``parse_id``: a ``ValueError`` naming the bad id),
 - its JSON form: ``to_dict`` is exactly the dict the pipeline passes around (the rules hand it
   to the stage as ``--run-config-json``, manifests record it, and the rerun hashes depend on it,
@@ -37,7 +39,7 @@ from typing import Any, ClassVar
 
 from embtune.core.ranges import check_value
 from embtune.models import methods as registry
-from embtune.models.flops import ParamCounts
+from embtune.models.run_spec import Planned, RunData, TrainingRun, TrainSettings, check_type, section, setting
 
 SEP = "__"      # between the parts of a training run id (no model or study name contains it)
 
@@ -102,117 +104,11 @@ _RUN_TAIL = ("budget", "seed", "peak_lr", "planned", "train", "data", "base_mode
 _RUN_DICTS = ("model", "planned", "train", "data")
 
 
-def _check_type(where: str, value: Any, kind: str) -> None:
-    """``value`` is of the annotated ``kind`` (an int is a float; a bool is neither), else a
-    ``ValueError`` naming ``where``. Values are never converted: the JSON form stays as written."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = {"int": isinstance(value, int) and not isinstance(value, bool), "float": number,
-          "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
-    if not ok:
-        raise ValueError(f"{where}: expected {'an' if kind == 'int' else 'a'} {kind}, got {value!r}")
-
-
-def _section(cls: Any, what: str, raw: Any) -> dict[str, Any]:
-    """The keys of one nested section, exactly the fields of ``cls`` (by name), type-checked."""
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{what} must be an object, got {raw!r}")
-    names = [f.name for f in dataclasses.fields(cls)]
-    missing = [k for k in names if k not in raw]
-    unknown = [k for k in raw if k not in names]
-    if missing or unknown:
-        raise ValueError(f"{what}: " + (f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]!r}"))
-    for f in dataclasses.fields(cls):
-        _check_type(f"{what}.{f.name}", raw[f.name], str(f.type))
-        check_value(f"{what}.{f.name}", f.name, raw[f.name])
-    return {k: copy.deepcopy(raw[k]) for k in names}
-
-
 @dataclass(frozen=True)
-class TrainSettings:
-    """The ``train.*`` settings one run uses (the params schema's ``train``), in the JSON order.
-
-    Values keep the type they were written with (``max_epochs: 3`` stays an int, which is a
-    float to the type checker), so the JSON form, the rerun hashes and the checkpoint
-    fingerprints do not depend on this class."""
-
-    batch_size: int
-    context_length: int
-    temperature: float
-    logit_scale: str                    # inverse | exp (docs/fidelity.md#P1-LOGIT-SCALE)
-    weight_decay: float
-    warmup_fraction: float
-    final_lr_fraction: float
-    pooling: str
-    gradcache_chunk: int
-    gradient_checkpointing: bool
-    compile: str                        # none | inductor | aot_eager (embtune.train.kernels)
-    min_steps: int
-    max_epochs: float
-    checkpoint_every_steps: int
-    log_every_steps: int
-    final_loss_window: int
-    final_loss_fraction: float          # the fitted loss's window (docs/fidelity.md#P1-FINAL-LOSS)
-
-    @classmethod
-    def keys(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-
-@dataclass(frozen=True)
-class Planned:
-    """What the sweep planned for a run before it runs: the analytic counts, tokens and steps."""
-
-    counts: ParamCounts                 # N, N_F, N_B, N_U from the params dims (methods.planned_counts)
-    tokens: float                       # D the budget allows
-    steps: float                        # estimated from train.tokens_per_pair_estimate
-
-    def to_dict(self) -> dict[str, Any]:
-        c = self.counts
-        return {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward,
-                "n_update": c.n_update, "tokens": self.tokens, "steps": self.steps}
-
-    @classmethod
-    def from_dict(cls, raw: Any, what: str = "planned") -> Planned:
-        keys = ("n_total", "n_forward", "n_backward", "n_update", "tokens", "steps")
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"{what} must be an object, got {raw!r}")
-        bad = [k for k in keys if k not in raw] or [k for k in raw if k not in keys]
-        if bad:
-            raise ValueError(f"{what}: {'missing' if bad[0] not in raw else 'unknown'} key {bad[0]!r}")
-        for k in keys:
-            _check_type(f"{what}.{k}", raw[k], "int" if k.startswith("n_") else "float")
-            check_value(f"{what}.{k}", k, raw[k])
-        return cls(ParamCounts(*(raw[k] for k in keys[:4])), raw["tokens"], raw["steps"])
-
-
-@dataclass(frozen=True)
-class RunData:
-    """Where a run's inputs are: the packed training pairs and the tokenizer."""
-
-    train_dir: str
-    tokenizer_dir: str
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One training run of paper 1's grid (or of a study): everything ``embtune train`` needs."""
-
-    run_id: str
-    model: dict[str, Any]               # the params ``models`` entry
-    method: str                         # a registered method (embtune.models.methods)
-    settings: dict[str, Any]            # the method's own keys, as its variants set them
-    budget: float                       # C, FLOP
-    seed: int
-    peak_lr: float
-    planned: Planned                    # planning-time counts, tokens and steps (embtune.plan.sweep)
-    train: TrainSettings                # the train.* settings the run uses
-    data: RunData                       # train_dir, tokenizer_dir
-    base_model_dir: str
-
-    @property
-    def method_settings(self) -> dict[str, Any]:
-        """``{"method": ..., **settings}``: what the registry's ``apply`` reads."""
-        return {"method": self.method, **self.settings}
+class RunConfig(TrainingRun):
+    """One training run of paper 1's grid (or of a study): its fields
+    (:class:`~embtune.models.run_spec.TrainingRun`, which the memory estimate reads), its id and
+    its JSON form, whose method keys the registry checks."""
 
     @classmethod
     def make_id(cls, model: str, tag: str, budget: float, seed: int, study: str | None = None,
@@ -278,15 +174,15 @@ class RunConfig:
             if not isinstance(run[key], Mapping):
                 raise ValueError(f"run config {name!r}: {key} must be an object, got {run[key]!r}")
         for key, kind in (("budget", "float"), ("seed", "int"), ("peak_lr", "float"), ("base_model_dir", "str")):
-            _check_type(f"run config {name!r}: {key}", run[key], kind)
+            check_type(f"run config {name!r}: {key}", run[key], kind)
             check_value(f"run config {name!r}: {key}", key, run[key])
         where = f"run config {name!r}: "
         return cls(run_id=run["run_id"], model=copy.deepcopy(dict(run["model"])), method=run["method"],
                    settings=copy.deepcopy({k: run[k] for k in run if k in own}),
                    budget=run["budget"], seed=run["seed"], peak_lr=run["peak_lr"],
                    planned=Planned.from_dict(run["planned"], where + "planned"),
-                   train=TrainSettings(**_section(TrainSettings, where + "train", run["train"])),
-                   data=RunData(**_section(RunData, where + "data", run["data"])),
+                   train=TrainSettings(**section(TrainSettings, where + "train", run["train"])),
+                   data=RunData(**section(RunData, where + "data", run["data"])),
                    base_model_dir=run["base_model_dir"])
 
 
@@ -300,43 +196,85 @@ def _parse_bool(text: str) -> bool:
 _FROM_TEXT = {"float": float, "int": int, "str": str, "bool": _parse_bool}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QueryRunConfig:
     """One query-tuning run of paper 2 (App. M): everything ``embtune tune-query`` needs.
 
-    Its settings are the keys of ``query_tuning.defaults`` (the params schema; a test checks the
-    two agree), then ``batches_per_epoch`` resolved for the run's batch size and the learning
+    Its settings are the keys of ``query_tuning.defaults``, each declared once here (type,
+    default, help, source: tests/contracts/test_setting_declarations.py holds the params schema
+    and params.yaml to them), then ``batches_per_epoch`` resolved for the run's batch size and the learning
     rate actually used, ``lr_effective`` (both by :func:`embtune.plan.sweep.query_plan`)."""
 
     qrun_id: str
     model: dict[str, Any]               # the params ``query_tuning.models`` entry
-    lr: float
-    batch_size: int
-    margin: float
-    distance: str
-    dist_embeddings: str
-    batches_per_epoch: int
-    epoch_size: str
-    patience: int
-    max_epochs: int
-    saved_epoch: str
-    weight_decay: float
-    scheduler: str
-    scheduler_unit: str
-    optimizer: str
-    freeze: str
-    lr_scaling: str
-    train_data: str
-    seed: int
-    tune_doc_tower: bool
-    lr_effective: float
+    lr: float = setting("Learning rate.", "paper 2 §2.3, App. E: 5e-8 (docs/fidelity.md#P2-DEFAULTS)")
+    batch_size: int = setting("Triplets per batch.", "paper 2 §2.3, App. E: 14 (docs/fidelity.md#P2-DEFAULTS)")
+    margin: float = setting("Triplet margin.", "paper 2 §2.3: margin 0.1 (docs/fidelity.md#P2-DEFAULTS)")
+    distance: str = setting(
+        "Distance in the triplet loss: dist = Euclidean (of dist_embeddings), as torch's TripletMarginLoss and "
+        "sentence-transformers' TripletLoss compute the loss paper 2 names; cos = 1 - cosine "
+        "(docs/fidelity.md#P2-TRIPLET-DISTANCE).",
+        "paper 2 App. E (docs/fidelity.md#P2-TRIPLET-DISTANCE)", "dist", ("cos", "dist"))
+    dist_embeddings: str = setting(
+        "The vectors the euclidean distance compares, in the dist triplet loss and PND's dist measure: the "
+        "encoder's output before its Normalize module (raw, paper 2 Tables 1 and 3 report different cos and "
+        "dist counts) or after it (normalized: dist is then a function of cos) "
+        "(docs/fidelity.md#P2-DIST-EMBEDDINGS).",
+        "paper 2 Tables 1, 3 (docs/fidelity.md#P2-DIST-EMBEDDINGS)", "raw", ("raw", "normalized"))
+    batches_per_epoch: int = setting("Batches between validations.",
+                                     "paper 2 App. E: 1000 batches per epoch (docs/fidelity.md#P2-EPOCH)", 1000)
+    epoch_size: str = setting(
+        "What stays fixed when a run's batch_size differs from the default's. samples: batches_per_epoch x "
+        "default batch_size samples per epoch (paper 2 Tables 6-8, 10, 12: 14000); batches: batches_per_epoch "
+        "batches (Tables 9, 11).",
+        "paper 2 Tables 6-12 (docs/fidelity.md#P2-EPOCH)", "samples", ("samples", "batches"))
+    patience: int = setting("Stop after this many non-improving epochs.",
+                            "paper 2 App. E (docs/fidelity.md#P2-STOPPING)", 10)
+    max_epochs: int = setting(
+        "Hard cap on epochs: not in paper 2, which stops on patience only; also T of the L and Q schedules "
+        "(docs/fidelity.md#P2-MAX-EPOCHS).", "not in the paper: docs/fidelity.md#P2-MAX-EPOCHS", 100)
+    saved_epoch: str = setting(
+        "Weights the run keeps: best = the epoch that last improved (loss and errors both below the best so "
+        "far; epoch 0 = the untuned encoder), last = the epoch tuning stopped at. The paper says neither "
+        "(docs/fidelity.md#P2-STOPPING).",
+        "paper 2 App. E says neither (docs/fidelity.md#P2-STOPPING)", "best", ("best", "last"))
+    weight_decay: float = setting(
+        "Weight decay: decoupled for adamw (p <- p - lr*wd*p), an L2 gradient term for the other optimizers "
+        "(torch semantics).", "paper 2 App. M.2 (docs/fidelity.md#P2-WEIGHT-DECAY)", 0.0)
+    scheduler: str = setting("LR schedule (paper 2, Table 19).", "paper 2 Table 19 (docs/fidelity.md#P2-SCHEDULERS)",
+                             "none", ("none", "L", "Q", "E0.95", "E0.98"))
+    scheduler_unit: str = setting(
+        "Clock of the schedule (docs/fidelity.md#P2-SCHEDULERS). epoch (default: the clock under which Table "
+        "17's exponential rows still tune): t = epoch index, T = max_epochs. step: t = optimizer step over the "
+        "whole run, T = max_epochs x batches_per_epoch (Table 19: t the current training step, T the total "
+        "number of training steps; with early stopping the planned maximum).",
+        "paper 2 Tables 17, 19 (docs/fidelity.md#P2-SCHEDULERS)", "epoch", ("step", "epoch"))
+    optimizer: str = setting(
+        "Optimizer (App. E, Table 20): adamax = betas (0.9, 0.999); adamax_nomomentum = betas (0, 0); sgd "
+        "without momentum; adadelta (M.8).", "paper 2 App. E, Table 20 (docs/fidelity.md#P2-OPTIMIZERS)",
+        "adamw", ("adamw", "adamax", "adamax_nomomentum", "sgd", "adadelta"))
+    freeze: str = setting(
+        "A freeze spec name (none, emb.base, emb, emb_b0a, emb_b0ai, emb_b0aio, emb_b0, emb_b0-5, emb_b0-10, "
+        "emb_odw).", "paper 2 Table 1 (docs/fidelity.md#P2-FREEZE-SPECS)", "emb")
+    lr_scaling: str = setting("Scale lr with batch_size/14.", "paper 2 App. M.1.1 (docs/fidelity.md#P2-LR-SCALING)",
+                              "none", ("none", "linear", "sqrt"))
+    train_data: str = setting(
+        "Tuning data.", "paper 2 App. A: MS MARCO, or an arXiv domain (docs/fidelity.md#P2-MSMARCO-TRIPLETS, "
+        "docs/fidelity.md#P2-ARXIV-FLAVOURS)", "msmarco", ("msmarco", "arxiv-math", "arxiv-physics", "arxiv-cs"))
+    seed: int = setting("Tuning seed.", "not in the paper: one seed per run, recorded", 0)
+    tune_doc_tower: bool = setting(
+        "Tune the document tower too, as a second copy with the same freeze spec and one optimizer (paper 2 "
+        "App. L, Fig. 11a E5-full); evaluation then embeds documents with the tuned tower. false = the "
+        "paper's default: the text encoder is frozen.", "paper 2 §2.3, App. L (docs/fidelity.md#P2-BOTH-TOWERS)",
+        False)
+    lr_effective: float                 # the learning rate used (lr_scaling applied, by the sweep)
 
     DEFAULT_ID: ClassVar[str] = "default"
 
     @classmethod
     def setting_keys(cls) -> tuple[str, ...]:
         """The keys an id may name: those of ``query_tuning.defaults``."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("qrun_id", "model", "lr_effective"))
+        return tuple(f.name for f in dataclasses.fields(cls) if "help" in f.metadata)
 
     @classmethod
     def make_id(cls, diff: Mapping[str, Any]) -> str:
@@ -400,6 +338,6 @@ class QueryRunConfig:
             raise ValueError(f"query run config {name!r}: model must be an object, got {run['model']!r}")
         for f in dataclasses.fields(cls):
             if f.name != "model":
-                _check_type(f"query run config {name!r}: {f.name}", run[f.name], str(f.type))
+                check_type(f"query run config {name!r}: {f.name}", run[f.name], str(f.type))
                 check_value(f"query run config {name!r}: {f.name}", f.name, run[f.name])
         return cls(**copy.deepcopy(dict(run)))

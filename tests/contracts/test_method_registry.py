@@ -2,9 +2,12 @@
 
 Three claims: the params schema names exactly the registered methods; no other module of the
 library writes two or more method names in one literal (tuple, list, set or dict keys), so the
-registry cannot drift from a copy; and a fifth method declared only in this file (``lnonly``:
-only the LayerNorm parameters train) flows through plan -> train -> runs table -> figures with
-no other module touched."""
+registry cannot drift from a copy; and a method is what a user declares (:func:`declare`: its
+registry entry and its part of the params schema), with no other module touched. A fifth method
+(``lnonly``: only the LayerNorm parameters train) flows through plan -> train -> runs table ->
+figures; one with its own integer hyper-parameter and schema section (``toplast``: the last k
+blocks train) reaches the schema's validation, the plan, the synthetic tables, the runs table,
+the study tables and the model card."""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ BUILT_IN = ("full", "freeze", "bias", "lora")       # paper 1, section 4 (the te
 
 
 def test_schema_enum_is_the_registry() -> None:
-    assert list(registry.names()) == list(BUILT_IN)
+    assert registry.names()[:len(BUILT_IN)] == BUILT_IN      # paper 1's four first; a user's may follow
     schema = config.load_schema()
     assert schema["$defs"]["method"]["enum"] == list(registry.names())
 
@@ -94,14 +97,27 @@ LNONLY = registry.Method("lnonly", "LayerNorm only", "tab:purple", _apply_lnonly
                          peak_lr=_lr_lnonly)
 
 
+def declare(monkeypatch: pytest.MonkeyPatch, method: registry.Method,
+            section: dict[str, Any] | None = None) -> registry.Method:
+    """Declares ``method`` the way a user does, in the two places a user edits: its registry entry
+    (``methods.register``) and the params schema (its name in ``$defs.method``, its own
+    ``train.<name>`` section if it has settings, its column in ``train.studies[].rows``)."""
+    monkeypatch.setitem(registry.REGISTRY, method.name, method)
+    schema = config.load_schema()
+    schema["$defs"]["method"]["enum"].append(method.name)
+    train = schema["properties"]["train"]["properties"]
+    if section is not None:
+        train[method.name] = section
+    if method.hyper is not None:
+        train["studies"]["items"]["properties"]["rows"]["items"]["enum"].append(method.hyper.column)
+    monkeypatch.setattr(config, "load_schema", lambda *a, **k: copy.deepcopy(schema))
+    return method
+
+
 @pytest.fixture
 def lnonly(monkeypatch):
-    """Registers ``lnonly`` and adds it to the schema's method enum, as its module would."""
-    monkeypatch.setitem(registry.REGISTRY, "lnonly", LNONLY)
-    schema = config.load_schema()
-    schema["$defs"]["method"]["enum"].append("lnonly")
-    monkeypatch.setattr(config, "load_schema", lambda *a, **k: copy.deepcopy(schema))
-    return LNONLY
+    """``lnonly``: an entry and its name in the schema's method enum (no settings of its own)."""
+    return declare(monkeypatch, LNONLY)
 
 
 MODEL = {"name": "tiny-d64-l2", "source": "tiny", "hidden_size": 64, "num_layers": 2,
@@ -111,13 +127,14 @@ MODEL = {"name": "tiny-d64-l2", "source": "tiny", "hidden_size": 64, "num_layers
 HAND_N_U = 5 * 2 * 64
 
 
-def _params(tmp_path: Path, extra: str = "lnonly") -> dict[str, Any]:
+def _params(tmp_path: Path, extra: str = "lnonly", **sections: Any) -> dict[str, Any]:
+    """The toy grid with ``extra`` beside full; ``sections``: more ``train`` keys (a method's own)."""
     train = {k: v for k, v in TRAIN_DEFAULTS.items() if k != "log_every_steps"}   # 0: off, tests only
     return config.load_params([REPO / "params.yaml", REPO / "presets" / "demo.yaml"], overrides={
         "paths": {"results": str(tmp_path / "results"), "processed": str(tmp_path / "processed")},
         "models": [MODEL],
         "train": {**train, "methods": ["full", extra], "budgets": [1.0e9], "seeds": [0], "studies": [],
-                  "tokens_per_pair_estimate": 14, "gpu_hours_cap": None}})
+                  "tokens_per_pair_estimate": 14, "gpu_hours_cap": None, **sections}})
 
 
 def test_schema_refuses_an_unregistered_method(tmp_path) -> None:
@@ -170,7 +187,7 @@ def test_a_fifth_method_flows_from_plan_to_figures(tmp_path, lnonly) -> None:
     assert registry.ordered(["lnonly", "bias", "full"]) == ["full", "bias", "lnonly"]
 
 
-def test_fifth_method_counts_match_the_model(lnonly) -> None:
+def test_fifth_method_counts_match_the_model(lnonly, monkeypatch) -> None:
     """Its analytic declaration and the instantiated model's count agree on another family too."""
     from transformers import AutoConfig, AutoModel
 
@@ -181,6 +198,13 @@ def test_fifth_method_counts_match_the_model(lnonly) -> None:
     counted = registry.count_params(registry.apply_method(model, {"method": "lnonly"}), "lnonly")
     assert counted == registry.planned_counts(spec, {"method": "lnonly"})
     assert counted.n_update == (2 * 3 + 1) * 2 * 32      # ln_1, ln_2 per block + ln_f, weight + bias
+    # and the toy method with its own column, at k = 2 of 3 blocks (GPT-2, d = 32: a block is
+    # 12 d^2 + 13 d, ln_f 2 d)
+    monkeypatch.setitem(registry.REGISTRY, "toplast", TOPLAST)
+    run = {"method": "toplast", "top_blocks": 2}
+    counted = registry.count_params(registry.apply_method(model, run), "toplast")
+    assert counted == registry.planned_counts(spec, run)
+    assert counted.n_update == counted.n_backward == 2 * (12 * 32 * 32 + 13 * 32) + 2 * 32
 
 
 # ------------------------------------------------------------------ a method with its own hyper-parameter
@@ -192,16 +216,93 @@ def test_the_study_rows_enum_is_the_factors_and_the_registry_columns() -> None:
     assert {"lora_rank", "freeze_fraction"} <= set(study_row_columns())   # the test's own copy of the two
 
 
+def _apply_toplast(model: Any, run: dict[str, Any]) -> Any:
+    family = families.family_of(model)
+    stack = families.blocks(model, family)
+    model.requires_grad_(True)
+    for module in families.lookup_modules(model, family) + stack[:len(stack) - int(run["top_blocks"])]:
+        module.requires_grad_(False)
+    return model
+
+
+def _counts_toplast(a: Arch, cfg: dict[str, Any]) -> ParamCounts:
+    active = cfg["top_blocks"] * a.block + a.norm      # the last k blocks and the final norm
+    return ParamCounts(a.n, a.n, active, active)
+
+
 def _variants_toplast(model: dict[str, Any], train: dict[str, Any], name: str) -> list:
-    return [(f"{name}-k{k}", {"method": name, "top_blocks": k}, None) for k in (1, 2)]
+    layers = model["num_layers"]
+    return [(f"{name}-k{k}", {"method": name, "top_blocks": k}, None if k <= layers else f"{k} > {layers} blocks")
+            for k in train[name]["blocks"]]
 
 
+#: Its integer hyper-parameter, the number of trained blocks counted from the top: the entry ...
 TOPLAST = registry.Method(
-    "toplast", "Last blocks only", "tab:brown", _apply_lnonly, _counts_lnonly, _variants_toplast,
+    "toplast", "Last blocks only", "tab:brown", _apply_toplast, _counts_toplast, _variants_toplast,
     registry.Hyper(column="top_blocks", axis="blocks trained", title="Last blocks", logx=False, figure="fig_top",
                    caption="top blocks", point_label=lambda k: f"k{k}", integer=True),
     settings=("top_blocks",), parse_tag=lambda tag: {"top_blocks": int(tag.rpartition("-k")[2])},
-    reported=(("top_blocks", "last {} blocks trained"),), card_row=("blocks trained", ("top_blocks",)))
+    reported=(("top_blocks", "last {} blocks trained"),), card_row=("blocks trained", ("top_blocks",)),
+    synthetic_law={"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 20.0, "b_s": 1.5, "c_s": 30.0,
+                   "beta": 0.22})
+#: ... and its section of the params schema (``train.toplast``), as workflow/schemas/ would hold it
+TOPLAST_SECTION = {
+    "type": "object", "additionalProperties": False, "default": {"blocks": [1]},
+    "description": "Last-blocks grid.",
+    "properties": {"blocks": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
+                              "description": "Blocks trained, counted from the last."}}}
+
+
+def test_a_method_with_its_own_hyper_parameter_reaches_schema_plan_and_synthetic_tables(tmp_path,
+                                                                                        monkeypatch) -> None:
+    """Declared here as a user would (entry + schema section): the schema validates and fills its
+    section, the plan expands it, and the synthetic tables (scaling/synthetic.py) draw its variants
+    from its section with its integer column and its law, counted by hand."""
+    import polars as pl
+
+    from embtune.plan.sweep import training_runs
+    from embtune.plan.tables import plan_tables
+    from embtune.scaling.synthetic import PYTHIA, synthetic_runs
+
+    declare(monkeypatch, TOPLAST, TOPLAST_SECTION)
+    # schema: the section's default fills in, its values are checked, naming the key
+    assert _params(tmp_path, "toplast")["train"]["toplast"] == {"blocks": [1]}
+    params = _params(tmp_path, "toplast", toplast={"blocks": [1, 2]})
+    assert params["train"]["toplast"] == {"blocks": [1, 2]}
+    with pytest.raises(config.ParamsError, match=r"train\.toplast\.blocks"):
+        _params(tmp_path, "toplast", toplast={"blocks": [0]})
+    with pytest.raises(config.ParamsError, match=r"train\.toplast"):
+        _params(tmp_path, "toplast", toplast={"ranks": [8]})
+
+    # plan: one run per value, N_U by hand (GPT-NeoX, d = 64: a block is 12 d^2 + 13 d, the final
+    # LayerNorm 2 d)
+    planned, _, _ = plan_tables(params)
+    mine = planned.filter(pl.col("method") == "toplast").sort("top_blocks")
+    assert mine["top_blocks"].to_list() == [1, 2] and planned.schema["top_blocks"] == pl.Int64
+    assert mine["run_id"].to_list() == ["tiny-d64-l2__toplast-k1__c1e9__s0", "tiny-d64-l2__toplast-k2__c1e9__s0"]
+    runs, _ = training_runs(params, apply_cap=False)
+    assert [r["planned"]["n_update"] for r in runs if r["method"] == "toplast"] == [
+        k * (12 * 64 * 64 + 13 * 64) + 2 * 64 for k in (1, 2)]
+
+    # synthetic tables: its variants from its section (the default, or given), its own law
+    assert synthetic_runs(models=PYTHIA[:1], budgets=[1e15], methods=("toplast",))["top_blocks"].to_list() == [1]
+    runs = synthetic_runs(models=PYTHIA[:2], budgets=[1e15, 1e16], methods=("full", "toplast"),
+                          settings={"toplast": {"blocks": [1, 3]}}, noise=0.0)
+    assert runs.schema["top_blocks"] == pl.Int64
+    rows = {(r["model"], r["top_blocks"], r["C"]): r for r in runs.filter(pl.col("method") == "toplast").iter_rows(
+        named=True)}
+    assert sorted(rows) == [(m, k, c) for m in ("pythia-14m", "pythia-31m") for k in (1, 3) for c in (1e15, 1e16)]
+    for (model, k, c), row in rows.items():
+        d = dict((n, h) for n, h, _ in PYTHIA)[model]
+        assert row["N_U"] == k * (12 * d * d + 13 * d) + 2 * d
+        assert row["run_id"] == f"{model}__toplast-k{k}__c{c:.0e}__s0".replace("e+", "e")
+        # its own law (noise 0), paper 1's modified form written out:
+        # L = E + (a_d ln D + b_d) / N^alpha + (a_s (1 - S)^b_s + c_s) / D^beta
+        p, n, dd, frac = TOPLAST.synthetic_law, row["N"], row["D"], row["S"]
+        law = (p["E"] + (p["a_d"] * math.log(dd) + p["b_d"]) / n ** p["alpha"]
+               + (p["a_s"] * (1 - frac) ** p["b_s"] + p["c_s"]) / dd ** p["beta"])
+        assert row["final_train_loss"] == pytest.approx(law, rel=1e-9)
+        assert row["S"] == pytest.approx(row["N_U"] / row["N_F"])
 
 
 def test_a_method_with_its_own_column_reaches_plan_metrics_table_studies_and_card(tmp_path, monkeypatch) -> None:
@@ -214,11 +315,8 @@ def test_a_method_with_its_own_column_reaches_plan_metrics_table_studies_and_car
     from embtune.scaling import appendix, runs_table
     from embtune.train.loop import base_metrics
 
-    monkeypatch.setitem(registry.REGISTRY, "toplast", TOPLAST)
-    schema = config.load_schema()
-    schema["$defs"]["method"]["enum"].append("toplast")
-    monkeypatch.setattr(config, "load_schema", lambda *a, **k: copy.deepcopy(schema))
-    planned, _, _ = plan_tables(_params(tmp_path, "toplast"))
+    declare(monkeypatch, TOPLAST, TOPLAST_SECTION)
+    planned, _, _ = plan_tables(_params(tmp_path, "toplast", toplast={"blocks": [1, 2]}))
     mine = planned.filter(planned["method"] == "toplast")
     assert mine["top_blocks"].to_list() == [1, 2] and planned.schema["top_blocks"] == __import__("polars").Int64
     assert "top_blocks" in study_row_columns() and "top_blocks" in appendix.run_columns()
@@ -253,10 +351,7 @@ def test_a_method_checks_its_own_settings_at_validation(tmp_path, monkeypatch) -
             return [(("train", "budgets", 0), f"too small for blocks {layers}")], []
         return [], [(("train", "methods"), f"trains all of {layers} blocks")]
 
-    monkeypatch.setitem(registry.REGISTRY, "toplast", dataclasses.replace(TOPLAST, check=check))
-    schema = config.load_schema()
-    schema["$defs"]["method"]["enum"].append("toplast")
-    monkeypatch.setattr(config, "load_schema", lambda *a, **k: copy.deepcopy(schema))
+    declare(monkeypatch, dataclasses.replace(TOPLAST, check=check), TOPLAST_SECTION)
     with pytest.warns(ParamsWarning, match=r"train\.methods: trains all of \[2\] blocks"):
         _params(tmp_path, "toplast")
     with pytest.raises(config.ParamsError, match=r"train\.budgets.*too small for blocks \[2\]"):

@@ -10,7 +10,10 @@ otherwise first run on a cluster after days of GPU time. Two checks:
    offline is listed in EXEMPT with the reason; an exemption that is no longer needed fails.
 2. The DAG: `snakemake -n` of the pipeline test's stack plans every rule of workflow/rules/ (but
    the two download rules), every evaluation set and tuning set of the schema, the held-out fit,
-   the difficulty levels, the App. K exclusions and the tuned document tower.
+   the difficulty levels, the App. K exclusions and the tuned document tower; it trains every
+   method params.yaml trains, and a registered method it does not train takes only branches of
+   the generic stages a trained one takes (``switches``: a new method is its registry entry, its
+   schema section and its own test, with no CI training run of its own unless it brings a branch).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 import yaml
 
 from embtune.core import pnd_sets
+from embtune.models import methods as registry
 from embtune.plan import params_coverage as pc
 from embtune.plan.config import load_params, load_schema
 from embtune.plan.sweep import training_plan
@@ -74,6 +78,58 @@ def reference() -> dict:
 @pytest.fixture(scope="module")
 def ci_params() -> list[dict]:
     return [_effective(stack) for stack in CI_STACKS.values()]
+
+
+# ------------------------------------------------------------------------ which methods CI trains
+def switches(method: registry.Method) -> set[tuple[str, object]]:
+    """The registry entry's switches that the generic stages branch on after the plan: the export
+    (a merged copy beside an adapter, which evaluate-mteb reads), a hyper-parameter column (its
+    dtype in runs.parquet, its figures), the memory estimate's inputs, the recipe's settings hook,
+    and what metrics.json and the model card record. A method's own hooks (apply, counts, variants)
+    are its own test's to check (tests/contracts/test_method_registry.py trains its toy methods
+    through the train stage); a CI pipeline run adds only these branches."""
+    hyper = method.hyper
+    return {("merged_export", method.merged_export), ("hyper column", hyper is not None),
+            ("integer column", hyper.integer if hyper else None), ("full's memory estimate", method.saved_vectors is None),
+            ("trains_embeddings", method.trains_embeddings), ("complete", method.complete is not None),
+            ("reported", bool(method.reported)), ("card_row", method.card_row is not None)}
+
+
+def needs_own_run(trained: set[str]) -> set[str]:
+    """Registered methods CI does not train that take a switch no trained method takes."""
+    covered = set().union(*(switches(registry.get(m)) for m in trained))
+    return {m.name for m in registry.REGISTRY.values() if m.name not in trained and not switches(m) <= covered}
+
+
+def ci_trained(ci_params: list[dict]) -> set[str]:
+    """The methods the CI stacks' plans train (main grid and studies)."""
+    return {r["method"] for params in ci_params for r in training_plan(params, apply_cap=False)[0]}
+
+
+def test_a_method_needs_a_ci_run_only_for_a_switch_no_trained_method_takes(monkeypatch, reference: dict,
+                                                                           ci_params: list[dict]) -> None:
+    """By hand: without LoRA nothing exports a merged copy or has an integer column; without
+    freeze nothing has a float column or a recipe hook; bias-only's switches are full's and
+    LoRA's. A new method with bias-only's switches needs no run; one that exports a merged copy
+    needs one unless LoRA is trained (a switch at a time: the export does not read the column)."""
+    paper = {name: registry.get(name) for name in ("full", "freeze", "bias", "lora")}   # the hand counts' four
+    monkeypatch.setattr(registry, "REGISTRY", paper)
+    assert needs_own_run({"full", "freeze", "bias"}) == {"lora"}
+    assert needs_own_run({"full", "lora"}) == {"freeze"}
+    assert needs_own_run({"full", "freeze", "bias", "lora"}) == set()
+    bias = paper["bias"]
+    monkeypatch.setitem(paper, "twin", registry.Method("twin", "Twin", "tab:gray", bias.apply,
+                                                                   bias.counts, saved_vectors=13))
+    assert needs_own_run({"full", "freeze", "bias", "lora"}) == set()
+    monkeypatch.setitem(paper, "merged", registry.Method("merged", "Merged", "tab:olive", bias.apply,
+                                                                     bias.counts, merged_export=True))
+    assert needs_own_run({"full", "freeze", "bias", "lora"}) == set()
+    assert needs_own_run({"full", "freeze", "bias"}) == {"lora", "merged"}
+    # the schema choice it adds is the one the per-run check below exempts
+    schema = load_schema()
+    schema["$defs"]["method"]["enum"].append("twin")
+    added = pc.missing_alternatives(reference, ci_params, schema) - pc.missing_alternatives(reference, ci_params)
+    assert added == {("train.methods[]", "=twin")}
 
 
 def test_ci_stacks_are_the_ones_the_tests_run() -> None:
@@ -131,6 +187,9 @@ def test_ci_presets_exercise_every_per_run_choice(reference: dict, ci_params: li
     """Reading options params.yaml leaves at the text's default (logit_scale: exp, LoRA alpha =
     rank, triplet distance dist, Adadelta, ...) still run in CI."""
     missing = pc.missing_alternatives(reference, ci_params) - set(EXEMPT_ALTERNATIVES)
+    # a registered method whose every switch a CI-trained method takes needs no CI run of its own
+    trained = ci_trained(ci_params)
+    missing -= {("train.methods[]", f"={m}") for m in registry.names() if m not in needs_own_run(trained)}
     assert not missing, f"schema choices no CI preset exercises:\n{pc.format_pairs(missing)}"
 
 
@@ -235,12 +294,13 @@ def test_ci_dag_runs_every_rule_dataset_and_analysis_path(ci_dag, reference: dic
     assert all(_args(argv, "--exclude-domains") == ["cs", "math", "physics"] for argv in pnd)
     # App. H, Fig. 6: every difficulty level params.yaml builds is scored
     assert all(sorted(map(int, _args(argv, "--arxiv-levels"))) == reference["data"]["arxiv"]["levels"] for argv in pnd)
-    # paper 1: every method trained (presets/ci.yaml's main grid, which the rehearsal runs, has freeze
-    # and bias), the held-out model on
+    # paper 1: every method params.yaml trains is trained here (presets/ci.yaml's main grid, which the
+    # rehearsal runs, has freeze and bias), and every registered method takes only switches a trained
+    # one takes; the held-out model on
     # (the pipeline test's stack trains in batches, train.runs_per_job 8 from presets/demo.yaml;
     # presets/ci.yaml's stack one job per run, params.yaml's train.runs_per_job 1)
     methods = {json.loads(_args(argv, "--run-config-json")[0])["method"] for argv in by_stage.get("train", [])}
     methods |= {m["run"]["method"] for argv in by_stage["train-batch"] for m in json.loads(_args(argv, "--batch-json")[0])}
     methods |= {r["method"] for r in training_plan(_effective(CI_STACKS["tests/e2e/test_rehearsal.py"]))[0]}
-    assert methods == {"full", "freeze", "bias", "lora"}
+    assert set(reference["train"]["methods"]) <= methods and not needs_own_run(methods)
     assert [_args(argv, "--holdout") for argv in by_stage["fit-scaling"]] == [["largest_model"]]

@@ -38,7 +38,7 @@ except _cost.CostError as _err:
 # classes: profiles/default/gpu_classes.yaml); a run that fits no class stops the workflow here.
 try:
     GPU_CLASSES = _gpus.read_classes()
-    GPU_FITS = _gpus.check(list(RUNS.values()), config, GPU_CLASSES)
+    GPU_FITS = _gpus.check(list(RUN_CONFIGS.values()), config, GPU_CLASSES)
 except _gpus.GpuClassError as _err:
     raise WorkflowError(str(_err)) from None
 _MAX_RUNTIME_MIN = int(_os.environ.get("EMBTUNE_MAX_RUNTIME_MIN", str(7 * 24 * 60)))

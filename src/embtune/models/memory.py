@@ -46,7 +46,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from embtune.models import methods
-from embtune.models.flops import arch_of
+from embtune.models.flops import ParamCounts, arch_of
+from embtune.models.run_spec import TrainingRun
 
 FP32, BF16 = 4, 2
 #: Saved hidden-size vectors per token and back-propagated block (see the module docstring).
@@ -100,33 +101,37 @@ def vocab_size(model: Mapping[str, Any], tokenizer_vocab: int | None = None) -> 
     return DEFAULT_VOCAB
 
 
-def trainable(run: Mapping[str, Any], vocab: int) -> int:
-    """Trainable parameters: N_U, plus the token embeddings where the method trains them, plus
-    the r·vocab half of an adapter on the token embeddings."""
-    n = int(run["planned"]["n_update"])
-    d = int(run["model"]["hidden_size"])
-    if methods.get(run["method"]).trains_embeddings:
-        n += vocab * d
-    if run.get("lora_embed_in") and run.get("lora_rank"):
-        n += int(run["lora_rank"]) * vocab
-    return n
+def embedding_adapter(run: TrainingRun, vocab: int) -> int:
+    """The r·vocab half of a LoRA adapter on the token embeddings (0 without one)."""
+    rank = run.settings.get("lora_rank")
+    return int(rank) * vocab if run.settings.get("lora_embed_in") and rank else 0
 
 
-def graph_blocks(run: Mapping[str, Any]) -> int:
+def trainable(run: TrainingRun, vocab: int, counts: ParamCounts | None = None) -> int:
+    """Trainable parameters: N_U (of ``counts``, default the run's planned counts), plus the
+    token embeddings where the method trains them, plus an adapter's r·vocab on them."""
+    n = int((counts or run.planned.counts).n_update)
+    if methods.get(run.method).trains_embeddings:
+        n += vocab * int(run.model["hidden_size"])
+    return n + embedding_adapter(run, vocab)
+
+
+def graph_blocks(run: TrainingRun, counts: ParamCounts | None = None) -> int:
     """Blocks the backward pass runs through: N_B over a block's parameters (all of them for
     full, bias and LoRA; the active ones for freeze)."""
-    a = arch_of(run["model"])
-    nb = int(run["planned"]["n_backward"]) - a.norm
+    a = arch_of(run.model)
+    nb = int((counts or run.planned.counts).n_backward) - a.norm
     return max(0, min(a.layers, math.ceil(nb / a.block - 1e-9)))
 
 
-def activation_bytes(run: Mapping[str, Any], chunk: int, *, act_bytes: int, checkpointing: bool) -> float:
+def activation_bytes(run: TrainingRun, chunk: int, *, act_bytes: int, checkpointing: bool,
+                     counts: ParamCounts | None = None) -> float:
     """Peak saved activations of one chunk of ``chunk`` sequences at the run's context length."""
-    a = arch_of(run["model"])
+    a = arch_of(run.model)
     d, heads = a.dims.hidden, a.dims.heads
-    tokens = chunk * int(run["train"]["context_length"])
-    blocks = graph_blocks(run)
-    saved = methods.get(run["method"]).saved_vectors or ACT_PER_LAYER_TOKEN
+    tokens = chunk * int(run.train.context_length)
+    blocks = graph_blocks(run, counts)
+    saved = methods.get(run.method).saved_vectors or ACT_PER_LAYER_TOKEN
     block = saved * d * act_bytes + ACT_PER_HEAD_TOKEN * heads * FP32
     if act_bytes < FP32:                                # bf16 autocast: see AUTOCAST_BLOCK_EXTRA
         block += AUTOCAST_BLOCK_EXTRA * d * BF16
@@ -140,37 +145,37 @@ def activation_bytes(run: Mapping[str, Any], chunk: int, *, act_bytes: int, chec
     return tokens * (per_token + 2 * d * FP32)
 
 
-def estimate(run: Mapping[str, Any], *, chunk: int | None = None, vocab: int = DEFAULT_VOCAB,
-             mixed_precision: bool = True, processes: int = 1) -> Estimate:
+def estimate(run: TrainingRun, *, chunk: int | None = None, vocab: int = DEFAULT_VOCAB,
+             mixed_precision: bool = True, processes: int = 1, counts: ParamCounts | None = None) -> Estimate:
     """The peak memory of one process of ``run`` with GradCache chunks of ``chunk`` sequences
     (default: the run's ``train.gradcache_chunk``). ``mixed_precision``: bf16 autocast (the loop
-    on a GPU); False: fp32 (the loop on a CPU)."""
-    t = run["train"]
-    a = arch_of(run["model"])
+    on a GPU); False: fp32 (the loop on a CPU). ``counts``: N, N_B, N_U to use instead of the
+    run's planned ones (the counts of the instantiated model, once it exists)."""
+    t = run.train
+    counts = counts or run.planned.counts
+    a = arch_of(run.model)
     d = a.dims.hidden
-    local = max(1, int(t["batch_size"]) // max(1, processes))
-    chunk = int(chunk if chunk is not None else t["gradcache_chunk"])
+    local = max(1, int(t.batch_size) // max(1, processes))
+    chunk = int(chunk if chunk is not None else t.gradcache_chunk)
     chunk = max(1, min(chunk, 2 * local))          # a chunk never holds more than the local batch
-    n_train = trainable(run, vocab)
-    total = int(run["planned"]["n_total"]) + vocab * d
-    if run.get("lora_embed_in") and run.get("lora_rank"):
-        total += int(run["lora_rank"]) * vocab
+    n_train = trainable(run, vocab, counts)
+    total = int(counts.n_total) + vocab * d + embedding_adapter(run, vocab)
     act_bytes = BF16 if mixed_precision else FP32
     weights = FP32 * total
     autocast = BF16 * n_train if mixed_precision else 0.0
     gradients = FP32 * n_train
     optimizer = 2 * FP32 * n_train
-    acts = activation_bytes(run, chunk, act_bytes=act_bytes,
-                            checkpointing=bool(t.get("gradient_checkpointing")))
+    acts = activation_bytes(run, chunk, act_bytes=act_bytes, checkpointing=bool(t.gradient_checkpointing),
+                            counts=counts)
     embeddings = 2 * (2 * local * d * FP32)        # pooled vectors of the batch and their gradients
     # held-out loss: one block's forward transients of a chunk, no graph
-    evaluation = chunk * int(t["context_length"]) * (ACT_PER_LAYER_TOKEN // 3) * d * act_bytes
+    evaluation = chunk * int(t.context_length) * (ACT_PER_LAYER_TOKEN // 3) * d * act_bytes
     train_peak = max(acts + embeddings, ADAM_TEMP * FP32 * n_train)
     peak = weights + autocast + gradients + optimizer + max(train_peak, evaluation)
     return Estimate(weights, autocast, gradients, optimizer, acts, embeddings, evaluation, peak, chunk)
 
 
-def largest_chunk(run: Mapping[str, Any], limit_bytes: float, *, upper: int, vocab: int = DEFAULT_VOCAB,
+def largest_chunk(run: TrainingRun, limit_bytes: float, *, upper: int, vocab: int = DEFAULT_VOCAB,
                   mixed_precision: bool = True, processes: int = 1) -> int | None:
     """The largest chunk in 1..``upper`` whose estimate fits ``limit_bytes``; None if even one
     sequence per chunk does not (the estimate grows with the chunk, so a bisection finds it)."""
@@ -202,14 +207,12 @@ def measured_peak(device: Any) -> tuple[int, str]:
     return int(rss if sys.platform == "darwin" else rss * 1024), "cpu_peak_rss"
 
 
-def run_memory_metrics(run: Mapping[str, Any], counts: Any, model: Any, chunk: int, acc: Any) -> dict[str, Any]:
+def run_memory_metrics(run: TrainingRun, counts: ParamCounts, model: Any, chunk: int, acc: Any) -> dict[str, Any]:
     """The metrics.json keys of a finished run: its estimate (from the model's counted
-    parameters, ``counts``: a ``ParamCounts``; vocabulary, precision and processes as the loop's
-    model and accelerator ``acc`` have them) and its measured peak."""
-    planned = {"n_total": counts.n_total, "n_forward": counts.n_forward, "n_backward": counts.n_backward,
-               "n_update": counts.n_update}
+    parameters, ``counts``; vocabulary, precision and processes as the loop's model and
+    accelerator ``acc`` have them) and its measured peak."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    est = estimate({**run, "planned": planned}, chunk=chunk, vocab=int(base.config.vocab_size),
+    est = estimate(run, chunk=chunk, vocab=int(base.config.vocab_size), counts=counts,
                    mixed_precision=str(acc.mixed_precision) != "no", processes=int(acc.num_processes))
     peak, kind = measured_peak(acc.device)
     return {"estimated_peak_memory_bytes": int(est.peak), "peak_memory_bytes": peak, "peak_memory_kind": kind}

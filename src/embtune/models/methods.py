@@ -4,7 +4,8 @@ Why one registry: the sweep expands a method's variants, the training stage appl
 accounting counts it, the fits and figures order and colour it, and the params schema names it.
 Each :class:`Method` declares all of that in one place (also the method tag of the run ids its
 variants write and ``parse_tag`` reads back, and its own run-config keys: :mod:`embtune.runconfig`),
-so adding a method is one declaration here (or a :func:`register` call from its own module)
+so adding a method is one declaration here (or a :func:`register` call from its own module;
+the built-in four's model and count hooks are in :mod:`embtune.models.method_hooks`)
 plus its name in the schema's ``$defs.method`` enum (tests/contracts/test_method_registry.py checks the
 two agree and that no other module lists names).
 
@@ -27,14 +28,26 @@ from typing import TYPE_CHECKING, Any
 
 from embtune.models import families
 from embtune.models.flops import Arch, ParamCounts, arch_of
+from embtune.models.method_hooks import (
+    Problem,
+    apply_bias,
+    apply_freeze,
+    apply_full,
+    apply_lora,
+    check_freeze,
+    counts_bias,
+    counts_freeze,
+    counts_full,
+    counts_lora,
+    freeze_fractions,
+    lora_alpha,
+)
 
 if TYPE_CHECKING:
     import torch
 
 #: (id tag, run-config settings, skip reason or None): one variant of a method for one model.
 Variant = tuple[str, dict[str, Any], "str | None"]
-#: a params problem: (key path, what), as embtune.plan.config_checks reports them
-Problem = tuple[tuple[Any, ...], str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +89,7 @@ class Method:
     recompute_fraction: float = 2 / 3       # activation checkpointing's re-run share (embtune.plan.cost)
     isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
     synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
+    synthetic_settings: Mapping[str, Any] | None = None  # its train.<name> section there (paper grid)
     #: model card (models/st_export.py): ``model/`` is an adapter and the sentence-transformers
     #: model is the merged copy beside it, and the paragraph that says so
     merged_export: bool = False
@@ -192,80 +206,9 @@ def base_of(model: torch.nn.Module) -> torch.nn.Module:
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-# ------------------------------------------------------------------------------------- full
-def _apply_full(model: Any, run: Mapping[str, Any]) -> Any:
-    model.requires_grad_(True)
-    return model
-
-
-def _counts_full(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
-    return ParamCounts(a.n, a.n, a.n, a.n)
-
-
+# ------------------------------------------ the variants, tags and recipe settings of each method
+# (what each does to a model and to the counts: embtune.models.method_hooks)
 # ----------------------------------------------------------------------------------- freeze
-def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
-    """Frozen-block fractions k/n as (k, n): ``auto`` = k/6 if L % 6 == 0, else k/8 (paper 1, 4.2;
-    docs/fidelity.md#P1-FREEZE-GRID).
-
-    Kept unreduced so ids read like §4.2's grid (``freeze-2of6``, not ``freeze-1of3``)."""
-    if spec == "auto":
-        for denom in (6, 8):
-            if num_layers % denom == 0:
-                return [(k, denom) for k in range(denom)]
-        return []
-    # Nearest fraction with a denominator a block count can have (config.validate refuses a
-    # fraction that is k/L for no model, so this never turns 0.33 into 21/64 unnoticed).
-    fracs = [Fraction(x).limit_denominator(max(64, num_layers)) for x in spec]
-    return [(f.numerator, f.denominator) for f in fracs]
-
-
-def _whole(x: float) -> bool:
-    return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))
-
-
-def _check_freeze(train: Mapping[str, Any], models: Sequence[Mapping[str, Any]]
-                  ) -> tuple[list[Problem], list[Problem]]:
-    """Explicit frozen fractions must be whole blocks: an error for a fraction that is k/L for no
-    model's block count L (every run of it would be skipped), a warning naming the models that
-    skip one that fits only some."""
-    fractions = train["freeze"]["fractions"]
-    problems: list[Problem] = []
-    warns: list[Problem] = []
-    if fractions == "auto":
-        return problems, warns
-    layers = sorted({m["num_layers"] for m in models})
-    for i, frac in enumerate(fractions):
-        fits = [n for n in layers if _whole(frac * n)]
-        parts = ("train", "freeze", "fractions", i)
-        if not fits:
-            problems.append((parts, f"{frac!r} is not k/L for any model's block count L "
-                                    f"{layers}: every freeze run of it would be skipped"))
-        elif len(fits) < len(layers):
-            warns.append((parts, f"{frac!r} is k/L only for L in {fits}; the models with "
-                                 f"{sorted(set(layers) - set(fits))} blocks skip it (see skipped.csv)"))
-    return problems, warns
-
-
-def _apply_freeze(model: Any, run: Mapping[str, Any]) -> Any:
-    family = families.family_of(model)
-    k = int(run.get("frozen_blocks") or 0)
-    stack = families.blocks(model, family)
-    if not 0 <= k < len(stack):
-        raise ValueError(f"frozen_blocks must be in [0, {len(stack)}), got {k}")
-    model.requires_grad_(True)
-    for module in families.lookup_modules(model, family) + stack[:k]:
-        module.requires_grad_(False)
-    return model
-
-
-def _counts_freeze(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
-    frozen = cfg.get("frozen_blocks") or 0
-    if not 0 <= frozen < a.layers:
-        raise ValueError(f"frozen_blocks must be in [0, {a.layers}), got {frozen}")
-    active = (a.layers - frozen) * a.block + a.norm
-    return ParamCounts(a.n, a.n, active, active)
-
-
 def _variants_freeze(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
     num_layers = model["num_layers"]
     fracs = freeze_fractions(num_layers, train["freeze"]["fractions"])
@@ -293,25 +236,6 @@ def _parse_freeze(tag: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- bias
-def _apply_bias(model: Any, run: Mapping[str, Any]) -> Any:
-    family = families.family_of(model)
-    reason = family.bias_free_reason(families.dims_of(families.spec_of_config(model.config)))
-    if reason:
-        raise ValueError(reason)
-    for name, p in model.named_parameters():
-        p.requires_grad_(name.endswith("bias"))
-    return model
-
-
-def _counts_bias(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
-    reason = a.family.bias_free_reason(a.dims)
-    if reason:
-        raise ValueError(f"models[{a.spec.get('name', '?')}]: {reason}")
-    norm_bias = a.hidden if a.family.norm_bias else 0
-    biases = a.layers * (sum(x.fan_out for x in a.dense if x.bias) + 2 * norm_bias) + norm_bias
-    return ParamCounts(a.n, a.n, a.n, biases)
-
-
 def _variants_bias(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
     """Refused where the family has no biases (e.g. Llama)."""
     reason = families.family_of_spec(model).bias_free_reason(families.dims_of(model))
@@ -319,44 +243,6 @@ def _variants_bias(model: Mapping[str, Any], train: Mapping[str, Any], name: str
 
 
 # ------------------------------------------------------------------------------------- lora
-def lora_alpha(rank: int, spec: float | str) -> float:
-    """peft's ``lora_alpha`` (adapter output scaled by alpha/r). A number is used at every rank:
-    the authors' released config leaves peft's default 8, so the scale is 8/r. ``rank`` gives
-    alpha = r, scale 1 at every rank (the other common convention)."""
-    if spec == "rank":
-        return float(rank)
-    if isinstance(spec, bool) or not isinstance(spec, (int, float)) or spec <= 0:
-        raise ValueError(f"train.lora.alpha: expected a positive number or 'rank', got {spec!r}")
-    return float(spec)
-
-
-def lora_config(family: families.Family, run: Mapping[str, Any]):  # -> peft.LoraConfig
-    """peft config: all the family's dense layers (+ its token embeddings with ``lora_embed_in``).
-    GPT-2's Conv1D stores weights in × out: peft must be told (``fan_in_fan_out``)."""
-    from peft import LoraConfig
-
-    targets = family.lora_targets() + ([family.token_embedding] if run.get("lora_embed_in") else [])
-    return LoraConfig(r=int(run["lora_rank"]), lora_alpha=float(run["lora_alpha"]),
-                      lora_dropout=float(run.get("lora_dropout", 0.0)), target_modules=targets,
-                      bias="none", fan_in_fan_out=family.fan_in_fan_out)
-
-
-def _apply_lora(model: Any, run: Mapping[str, Any]) -> Any:
-    from peft import get_peft_model
-
-    return get_peft_model(model, lora_config(families.family_of(model), run))
-
-
-def _counts_lora(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
-    rank = cfg.get("lora_rank")
-    if not rank or rank < 1:
-        raise ValueError(f"lora needs a positive lora_rank, got {rank!r}")
-    adapter = a.layers * rank * sum(x.fan_in + x.fan_out for x in a.dense)
-    if cfg.get("lora_embed_in"):        # B (d×r) runs per token; A (vocab×r) is a lookup
-        adapter += rank * a.hidden
-    return ParamCounts(a.n, a.n + adapter, a.n + adapter, adapter)
-
-
 def _variants_lora(model: Mapping[str, Any], train: Mapping[str, Any], name: str) -> list[Variant]:
     lora = train["lora"]
     return [(f"{name}-r{rank}", {"method": name, "lora_rank": rank, "lora_alpha": lora_alpha(rank, lora["alpha"]),
@@ -373,21 +259,21 @@ def _parse_lora(tag: str) -> dict[str, Any]:
 #: Modified-law parameters (raw units) of the synthetic runs tables, chosen to give paper-like losses.
 _LAW = {"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 0.0, "b_s": 1.0, "c_s": 30.0, "beta": 0.22}
 
-register(Method("full", "Full fine-tuning", "tab:blue", _apply_full, _counts_full,
+register(Method("full", "Full fine-tuning", "tab:blue", apply_full, counts_full,
                 isoflop_figure="fig02a", synthetic_law=_LAW, trains_embeddings=True, reference=True,
                 in_algorithm1=True))
 register(Method(
-    "freeze", "Block freezing", "tab:green", _apply_freeze, _counts_freeze, _variants_freeze,
+    "freeze", "Block freezing", "tab:green", apply_freeze, counts_freeze, _variants_freeze,
     Hyper(column="freeze_fraction", axis="fraction of frozen blocks", title="Block freezing", logx=False,
           figure="fig03_freeze_fraction", caption="Fig. 3: effect of the frozen-block fraction per model",
           point_label=lambda f: f"{1 - f:.2g} active", loss_flops_figure="fig18"),
     settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
-    reported=(("frozen_blocks", "first {} transformer blocks frozen"),), check=_check_freeze,
+    reported=(("frozen_blocks", "first {} transformer blocks frozen"),), check=check_freeze,
     isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
-register(Method("bias", "Bias-only", "tab:red", _apply_bias, _counts_bias, _variants_bias,
+register(Method("bias", "Bias-only", "tab:red", apply_bias, counts_bias, _variants_bias,
                 isoflop_figure="fig04a", synthetic_law={**_LAW, "E": 0.35, "c_s": 60.0}, saved_vectors=13))
 register(Method(
-    "lora", "LoRA", "tab:orange", _apply_lora, _counts_lora, _variants_lora,
+    "lora", "LoRA", "tab:orange", apply_lora, counts_lora, _variants_lora,
     Hyper(column="lora_rank", axis="LoRA rank", title="LoRA rank", logx=True, figure="fig05_lora_rank",
           caption="Fig. 5: effect of the LoRA rank per model", point_label=lambda r: f"r{r}",
           loss_flops_figure="fig19", integer=True),
@@ -396,6 +282,7 @@ register(Method(
     card_row=("LoRA rank / alpha / dropout", ("lora_rank", "lora_alpha", "lora_dropout")),
     recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True, saved_vectors=20,
+    synthetic_settings={"ranks": [8, 16, 32, 64, 128, 256, 512, 1024, 2048]},   # §4.2's grid
     card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
                "base model), `model_merged/` the merged sentence-transformers model.\n")))
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from embtune.models import memory
+from embtune.models.run_spec import TrainingRun
 
 CLASSES_ENV = "EMBTUNE_GPU_CLASSES"
 #: profiles/default/ of the checkout, next to throughput.yaml.
@@ -106,29 +107,29 @@ class Fit:
     estimate: memory.Estimate         # at that chunk (at one sequence if it fits nothing)
 
 
-def fit(run: Mapping[str, Any], classes: Classes, *, vocab: int, processes: int = 1) -> Fit:
+def fit(run: TrainingRun, classes: Classes, *, vocab: int, processes: int = 1) -> Fit:
     """The smallest class that holds the run at its configured chunk, else the largest class at
     the largest chunk that fits it; ``gpu_class`` None when nothing fits."""
-    upper = int(run["train"]["gradcache_chunk"])
+    upper = int(run.train.gradcache_chunk)
     kw = {"vocab": vocab, "processes": processes}
     want = memory.estimate(run, chunk=upper, **kw)
     for c in classes.classes:
         if want.peak <= classes.usable_bytes(c):
-            return Fit(run["run_id"], c, want.chunk, want)
+            return Fit(run.run_id, c, want.chunk, want)
     largest = classes.classes[-1]
     chunk = memory.largest_chunk(run, classes.usable_bytes(largest), upper=upper, **kw)
     if chunk is None:
-        return Fit(run["run_id"], None, None, memory.estimate(run, chunk=1, **kw))
-    return Fit(run["run_id"], largest, chunk, memory.estimate(run, chunk=chunk, **kw))
+        return Fit(run.run_id, None, None, memory.estimate(run, chunk=1, **kw))
+    return Fit(run.run_id, largest, chunk, memory.estimate(run, chunk=chunk, **kw))
 
 
 def tokenizer_vocab(params: Mapping[str, Any]) -> int | None:
     return (params.get("tokenizer") or {}).get("vocab_size")
 
 
-def fit_runs(runs: Iterable[Mapping[str, Any]], classes: Classes, params: Mapping[str, Any]) -> dict[str, Fit]:
+def fit_runs(runs: Iterable[TrainingRun], classes: Classes, params: Mapping[str, Any]) -> dict[str, Fit]:
     vocab_of = tokenizer_vocab(params)
-    return {r["run_id"]: fit(r, classes, vocab=memory.vocab_size(r["model"], vocab_of)) for r in runs}
+    return {r.run_id: fit(r, classes, vocab=memory.vocab_size(r.model, vocab_of)) for r in runs}
 
 
 def refusals(fits: Mapping[str, Fit], classes: Classes) -> list[str]:
@@ -141,7 +142,7 @@ def refusals(fits: Mapping[str, Fit], classes: Classes) -> list[str]:
             for f in fits.values() if f.gpu_class is None]
 
 
-def check(runs: Sequence[Mapping[str, Any]], params: Mapping[str, Any],
+def check(runs: Sequence[TrainingRun], params: Mapping[str, Any],
           classes: Classes | None = None) -> dict[str, Fit]:
     """Every run's fit; a ``GpuClassError`` naming the first run that fits no class (and how
     many do not)."""

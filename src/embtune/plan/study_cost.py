@@ -35,6 +35,7 @@ from embtune.models import methods
 from embtune.models.flops import ParamCounts
 from embtune.models.memory import DEFAULT_VOCAB, trainable, vocab_size
 from embtune.plan.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, hardware_per_token, two_pass
+from embtune.runconfig import RunConfig
 
 #: Texts an MTEB task embeds (test splits of the paper's tasks: 1e3-1e5; SciFact's corpus 5e3).
 MTEB_TEXTS_PER_TASK = 20_000
@@ -182,7 +183,7 @@ def disk_bytes(runs: Sequence[Mapping[str, Any]], qruns: Sequence[Mapping[str, A
         full = 4.0 * (float(r["planned"]["n_total"]) + vocab * int(r["model"]["hidden_size"]))
         adapter = methods.get(r["method"]).merged_export   # model/ holds the adapter, model_merged/ the rest
         folders += full + (4.0 * float(r["planned"]["n_update"]) if adapter else 0.0)
-        ck = full + 8.0 * trainable(r, vocab)
+        ck = full + 8.0 * trainable(RunConfig.from_dict(r), vocab)
         ckpt_max, ckpt_all = max(ckpt_max, ck), ckpt_all + ck
     query = 4.0 * QUERY_TOTAL_PARAMS * len(qruns)
     return {"run folders (fp32)": folders, "query-tuned towers": query,

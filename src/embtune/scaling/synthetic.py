@@ -6,6 +6,8 @@ is, and a generator that knows its true parameters is what makes fitting tests h
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,7 @@ import polars as pl
 
 from embtune.models import methods as registry
 from embtune.models.families import DEFAULT_FAMILY
+from embtune.plan import config
 from embtune.runconfig import RunConfig
 from embtune.scaling.laws import modified_loss
 from embtune.scaling.runs_table import build_table
@@ -21,40 +24,63 @@ PYTHIA = [("pythia-14m", 128, 6), ("pythia-31m", 256, 6), ("pythia-70m", 512, 6)
           ("pythia-160m", 768, 12), ("pythia-410m", 1024, 24), ("pythia-1b", 2048, 16),
           ("pythia-1.4b", 2048, 24), ("pythia-2.8b", 2560, 32)]
 PAPER_BUDGETS = [1.5e15, 6e15, 2.4e16, 9.6e16, 3.8e17, 1.5e18]
-LORA_RANKS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
-
-# One modified-law parameter set per method (raw units), chosen to give paper-like losses; each
-# method declares its own (``Method.synthetic_law`` in embtune.models.methods).
-TRUE_PARAMS: dict[str, dict[str, float]] = {m.name: dict(m.synthetic_law) for m in registry.REGISTRY.values()
-                                            if m.synthetic_law is not None}
 
 
-def variants(model: dict[str, Any], method: str, ranks: list[int]) -> list[dict[str, Any]]:
-    """The method's own variants (its registry entry) of ``model``: paper 1's whole grid, every
-    frozen-block fraction k/6 or k/8 (``auto``) and the given LoRA ranks; each settings dict with
-    its id ``tag``."""
-    # the params' train.freeze and train.lora sections (params sections, not a list of methods)
-    train: dict[str, Any] = {"freeze": {"fractions": "auto"}}
-    train["lora"] = {"ranks": ranks, "alpha": 8, "embed_in": False, "dropout": 0.0}
-    return [{**settings, "tag": tag} for tag, settings, skip in registry.get(method).variants(model, train, method)
+def true_params() -> dict[str, dict[str, float]]:
+    """One modified-law parameter set per registered method (raw units), chosen to give paper-like
+    losses; each method declares its own (``Method.synthetic_law`` in embtune.models.methods)."""
+    return {m.name: dict(m.synthetic_law) for m in registry.REGISTRY.values() if m.synthetic_law is not None}
+
+
+#: :func:`true_params` of the methods registered at import (the built-in ones).
+TRUE_PARAMS: dict[str, dict[str, float]] = true_params()
+
+
+def method_sections(settings: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Each registered method's params section (``train.<method>``, where the schema has one): the
+    schema's defaults, under the method's paper-scale grid (``Method.synthetic_settings``), under
+    ``settings[<method>]``. Read from the registry and the schema, so a method declared with its
+    schema section has synthetic tables with no edit here."""
+    schema = config.load_schema()
+    sections = schema["properties"]["train"]["properties"]
+    out: dict[str, dict[str, Any]] = {}
+    for m in registry.REGISTRY.values():
+        sub = sections.get(m.name)
+        if sub is None:
+            continue
+        section = {**copy.deepcopy(sub.get("default", {})), **copy.deepcopy(dict(m.synthetic_settings or {})),
+                   **(settings or {}).get(m.name, {})}
+        out[m.name] = config.fill_defaults(section, sub, schema)
+    return out
+
+
+def variants(model: dict[str, Any], method: str, train: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The method's own variants (its registry entry) of ``model`` under ``train`` (default
+    :func:`method_sections`: paper 1's grid, every frozen-block fraction k/6 or k/8 and LoRA ranks
+    8 to 2048); each settings dict with its id ``tag``."""
+    train = method_sections() if train is None else train
+    return [{**v, "tag": tag} for tag, v, skip in registry.get(method).variants(model, train, method)
             if skip is None]
 
 
 def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
                    methods: tuple[str, ...] | None = None,
-                   ranks: list[int] | None = None, params: dict[str, dict[str, float]] | None = None,
+                   settings: Mapping[str, Mapping[str, Any]] | None = None,
+                   params: dict[str, dict[str, float]] | None = None,
                    noise: float = 0.01, batch_size: int = 1024, tokens_per_pair: float = 110.0,
                    seed: int = 0) -> list[dict[str, Any]]:
     """Runs-table rows whose loss follows ``params[method]`` (modified law) × lognormal noise;
-    ``methods`` defaults to every registered method with a synthetic law."""
+    ``methods`` defaults to every registered method with a synthetic law, ``settings`` overrides
+    their params sections (``{"<method>": {...}}``, see :func:`method_sections`)."""
     rng = np.random.default_rng(seed)
-    params = params or TRUE_PARAMS
-    methods = methods if methods is not None else tuple(TRUE_PARAMS)
+    params = params or true_params()
+    methods = methods if methods is not None else tuple(true_params())
+    train = method_sections(settings)
     rows = []
     for name, hidden, layers in models:
         for method in methods:
             spec = {"family": DEFAULT_FAMILY, "hidden_size": hidden, "num_layers": layers}
-            for v in variants(spec, method, ranks or LORA_RANKS):
+            for v in variants(spec, method, train):
                 counts = registry.planned_counts(spec, v)
                 for c in budgets:
                     d = c / counts.per_token
@@ -78,7 +104,7 @@ def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
 
 
 def synthetic_runs(**kwargs: Any) -> pl.DataFrame:
-    """A paper-size table by default: 8 Pythia models × 4 methods' variants × 6 budgets."""
+    """A paper-size table by default: 8 Pythia models × every registered method's variants × 6 budgets."""
     kwargs.setdefault("models", PYTHIA)
     kwargs.setdefault("budgets", PAPER_BUDGETS)
     return build_table(synthetic_rows(**kwargs))

@@ -69,7 +69,7 @@ def gpu_class_lines(params: dict[str, Any], plan: StudyPlan, run_ids: list[str])
     """Planned runs per GPU class (embtune.plan.gpus); a GpuClassError when one fits none."""
     keep = set(run_ids)
     classes = read_classes()
-    fits = check([r.to_dict() for r in plan.candidates if r.run_id in keep], params, classes)
+    fits = check([r for r in plan.candidates if r.run_id in keep], params, classes)
     counts: dict[str, int] = {}
     for f in fits.values():
         counts[f.gpu_class.name] = counts.get(f.gpu_class.name, 0) + 1

@@ -384,7 +384,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
                    throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
                    world_size=world, device=str(acc.device),
                    device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
-    metrics.update(run_memory_metrics(as_json, counts, model, chunk, acc))   # vs the estimate
+    metrics.update(run_memory_metrics(run, counts, model, chunk, acc))   # vs the estimate
     metrics.update(run_mfu(counts, run.method, prog.tokens, prog.wall, two_pass=2 * (bs // world) > chunk,
                            checkpointing=t.gradient_checkpointing, device_type=acc.device.type,
                            device_name=metrics["device_name"], devices=world))

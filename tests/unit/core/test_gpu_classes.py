@@ -10,23 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers_train import planned_run
 
 from embtune.models import memory
-from embtune.models.methods import planned_counts
 from embtune.plan import gpus
+from embtune.runconfig import RunConfig
 
 REPO = Path(__file__).resolve().parents[3]
 GIB = 2**30
 
 
-def _run(name: str, d: int, layers: int, method: str = "full", chunk: int = 128, **settings) -> dict:
+def _run(name: str, d: int, layers: int, method: str = "full", chunk: int = 128, **settings) -> RunConfig:
     spec = {"name": name, "source": "hub", "hidden_size": d, "num_layers": layers}
-    c = planned_counts(spec, {"method": method, **settings})
-    return {"run_id": f"{name}__{method}", "model": spec, "method": method, **settings,
-            "planned": {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward,
-                        "n_update": c.n_update},
-            "train": {"batch_size": 1024, "context_length": 75, "gradcache_chunk": chunk,
-                      "gradient_checkpointing": True}}
+    return planned_run(spec, method, train={"gradcache_chunk": chunk, "gradient_checkpointing": True}, **settings)
 
 
 def _classes(tmp_path: Path, body: str) -> gpus.Classes:

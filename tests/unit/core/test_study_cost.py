@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers_train import planned_run
 
-from embtune.models.methods import planned_counts
 from embtune.plan import study_cost
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,12 +32,7 @@ def test_the_profile_curve_is_read() -> None:
 
 def _run(method: str = "full") -> dict:
     spec = {"name": "m", "source": "hub", "hidden_size": 512, "num_layers": 6}
-    c = planned_counts(spec, {"method": method})
-    return {"run_id": f"m__{method}", "model": spec, "method": method, "budget": 1e18, "seed": 0,
-            "planned": {"n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward,
-                        "n_update": c.n_update, "tokens": 1e9, "steps": 5000.0},
-            "train": {"batch_size": 1024, "gradcache_chunk": 128, "gradient_checkpointing": False,
-                      "context_length": 75}}
+    return planned_run(spec, method, train={"gradcache_chunk": 128, "gradient_checkpointing": False}).to_dict()
 
 
 def test_mteb_hours_and_disk_by_hand() -> None:

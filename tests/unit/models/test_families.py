@@ -462,7 +462,7 @@ def test_embedder_merges_an_adapter_trained_on_a_causal_lm(tmp_path, family_base
     from transformers import AutoModelForCausalLM
 
     from embtune.models.embedder import load_embedder
-    from embtune.models.methods import lora_config
+    from embtune.models.method_hooks import lora_config
 
     bases, _ = family_bases
     lm = AutoModelForCausalLM.from_pretrained(bases[family])

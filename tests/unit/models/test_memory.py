@@ -19,12 +19,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 import torch
-from helpers_train import one_thread
+from helpers_train import one_thread, planned_run
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from embtune.models import memory
-from embtune.models.methods import planned_counts
+from embtune.runconfig import RunConfig
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
 
@@ -116,23 +116,17 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict:
                      "pretrain_peak_lr": 1e-3, "vocab_size": vocab}}
 
 
-def _run(tiny: dict, method: str, *, chunk: int, ckpt: bool, batch: int = 16, ctx: int = 48) -> dict:
-    cfg = {"method": method}
-    if method == "freeze":
-        cfg.update(freeze_fraction=0.5, frozen_blocks=2)
-    if method == "lora":
-        cfg.update(lora_rank=8, lora_alpha=8.0, lora_dropout=0.0)
-    counts = planned_counts(tiny["spec"], cfg)
-    return {"run_id": f"tiny__{method}", "model": tiny["spec"], **cfg, "budget": 1e12, "seed": 0,
-            "peak_lr": 1e-4, "planned": {"n_total": counts.n_total, "n_forward": counts.n_forward,
-                                         "n_backward": counts.n_backward, "n_update": counts.n_update},
-            "train": {"batch_size": batch, "context_length": ctx, "temperature": 0.05, "weight_decay": 0.1,
-                      "warmup_fraction": 0.1, "final_lr_fraction": 0.1, "pooling": "mean",
-                      "gradcache_chunk": chunk, "gradient_checkpointing": ckpt},
-            "data": {"train_dir": tiny["data"]}, "base_model_dir": tiny["base"]}
+def _run(tiny: dict, method: str, *, chunk: int, ckpt: bool, batch: int = 16, ctx: int = 48) -> RunConfig:
+    settings = {"freeze": {"freeze_fraction": 0.5, "frozen_blocks": 2},
+                "lora": {"lora_rank": 8, "lora_alpha": 8.0, "lora_dropout": 0.0}}.get(method, {})
+    train = {"batch_size": batch, "context_length": ctx, "temperature": 0.05, "weight_decay": 0.1,
+             "warmup_fraction": 0.1, "final_lr_fraction": 0.1, "pooling": "mean",
+             "gradcache_chunk": chunk, "gradient_checkpointing": ckpt}
+    return planned_run(tiny["spec"], method, train=train, base_model_dir=tiny["base"], train_dir=tiny["data"],
+                       **settings)
 
 
-def measured_peak(run: dict, steps: int = 2) -> int:
+def measured_peak(run: RunConfig, steps: int = 2) -> int:
     """Peak live tensor bytes over ``steps`` training steps and the held-out loss, as the loop runs them."""
     from embtune.models.methods import apply_method
     from embtune.train.gradcache import gradcache_step
@@ -146,30 +140,30 @@ def measured_peak(run: dict, steps: int = 2) -> int:
     )
     from embtune.train.pairs import open_pairs
 
-    t = run["train"]
-    model = apply_method(load_base(run["base_model_dir"]), run)
-    if t["gradient_checkpointing"]:
+    t = run.train
+    model = apply_method(load_base(run.base_model_dir), run.method_settings)
+    if t.gradient_checkpointing:
         enable_checkpointing(model)
     model.train()
-    pairs = open_pairs(run["data"]["train_dir"], "train", t["context_length"])
-    val = open_pairs(run["data"]["train_dir"], "val", t["context_length"])
-    bs, chunk = t["batch_size"], t["gradcache_chunk"]
-    loss_fn = contrastive_loss_fn(t["temperature"])
+    pairs = open_pairs(run.data.train_dir, "train", t.context_length)
+    val = open_pairs(run.data.train_dir, "val", t.context_length)
+    bs, chunk = t.batch_size, t.gradcache_chunk
+    loss_fn = contrastive_loss_fn(t.temperature)
     tracker = LiveBytes()
     for tensor in [*model.parameters(), *model.buffers()]:
         tracker.register(tensor)
     with tracker:
         # the loop's optimizer (train.loop.build_optimizer): AdamW on the trainable tensors
-        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=run["peak_lr"],
-                                weight_decay=t["weight_decay"])
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=run.peak_lr,
+                                weight_decay=t.weight_decay)
         for step in range(steps):
             idx = list(range(step * bs, (step + 1) * bs))
             chunks, restore = length_sorted_chunks(pairs, idx, chunk, 0)
-            gradcache_step(lambda c: embed(model, c, t["pooling"]), chunks, lambda reps: loss_fn(reps[restore]),
+            gradcache_step(lambda c: embed(model, c, t.pooling), chunks, lambda reps: loss_fn(reps[restore]),
                            single_pass=2 * len(idx) <= chunk)
             opt.step()
             opt.zero_grad(set_to_none=True)
-        held_out_loss(model, val, bs, chunk, 0, t["pooling"], t["temperature"])
+        held_out_loss(model, val, bs, chunk, 0, t.pooling, t.temperature)
     return tracker.peak
 
 
@@ -205,11 +199,7 @@ def test_paper_scale_pythia_2_8b_full_needs_a_large_card() -> None:
     and AdamW are 16 bytes per parameter, bf16 copies 2 more; by hand a GPT-NeoX block has 12 d^2
     weights and 13 d biases and norms, plus the final norm (2 d) and the 50304 x d embeddings."""
     spec = {"name": "pythia-2.8b", "source": "hub", "hidden_size": 2560, "num_layers": 32}
-    counts = planned_counts(spec, {"method": "full"})
-    run = {"run_id": "p", "model": spec, "method": "full", "planned": {
-        "n_total": counts.n_total, "n_forward": counts.n_forward, "n_backward": counts.n_backward,
-        "n_update": counts.n_update},
-        "train": {"batch_size": 1024, "context_length": 75, "gradcache_chunk": 128, "gradient_checkpointing": True}}
+    run = planned_run(spec, "full", train={"gradcache_chunk": 128, "gradient_checkpointing": True})
     est = memory.estimate(run)
     d, layers = 2560, 32
     params = layers * (12 * d * d + 13 * d) + 2 * d + 50304 * d       # 2.646e9
@@ -235,9 +225,7 @@ def test_the_bf16_estimate_bounds_peaks_measured_on_a_gpu(row: dict) -> None:
     data = _measured_gpu_cases()
     d, layers = data["shapes"][row["model"]]
     spec = {"name": row["model"], "hidden_size": d, "num_layers": layers}
-    cfg = {"method": row["method"], **({"lora_rank": 8, "lora_alpha": 8.0} if row["method"] == "lora" else {})}
-    c = planned_counts(spec, cfg)
-    run = {"model": spec, **cfg, "train": data["config"], "planned": {
-        "n_total": c.n_total, "n_forward": c.n_forward, "n_backward": c.n_backward, "n_update": c.n_update}}
+    settings = {"lora_rank": 8, "lora_alpha": 8.0} if row["method"] == "lora" else {}
+    run = planned_run(spec, row["method"], train=data["config"], **settings)
     ratio = memory.estimate(run, vocab=50304).peak / (row["measured_gib"] * 2**30)
     assert 0.95 <= ratio <= 1.25, ratio

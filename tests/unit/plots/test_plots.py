@@ -40,7 +40,7 @@ def query_tables(directory):
                  ).write_parquet(directory / "lr_curves.parquet")
 @pytest.fixture(scope="module")
 def small():
-    runs = synthetic_runs(models=PYTHIA[:4], budgets=[1.5e15, 6e15, 2.4e16], ranks=[8, 64])
+    runs = synthetic_runs(models=PYTHIA[:4], budgets=[1.5e15, 6e15, 2.4e16], settings={"lora": {"ranks": [8, 64]}})
     return runs, fit_all(runs, n_boot=10)
 
 

@@ -60,7 +60,7 @@ def known_fits(metric: str = "final_train_loss") -> dict:
 @pytest.fixture(scope="module")
 def runs():
     return synthetic_runs(models=PYTHIA, budgets=[1e15, 1e16, 1e17, 1e18], methods=("full", "lora"),
-                          ranks=[8, 32, 128])
+                          settings={"lora": {"ranks": [8, 32, 128]}})
 
 
 def test_recipe_picks_the_method_on_either_side_of_a_known_crossover(runs):

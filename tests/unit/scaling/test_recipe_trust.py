@@ -153,7 +153,7 @@ def freeze_best_runs():
     params["freeze"] = {**TRUE_PARAMS["full"], "E": TRUE_PARAMS["full"]["E"] * 0.5,
                         "b_d": TRUE_PARAMS["full"]["b_d"] * 0.5, "c_s": TRUE_PARAMS["full"]["c_s"] * 0.5}
     return synthetic_runs(models=PYTHIA[:4], budgets=[1.5e15, 6e15, 2.4e16], methods=("full", "lora", "freeze"),
-                          ranks=[8], params=params)
+                          settings={"lora": {"ranks": [8]}}, params=params)
 
 
 def test_recipe_returns_full_or_lora_by_default_and_any_method_as_the_option(tmp_path, capsys):

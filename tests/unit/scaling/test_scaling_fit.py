@@ -220,7 +220,7 @@ def test_real_valued_chinchilla_reading_fits_the_same_data():
 
 def test_modified_law_beats_chinchilla_on_held_out_model_when_s_matters():
     runs = synthetic_runs(models=PYTHIA, budgets=[1.5e15, 6e15, 2.4e16, 9.6e16],
-                          methods=("lora",), ranks=[8, 64, 512])
+                          methods=("lora",), settings={"lora": {"ranks": [8, 64, 512]}})
     rows = fit_laws.law_rows(runs, "lora", "final_train_loss")
     out = fit_method_laws(rows, "final_train_loss", 1e-3, 0, "largest_model", 0)
     assert out["holdout_model"] == "pythia-2.8b"
@@ -342,7 +342,7 @@ def test_collected_run_metrics_are_dvc_metrics_rows(tmp_path):
 
 def test_fit_scaling_cli_on_demo_sized_table_records_skips(tmp_path):
     demo = synthetic_runs(models=[("tiny-d128-l2", 128, 2), ("tiny-d128-l4", 128, 4), ("tiny-d192-l4", 192, 4)],
-                          budgets=[2e11, 6e11], ranks=[8, 32])
+                          budgets=[2e11, 6e11], settings={"lora": {"ranks": [8, 32]}})
     path = tmp_path / "runs.parquet"
     write_parquet(path, demo)
     out = tmp_path / "fits.json"
@@ -357,7 +357,7 @@ def test_fit_scaling_cli_on_demo_sized_table_records_skips(tmp_path):
 
 def test_fit_all_full_precision_and_crossovers_present():
     fits = fit_all(synthetic_runs(models=PYTHIA[:5], budgets=[1.5e15, 6e15, 2.4e16],
-                                  methods=("full", "bias"), ranks=[8]), n_boot=10)
+                                  methods=("full", "bias"), settings={"lora": {"ranks": [8]}}), n_boot=10)
     line = fits["frontier"]["lines"]["full"]
     assert isinstance(line["slope"], float) and len(repr(line["slope"])) > 8
     assert fits["frontier"]["crossovers"][0]["methods"] == ["bias", "full"]
