@@ -57,7 +57,7 @@ def curve_csv(curve: list[dict[str, Any]]) -> str:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
-    ap.add_argument("--run-config-json", required=True, help="one config from embtune.sweep.query_runs")
+    ap.add_argument("--run-config-json", required=True, help="one config from embtune.query_sweep.query_runs")
     ap.add_argument("--data-dir", required=True, help="{processed}: msmarco/ and arxiv/ live here")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--cache-dir", help="document-embedding cache ({results}/embed_cache/<model>); "

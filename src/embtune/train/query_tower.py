@@ -15,7 +15,7 @@ the query tower — is trained, with paper 2's regime (App. E):
   ``saved_epoch: last`` the last epoch's (the paper says neither; docs/fidelity.md#P2-STOPPING);
 * LR schedule of Table 19 set before every optimizer step (:mod:`embtune.optim`;
   ``scheduler_unit`` picks the step or the epoch clock), a0 = ``lr_effective`` (batch-size
-  scaling already applied by :func:`embtune.sweep.query_runs`);
+  scaling already applied by :func:`embtune.query_sweep.query_runs`);
 * optimizers of App. E(5) and Table 20 (:func:`make_optimizer`);
 * freeze specs of Table 1 (:mod:`embtune.train.freeze_specs`).
 
