@@ -41,8 +41,9 @@ from embtune.models.encoders import PRECISIONS, LengthCounter, SentenceTransform
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.runconfig import QueryRunConfig
 from embtune.train import failures
-from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
+from embtune.train.query_tower import DocSide, tune
 from embtune.train.tracking import QueryTracker
+from embtune.train.triplets import read_triplets, triplet_files
 
 STAGE = "tune-query"
 
