@@ -54,7 +54,7 @@ READINGS = (("cos", "raw"), ("dist", "raw"), ("dist", "normalized"))
 def plan(args: argparse.Namespace) -> list[Any]:
     from embtune.config import load_params
     from embtune.params_yaml import read_layers
-    from embtune.sweep import expand_query
+    from embtune.query_sweep import expand_query
 
     files = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
     models = {m["name"]: m for _, layer in read_layers(files)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from embtune import pnd_sets
 from embtune.config import load_params
-from embtune.sweep import mteb_run_ids, query_runs, training_plan
+from embtune.query_sweep import query_runs
+from embtune.sweep import mteb_run_ids, training_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from embtune.errors import DataError
 from embtune.evaluate.query_groups import write_groups
 from embtune.evaluate.query_table import collect, write_outputs
 from embtune.io import atomic_path, provenance, write_json
-from embtune.sweep import query_members
+from embtune.query_sweep import query_members
 
 STAGE = "query-table"
 

@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 from embtune.config import ParamsError, validate
+from embtune.query_sweep import query_members, query_runs, random_draws
 from embtune.runconfig import RUN_NAME
-from embtune.sweep import query_members, query_runs, random_draws
 
 REPO = Path(__file__).resolve().parents[3]
 

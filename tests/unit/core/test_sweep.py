@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from embtune.models.methods import analytic_counts
+from embtune.query_sweep import query_runs
 from embtune.runconfig import format_budget
-from embtune.sweep import freeze_fractions, query_runs, training_runs
+from embtune.sweep import freeze_fractions, training_runs
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -13,8 +13,9 @@ import pytest
 from embtune import config
 from embtune.config import load_params
 from embtune.errors import DataError
+from embtune.query_sweep import query_plan
 from embtune.runconfig import QueryRunConfig, RunConfig, RunId
-from embtune.sweep import query_plan, training_plan
+from embtune.sweep import training_plan
 
 REPO = Path(__file__).resolve().parents[3]
 PRESETS = {"paper": ["params.yaml"], "demo": ["params.yaml", "presets/demo.yaml"],
