@@ -6,7 +6,7 @@ exponential rows (E0.95, E0.98) still tune, but differently from ``none``, and L
 when tuning stops; under the step clock (Table 19's literal "t the current training step") the
 exponential rates reach ~0 within a few dozen steps, so those runs end near the untuned encoder.
 
-How: the run configs come from the pipeline's own planner (:func:`embtune.plan.sweep.expand_query`
+How: the run configs come from the pipeline's own planner (:func:`embtune.plan.query_sweep.expand_query`
 over ``params.yaml`` + ``presets/demo.yaml``, with the demo's MiniLM encoder, a longer regime and
 a scheduler sweep plus a step-clock grid laid over it), and each is tuned by the real tuner,
 :func:`embtune.train.query_tower.tune`, set up as ``embtune tune-query`` sets it up, with one
@@ -105,7 +105,7 @@ def plan(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
     the scheduler sweep (epoch clock: the default) and a grid of the step clock."""
     from embtune.core.params_yaml import read_layers
     from embtune.plan.config import load_params
-    from embtune.plan.sweep import expand_query
+    from embtune.plan.query_sweep import expand_query
 
     files = [REPO / "params.yaml", REPO / args.preset]
     preset_models = {m["name"]: m for _, layer in read_layers(files)

@@ -54,7 +54,7 @@ READINGS = (("cos", "raw"), ("dist", "raw"), ("dist", "normalized"))
 def plan(args: argparse.Namespace) -> list[Any]:
     from embtune.core.params_yaml import read_layers
     from embtune.plan.config import load_params
-    from embtune.plan.sweep import expand_query
+    from embtune.plan.query_sweep import expand_query
 
     files = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
     models = {m["name"]: m for _, layer in read_layers(files)

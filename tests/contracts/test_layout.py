@@ -166,7 +166,7 @@ def test_the_layout_is_built_once_in_common_smk() -> None:
 
 
 # ---------------------------------------------------------------- the library's writers and readers
-USERS = ("evaluate/pnd_eval.py", "train/query_tower.py", "stages/build_arxiv_negatives.py",
+USERS = ("evaluate/pnd_eval.py", "train/triplets.py", "stages/build_arxiv_negatives.py",
          "evaluate/query_table.py", "evaluate/paper2_tables.py", "scaling/runs_table.py", "plan/sweep.py",
          "stages/evaluate_pnd.py", "stages/tune_query.py", "stages/train.py")
 #: Names the layout owns: joining one of them onto a path by hand bypasses it.

@@ -4,7 +4,7 @@ The plan (training runs before and after the GPU-hour cap, skips, study membersh
 and their memberships) is expanded once: the params validation expands it to check it and
 returns it (:func:`embtune.plan.config.validate_plan`), the workflow's common.smk reads that, the
 ``plan`` stage writes the training part as JSON, and ``appendix-tables`` reads that JSON.
-The tests count the expansions by wrapping ``sweep.expand_training`` and ``sweep.expand_query``
+The tests count the expansions by wrapping ``sweep.expand_training`` and ``query_sweep.expand_query``
 (every caller reaches them through the module: config_checks imports them when it runs).
 """
 
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from embtune.plan import sweep
+from embtune.plan import query_sweep, sweep
 from embtune.plan.config import load_params, load_plan
-from embtune.plan.sweep import query_plan, training_plan
+from embtune.plan.query_sweep import query_plan
+from embtune.plan.sweep import training_plan
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
@@ -28,6 +29,7 @@ DEMO = [REPO / "params.yaml", REPO / "presets/demo.yaml"]
 #: Runs Snakemake's own command line in this interpreter, counting the expansions, then prints them.
 COUNTING_SNAKEMAKE = """
 import atexit, json, sys
+from embtune.plan import query_sweep
 from embtune.plan import sweep
 counts = {"training": 0, "query": 0}
 def counting(key, real):
@@ -36,7 +38,7 @@ def counting(key, real):
         return real(*args, **kwargs)
     return wrapper
 sweep.expand_training = counting("training", sweep.expand_training)
-sweep.expand_query = counting("query", sweep.expand_query)
+query_sweep.expand_query = counting("query", query_sweep.expand_query)
 atexit.register(lambda: print("EXPANSIONS " + json.dumps(counts), file=sys.stderr))
 from snakemake.cli import main
 sys.argv = ["snakemake", *sys.argv[1:]]
@@ -48,14 +50,14 @@ main()
 def expansions(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often this test expands each part of the plan."""
     counts = {"training": 0, "query": 0}
-    for key, name in (("training", "expand_training"), ("query", "expand_query")):
-        real = getattr(sweep, name)
+    for key, module, name in (("training", sweep, "expand_training"), ("query", query_sweep, "expand_query")):
+        real = getattr(module, name)
 
         def wrapper(*args, _real=real, _key=key, **kwargs):
             counts[_key] += 1
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(sweep, name, wrapper)
+        monkeypatch.setattr(module, name, wrapper)
     return counts
 
 

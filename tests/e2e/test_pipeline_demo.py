@@ -161,7 +161,7 @@ def test_paper_scale_paths_run_at_micro_scale(demo_run: Path) -> None:
     narrow domain is compared on arxiv without its own rows (App. K) through the query table, both
     towers tuned, every freeze-spec family, the held-out model; then figures and summary."""
     from embtune.plan.config import load_params
-    from embtune.plan.sweep import query_runs
+    from embtune.plan.query_sweep import query_runs
 
     params = load_params([demo_run / "params.yaml", demo_run / "presets/demo.yaml",
                           demo_run / "presets/test.yaml"])

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from embtune.core import pnd_sets
 from embtune.plan.config import load_params
-from embtune.plan.sweep import mteb_run_ids, query_runs, training_plan
+from embtune.plan.query_sweep import query_runs
+from embtune.plan.sweep import mteb_run_ids, training_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from embtune.core import code_reach
+from embtune.core import code_reach, code_units
 
 PACKAGE = "embtune"
 ROOT = Path(__file__).resolve().parents[1]   # src/embtune
@@ -68,13 +68,13 @@ def cache_dir() -> Path:
 
 
 def _cache_key(*parts: str) -> str:
-    """Also keyed by the analysers' own bytes: an edit of the rules here or in code_reach.py
-    misses every entry, even where CACHE_FORMAT was not bumped."""
+    """Also keyed by the analysers' own bytes: an edit of the rules here, in code_reach.py or in
+    code_units.py misses every entry, even where CACHE_FORMAT was not bumped."""
     return hashlib.sha256("\0".join((CACHE_FORMAT, _analysers_hash(), *parts)).encode()).hexdigest()
 
 
 def _analysers_hash() -> str:
-    return "".join(_content_hash(Path(m.__file__)) for m in (code_reach, sys.modules[__name__]))
+    return "".join(_content_hash(Path(m.__file__)) for m in (code_reach, code_units, sys.modules[__name__]))
 
 
 def _cache_read(key: str, valid: re.Pattern[str]) -> list[str] | None:
@@ -247,7 +247,7 @@ def normalised_source(path: Path) -> bytes:
 def _normalised_cached(path: Path, _mtime_ns: int, _size: int) -> bytes:
     if path.suffix != ".py":
         return path.read_bytes()
-    tree = code_reach.strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
+    tree = code_units.strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
     return ast.dump(tree, include_attributes=False).encode()
 
 
@@ -273,8 +273,8 @@ def code_version(*stages: str, root: Path = ROOT) -> str:
 STAGE_ENTRIES = ("main", "_parser", "_parse")
 
 
-def stage_units(*stages: str, root: Path = ROOT) -> dict[str, list[code_reach.Unit]]:
-    """File (relative to ``root``) -> the units (embtune.core.code_reach) ``embtune <stage>`` can run,
+def stage_units(*stages: str, root: Path = ROOT) -> dict[str, list[code_units.Unit]]:
+    """File (relative to ``root``) -> the units (embtune.core.code_units) ``embtune <stage>`` can run,
     from ``cli.main`` and the stage module's entries."""
     root = Path(root)
     modules = stage_modules(root)
@@ -298,7 +298,7 @@ def reach_digest(stages: Iterable[str], root: Path = ROOT) -> str:
     return h.hexdigest()[:DIGEST_CHARS]
 
 
-def _units(name: str, root: Path) -> list[code_reach.Unit] | None:
+def _units(name: str, root: Path) -> list[code_units.Unit] | None:
     path = module_file(name, root)
     if path is None:
         return None
@@ -307,16 +307,16 @@ def _units(name: str, root: Path) -> list[code_reach.Unit] | None:
 
 
 @lru_cache(maxsize=1024)
-def _units_cached(path: Path, name: str, _mtime_ns: int, _size: int) -> list[code_reach.Unit]:
+def _units_cached(path: Path, name: str, _mtime_ns: int, _size: int) -> list[code_units.Unit]:
     """A module's units, parsed once per process; on disk as JSON under the hash of the
     module's name (relative imports resolve against it) and bytes."""
     key = _cache_key("units", name, _content_hash(path))
     try:
         raw = json.loads((cache_dir() / key).read_text())
-        return [code_reach.Unit.from_json(u) for u in raw]
+        return [code_units.Unit.from_json(u) for u in raw]
     except (OSError, UnicodeDecodeError, ValueError, TypeError):
         pass
-    units = code_reach.analyse(path.read_text(), name, path.name == "__init__.py", filename=str(path))
+    units = code_units.analyse(path.read_text(), name, path.name == "__init__.py", filename=str(path))
     _cache_write(key, [json.dumps([u.to_json() for u in units], separators=(",", ":"))])
     return units
 

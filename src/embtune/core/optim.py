@@ -114,7 +114,7 @@ def epoch_lrs(lr0: float, scheduler: str, unit: str, epoch: int, batches_per_epo
 def scaled_lr(lr: float, batch_size: int, rule: str, reference_batch: int = 14) -> float:
     """LR scaled with batch size (paper 2, Tables 6-7): linear (Goyal et al.) or square-root rule.
 
-    ``embtune.plan.sweep.query_runs`` applies this when it builds ``lr_effective``; it is here so the
+    ``embtune.plan.query_sweep.query_runs`` applies this when it builds ``lr_effective``; it is here so the
     rule has one tested definition."""
     ratio = batch_size / reference_batch
     if rule == "none":

@@ -3,7 +3,7 @@
 Why a table per group: the paper reads each sweep or grid as its own table (Table 6: rows batch
 size, one learning rate each; Table 20: optimizer x learning rate), while ``table1.csv`` has one
 row per *run*. A run can belong to several groups (the default run is Table 6's, 7's and 8's
-batch-14 row): :func:`embtune.plan.sweep.query_plan` lists the memberships, and every group table is
+batch-14 row): :func:`embtune.plan.query_sweep.query_plan` lists the memberships, and every group table is
 laid out from them, with the factor values *as the group declared them* (``lr_scaling: linear``
 at batch 14 is the default run, shown as linear in Table 6).
 

@@ -176,7 +176,8 @@ def grid_checks(params: Mapping[str, Any]) -> tuple[Any, list[tuple[tuple[Any, .
     whole blocks), the grid non-empty, the query grids' ids valid, every study with a feasible
     run. Returns the plan (a :class:`embtune.plan.sweep.StudyPlan`, expanded here once; None if it
     could not be) and the problems."""
-    from embtune.plan.sweep import StudyPlan, expand_query, expand_training
+    from embtune.plan.query_sweep import expand_query
+    from embtune.plan.sweep import StudyPlan, expand_training
 
     train = params["train"]
     problems: list[tuple[tuple[Any, ...], str]] = []

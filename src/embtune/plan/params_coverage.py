@@ -169,7 +169,7 @@ def run_pairs(params: Mapping[str, Any], schema: Mapping[str, Any] | None = None
     """:func:`pairs` with each query-run setting's value judged by the run config it makes.
 
     A value in a sweep, a grid's ``cross``/``random``/``points``/``base`` and ``defaults`` reaches
-    tune-query as the same key of one run config (embtune.plan.sweep.query_plan), so its kind counts
+    tune-query as the same key of one run config (embtune.plan.query_sweep.query_plan), so its kind counts
     under ``query_tuning.defaults.<key>`` wherever it was written; the place keeps a ``set``
     kind (the key is used there) and lists keep ``[..]`` / ``[]``. So CI may pack several of
     params.yaml's one-factor values into one grid point, but must still sweep every key params.yaml

@@ -19,17 +19,7 @@ models and hyper-parameters):
   budget inside the fitted range; the recipe passes paper 1's tests (embtune.scaling.recipe_trust);
 * final loss and MTEB average are negatively rank-correlated (App. C: Spearman -0.892).
 
-Paper 2 claims (PND by cosine, the z-test of :mod:`embtune.evaluate.stats`):
-
-* the multilingual encoder has a lower untuned XNLI PND than the English-only control (Table 3;
-  a model counts as multilingual when its name contains "multilingual");
-* tuning on MSMARCO changes MSMARCO PND significantly (improves it, Table 1);
-* the XNLI language pairs significantly improved / worsened per learning rate (Fig. 2a);
-* an adiabatic range exists: low learning rates worsen no XNLI pair, higher ones do (§3.2). The
-  adiabatic range of a model is every LR up to the largest one below which (inclusive) no run
-  worsened any language pair significantly (both relations, both measures); judged on the
-  multilingual models when there are any. A run whose encoder stayed untouched (no PND count
-  changed) is reported but is evidence neither way.
+Paper 2 claims: :mod:`embtune.plots.findings_paper2`.
 """
 
 from __future__ import annotations
@@ -58,7 +48,8 @@ class Finding:
     agrees: str         # yes | no | partly | n/a
 
 
-def _g(x: float | None, digits: int = 3) -> str:
+def fmt_g(x: float | None, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, a dash where there is no number."""
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
 
 
@@ -82,7 +73,7 @@ def bias_worst(best: pl.DataFrame) -> Finding:
         at = best.filter(pl.col("budget") == b)
         worst_at.append(at.sort("loss", descending=True)["method"][0] == "bias")
     n = sum(worst_at)
-    detail = ", ".join(f"{_g(b)}: {'worst' if w else 'not worst'}" for b, w in zip(budgets, worst_at))
+    detail = ", ".join(f"{fmt_g(b)}: {'worst' if w else 'not worst'}" for b, w in zip(budgets, worst_at))
     return Finding(1, claim, f"bias-only worst at {n} of {len(budgets)} budgets ({detail})",
                    "yes" if n == len(budgets) else ("no" if n == 0 else "partly"))
 
@@ -100,15 +91,15 @@ def full_then_lora(best: pl.DataFrame, fits: dict[str, Any]) -> Finding:
         return _crossover_at_paper_threshold(pair, full, lora, claim)
     lines = fits.get("frontier", {}).get("lines", {})
     a, b = lines.get(full, {}), lines.get(lora, {})
-    scale = (f"these budgets ({_g(lo)}–{_g(hi)} FLOP) do not reach {PAPER1_FULL_LORA_CROSSOVER:.3g}, so "
+    scale = (f"these budgets ({fmt_g(lo)}–{fmt_g(hi)} FLOP) do not reach {PAPER1_FULL_LORA_CROSSOVER:.3g}, so "
              "tested at this scale by the crossover's orientation (LoRA's frontier line steeper than full's)")
     if "slope" not in a or "slope" not in b:
         return Finding(1, claim, f"{scale}: needs both frontier lines", "n/a")
     cross = next((c for c in fits.get("frontier", {}).get("crossovers", []) if set(c["methods"]) == {full, lora}), {})
-    where = (f"; they cross at C = {_g(cross.get('budget'))}"
+    where = (f"; they cross at C = {fmt_g(cross.get('budget'))}"
              + ("" if cross.get("in_fitted_range", True) else " (outside the fitted range)")) if cross.get("budget") else ""
     steeper = b["slope"] < a["slope"]
-    return Finding(1, claim, f"{scale}: slopes {full} {_g(a['slope'])}, {lora} {_g(b['slope'])} (paper −0.21, "
+    return Finding(1, claim, f"{scale}: slopes {full} {fmt_g(a['slope'])}, {lora} {fmt_g(b['slope'])} (paper −0.21, "
                    f"−0.22): {full} better below the crossover, {lora} above: "
                    f"{'as the paper' if steeper else 'reversed'}{where}", "yes" if steeper else "no")
 
@@ -123,7 +114,7 @@ def _crossover_at_paper_threshold(pair: pl.DataFrame, full: str, lora: str, clai
         winner = full if lf <= ll else lora
         expected = full if budget < PAPER1_FULL_LORA_CROSSOVER else lora
         hits += winner == expected
-        parts.append(f"{_g(budget)}: {winner}")
+        parts.append(f"{fmt_g(budget)}: {winner}")
     verdict = "yes" if hits == wide.height else ("no" if hits == 0 else "partly")
     return Finding(1, claim, f"better of the two per budget: {', '.join(parts)} ({hits} of {wide.height} on "
                    "the paper's side)", verdict)
@@ -138,7 +129,7 @@ def loss_falls_with_budget(best: pl.DataFrame) -> Finding:
             continue
         ok = all(b < a for a, b in pairwise(seq))
         falls.append(ok)
-        parts.append(f"{method}: {' → '.join(_g(v, 3) for v in seq)}{'' if ok else ' (not monotone)'}")
+        parts.append(f"{method}: {' → '.join(fmt_g(v, 3) for v in seq)}{'' if ok else ' (not monotone)'}")
     if not falls:
         return Finding(1, claim, "fewer than 2 budgets per method", "n/a")
     verdict = "yes" if all(falls) else ("no" if not any(falls) else "partly")
@@ -225,7 +216,7 @@ def recipe_in_range(recipe: dict[str, Any] | None) -> Finding:
         return Finding(1, claim, f"no recipe ({why})", "n/a")
     lo, hi = recipe["fitted_budget_range"]
     out = bool(recipe.get("extrapolated", not lo <= recipe["budget"] <= hi))
-    return Finding(1, claim, f"recipe budget {_g(recipe['budget'])} vs fitted range [{_g(lo)}, {_g(hi)}]: "
+    return Finding(1, claim, f"recipe budget {fmt_g(recipe['budget'])} vs fitted range [{fmt_g(lo)}, {fmt_g(hi)}]: "
                    f"{'extrapolated' if out else 'inside'}; method {recipe.get('method')}, model "
                    f"{recipe.get('model')}", "no" if out else "yes")
 
@@ -239,7 +230,7 @@ def recipe_trusted(recipe: dict[str, Any] | None) -> Finding:
     if not trust:
         return Finding(1, claim, f"no recipe ({(recipe or {}).get('skipped', 'none')})", "n/a")
     held, frac = trust.get("holdout") or {}, trust.get("bootstrap_agreement")
-    shown = (f"held-out {held.get('holdout_model')}: RMSE(log) {_g(held.get('rmse_log'))}; same (method, model) "
+    shown = (f"held-out {held.get('holdout_model')}: RMSE(log) {fmt_g(held.get('rmse_log'))}; same (method, model) "
              f"in {'—' if frac is None else f'{frac:.0%}'} of resamples")
     ok = bool(trust.get("trustworthy"))
     return Finding(1, claim, shown + ("" if ok else f"; not: {'; '.join(trust.get('why_not') or [])}"), "yes" if ok else "no")
@@ -262,125 +253,6 @@ def paper1_findings(runs: pl.DataFrame, fits: dict[str, Any], recipe: dict[str, 
     return [bias_worst(best), full_then_lora(best, fits), loss_falls_with_budget(best),
             lora_rank(runs, metric), freeze_fraction(runs, metric), fits_trustworthy(fits),
             recipe_in_range(recipe), recipe_trusted(recipe), loss_vs_mteb(fits)]
-
-
-# ---------------------------------------------------------------- paper 2
-def _table(tables: dict[str, pl.DataFrame], name: str) -> pl.DataFrame | None:
-    t = tables.get(name)
-    return t if t is not None and t.height else None
-
-
-def multilingual_vs_english(tables: dict[str, pl.DataFrame], measure: str = "cos") -> Finding:
-    claim = "the multilingual encoder's untuned XNLI PND is below the English-only control's (Table 3)"
-    base = _table(tables, "xnli_base.parquet")
-    if base is None:
-        return Finding(2, claim, "no xnli_base table", "n/a")
-    pooled = (base.filter(pl.col("measure") == measure).group_by("model")
-              .agg((pl.col("errors").sum() / pl.col("total").sum()).alias("pnd")).sort("pnd"))
-    multi = {m: p for m, p in pooled.iter_rows() if "multilingual" in m}
-    english = {m: p for m, p in pooled.iter_rows() if "multilingual" not in m}
-    text = ", ".join(f"{m} {_g(p)}" for m, p in pooled.iter_rows())
-    if not multi or not english:
-        return Finding(2, claim, f"XNLI PND ({measure}, all language pairs, both relations): {text}; "
-                       "needs a multilingual and an English-only model", "n/a")
-    ok = max(multi.values()) < min(english.values())
-    return Finding(2, claim, f"XNLI PND ({measure}, pooled over all 225 language pairs and both "
-                   f"relations): {text}", "yes" if ok else "no")
-
-
-def _lr_of_runs(tables: dict[str, pl.DataFrame]) -> pl.DataFrame | None:
-    t1 = _table(tables, "table1.csv")
-    if t1 is None or not {"model", "qrun_id", "sweep"} <= set(t1.columns):
-        return None
-    lr = pl.col("lr_effective") if "lr_effective" in t1.columns else pl.col("lr")
-    return (t1.filter(pl.col("sweep").is_in(["lr", "default"]))
-            .select("model", "qrun_id", lr.cast(pl.Float64).alias("lr")))
-
-
-def msmarco_change(tables: dict[str, pl.DataFrame], measure: str = "cos") -> Finding:
-    claim = "tuning on MSMARCO improves MSMARCO PND significantly (Table 1)"
-    long, lrs = _table(tables, "pnd_long.csv"), _lr_of_runs(tables)
-    if long is None or lrs is None:
-        return Finding(2, claim, "no pnd_long / table1 tables", "n/a")
-    rows = (long.filter((pl.col("dataset") == "msmarco") & (pl.col("measure") == measure))
-            .join(lrs, on=["model", "qrun_id"]).sort("model", "lr"))
-    if rows.is_empty():
-        return Finding(2, claim, "no MSMARCO rows for the LR-sweep runs", "n/a")
-    parts = [f"{r['model']} lr {_g(r['lr'], 2)}: {r['improvement']:+.1f} % (z = {r['z']:.2f}"
-             f"{', significant' if r['significant'] else ''})" for r in rows.iter_rows(named=True)]
-    better = rows.filter(pl.col("significant") & (pl.col("errors_tuned") < pl.col("errors_base"))).height
-    worse = rows.filter(pl.col("significant") & (pl.col("errors_tuned") > pl.col("errors_base"))).height
-    verdict = "yes" if better and not worse else ("partly" if better else "no")
-    return Finding(2, claim, f"{better} of {rows.height} runs significantly better, {worse} worse: "
-                   + "; ".join(parts), verdict)
-
-
-def xnli_counts(tables: dict[str, pl.DataFrame], measure: str = "cos") -> tuple[Finding, pl.DataFrame | None]:
-    claim = "XNLI language pairs significantly improved / worsened per learning rate (Fig. 2a)"
-    counts = _table(tables, "lr_xnli_counts.parquet")
-    if counts is None:
-        return Finding(2, claim, "no lr_xnli_counts table", "n/a"), None
-    per = (counts.filter(pl.col("measure") == measure).group_by("model", "lr")
-           .agg(pl.col("improved").sum(), pl.col("worsened").sum(), pl.col("n_pairs").sum())
-           .sort("model", "lr"))
-    parts = [f"{r['model']} lr {_g(r['lr'], 2)}: +{r['improved']} / −{r['worsened']} of {r['n_pairs']}"
-             for r in per.iter_rows(named=True)]
-    any_sig = bool((per["improved"] + per["worsened"]).sum())
-    return Finding(2, claim, f"({measure}, both relations) " + "; ".join(parts),
-                   "yes" if any_sig else "no"), per
-
-
-def adiabatic_range(tables: dict[str, pl.DataFrame], measure: str = "cos") -> Finding:
-    """Counted on the same measure and relations as :func:`xnli_counts`, so the two rows of the
-    report give the same numbers for the same run."""
-    claim = "an adiabatic LR range exists: low LRs worsen no XNLI pair, higher LRs do (§3.2)"
-    counts = _table(tables, "lr_xnli_counts.parquet")
-    if counts is None:
-        return Finding(2, claim, "no lr_xnli_counts table", "n/a")
-    counts = counts.filter(pl.col("measure") == measure)
-    multi = [m for m in counts["model"].unique() if "multilingual" in m]
-    if multi:  # the claim is about preserving multilingual skills: English-only controls aside
-        counts = counts.filter(pl.col("model").is_in(multi))
-    per = (counts.group_by("model", "lr").agg(pl.col("improved").sum(), pl.col("worsened").sum())
-           .sort("model", "lr"))
-    long, lrs = _table(tables, "pnd_long.csv"), _lr_of_runs(tables)
-    changed = (long.filter(pl.col("errors_tuned") != pl.col("errors_base")).join(lrs, on=["model", "qrun_id"])
-               if long is not None and lrs is not None else pl.DataFrame({"model": [], "lr": []}))
-    touched, parts, verdicts = set(zip(changed["model"], changed["lr"])), [], []
-    for model in per["model"].unique(maintain_order=True):
-        sub = per.filter(pl.col("model") == model)
-        # an untouched encoder (no PND count of any set changed, e.g. stopped at epoch 0) is no
-        # evidence either way: listed, but it neither extends nor ends the range
-        still = [lr for _, lr, i, w in sub.iter_rows() if not i and not w and (model, lr) not in touched]
-        moved = [(lr, i, w) for _, lr, i, w in sub.iter_rows() if i or w or (model, lr) in touched]
-        safe = None
-        for lr, _, w in moved:
-            if w:
-                break
-            safe = lr
-        above = [(lr, w) for lr, _, w in moved if w and (safe is None or lr > safe)]
-        note = f" (no pair changed at LR {', '.join(_g(x, 2) for x in still)})" if still else ""
-        if not moved:
-            parts.append(f"{model}: no LR changed any pair significantly{note}")
-            verdicts.append("n/a")
-        elif safe is None:
-            parts.append(f"{model}: none — the lowest effective LR {_g(above[0][0], 2)} already "
-                         f"worsens {above[0][1]} pairs{note}")
-            verdicts.append("no")
-        elif above:
-            parts.append(f"{model}: LR ≤ {_g(safe, 2)} (first worsening at {_g(above[0][0], 2)}: "
-                         f"{above[0][1]} pairs){note}")
-            verdicts.append("yes")
-        else:
-            parts.append(f"{model}: every effective LR (≤ {_g(safe, 2)}); upper end not reached{note}")
-            verdicts.append("partly")
-    verdict = next((v for v in ("yes", "partly", "no") if v in verdicts), "n/a")
-    return Finding(2, claim, f"({measure}, both relations) " + "; ".join(parts), verdict)
-
-
-def paper2_findings(tables: dict[str, pl.DataFrame]) -> list[Finding]:
-    return [multilingual_vs_english(tables), msmarco_change(tables), xnli_counts(tables)[0],
-            adiabatic_range(tables)]
 
 
 def findings_markdown(items: list[Finding], notes: list[str] | None = None) -> list[str]:

@@ -2,7 +2,7 @@
 study × model × method how many jobs are done, failed (with reasons), running, pending, skipped
 or dropped, the GPU-hours measured so far against the plan's estimate, and an ETA.
 
-It reads only files: the plan (:func:`embtune.plan.sweep.expand_training`, :func:`embtune.plan.sweep.query_runs`)
+It reads only files: the plan (:func:`embtune.plan.sweep.expand_training`, :func:`embtune.plan.query_sweep.query_runs`)
 of the params stack, the results tree (:mod:`embtune.core.layout`) and, when given, the job states
 SLURM reports (:func:`parse_squeue` / :func:`parse_sacct`; the driver runs the commands, never
 required). States of one job:
@@ -40,7 +40,8 @@ from typing import Any
 from embtune.core.io import read_json
 from embtune.core.layout import BASE_RUN, MANIFEST_JSON, METRICS_JSON, MTEB_JSON, PND_JSON, Results, Store
 from embtune.plan.cost import run_cost
-from embtune.plan.sweep import expand_training, mteb_run_ids, query_runs, run_batches
+from embtune.plan.query_sweep import query_runs
+from embtune.plan.sweep import expand_training, mteb_run_ids, run_batches
 from embtune.runconfig import RunConfig
 from embtune.train.checkpoint import STATE_FILE
 from embtune.train.failures import failure_of

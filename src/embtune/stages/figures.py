@@ -22,7 +22,8 @@ from pathlib import Path
 import polars as pl
 
 from embtune.core.io import atomic_dir, check_replaceable, write_json, write_text
-from embtune.plots.findings import findings_markdown, paper1_findings, paper2_findings
+from embtune.plots.findings import findings_markdown, paper1_findings
+from embtune.plots.findings_paper2 import paper2_findings
 from embtune.plots.memory_report import memory_markdown
 from embtune.plots.render import curve_tables, make_all, query_tables
 from embtune.plots.report import cost_markdown, encoder_notes, glance_markdown, query_table_sections, report_markdown

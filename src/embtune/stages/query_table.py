@@ -19,7 +19,7 @@ from embtune.core.errors import DataError
 from embtune.core.io import atomic_path, provenance, write_json
 from embtune.evaluate.query_groups import write_groups
 from embtune.evaluate.query_table import collect, write_outputs
-from embtune.plan.sweep import query_members
+from embtune.plan.query_sweep import query_members
 
 STAGE = "query-table"
 

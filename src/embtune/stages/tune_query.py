@@ -41,8 +41,9 @@ from embtune.models.encoders import PRECISIONS, LengthCounter, SentenceTransform
 from embtune.models.st_export import query_card, save_dual_encoder, st_prompts
 from embtune.runconfig import QueryRunConfig
 from embtune.train import failures
-from embtune.train.query_tower import DocSide, read_triplets, triplet_files, tune
+from embtune.train.query_tower import DocSide, tune
 from embtune.train.tracking import QueryTracker
+from embtune.train.triplets import read_triplets, triplet_files
 
 STAGE = "tune-query"
 
@@ -57,7 +58,7 @@ def curve_csv(curve: list[dict[str, Any]]) -> str:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
-    ap.add_argument("--run-config-json", required=True, help="one config from embtune.plan.sweep.query_runs")
+    ap.add_argument("--run-config-json", required=True, help="one config from embtune.plan.query_sweep.query_runs")
     ap.add_argument("--data-dir", required=True, help="{processed}: msmarco/ and arxiv/ live here")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--cache-dir", help="document-embedding cache ({results}/embed_cache/<model>); "

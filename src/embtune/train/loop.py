@@ -18,7 +18,7 @@ import math
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,18 @@ import torch
 
 from embtune.models.flops import ParamCounts
 from embtune.runconfig import RunConfig
+from embtune.train.callbacks import (
+    Callbacks,
+    Checkpointing,
+    DivergenceCheck,
+    Progress,
+    ProgressLines,
+    RunMeasurements,
+    StepEnd,
+    Tracking,
+)
 from embtune.train.checkpoint import STATE_FILE as STATE_FILE  # re-exported: the committed state file
-from embtune.train.checkpoint import load_checkpoint, run_fingerprints, save_checkpoint
-from embtune.train.failures import Diverged, DivergenceWatch, partial_metrics
 from embtune.train.final_loss import final_loss
-from embtune.train.mfu import run_mfu
 from embtune.train.pairs import SIDES, Pairs, open_pairs
 
 
@@ -195,17 +202,6 @@ def held_out_loss(model: torch.nn.Module, pairs: Pairs, batch_size: int, chunk: 
 
 
 # --------------------------------------------------------------------------- state
-@dataclass
-class Progress:
-    """Everything that changes step to step (checkpointed)."""
-
-    step: int = 0
-    flops: int = 0
-    tokens: int = 0
-    wall: float = 0.0
-    curve: list[dict[str, float]] = field(default_factory=list)
-
-
 class StopFlag:
     """Set by SIGTERM/SIGUSR1 (SLURM pre-emption): finish the step, checkpoint, exit non-zero."""
 
@@ -219,17 +215,6 @@ class StopFlag:
 
     def _handle(self, signum: int, _frame: Any) -> None:
         self.signum = signum
-
-
-def agree(acc: Any, flag: bool) -> bool:
-    """True on every process if it is true on any: a signal reaching one rank stops all at one step."""
-    if acc.num_processes == 1:
-        return flag
-    import torch.distributed as dist
-
-    t = torch.tensor([int(flag)], device=acc.device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
 
 
 # --------------------------------------------------------------------------- the run
@@ -283,29 +268,58 @@ def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
     return out
 
 
+def pad_token_id(model: torch.nn.Module) -> int:
+    """The padding token of the model's config (peft: of its base model), 0 where it has none."""
+    config = model.get_base_model().config if hasattr(model, "get_base_model") else model.config
+    return int(getattr(config, "pad_token_id", None) or 0)
+
+
+def gradcache_loss(run: RunConfig, acc: Any, wrapped: torch.nn.Module, pairs: Pairs, pad_id: int
+                   ) -> Callable[[np.ndarray], float]:
+    """``step(local)``: forward and backward of this process's pairs ``local`` as one GradCache
+    step (gradients accumulated, not applied); returns the loss of the global batch."""
+    from embtune.train.gradcache import gradcache_step
+    from embtune.train.kernels import compiled, width_multiple
+
+    t, world, chunk = run.train, acc.num_processes, run.train.gradcache_chunk
+    loss_fn = contrastive_loss_fn(t.temperature, global_gather(acc.process_index, world) if world > 1 else None,
+                                  t.logit_scale)
+    encoder, multiple = compiled(wrapped, t.compile, t.context_length), width_multiple(t.compile)
+
+    def encode(c: Chunk) -> torch.Tensor:
+        return embed(encoder, c, t.pooling, acc.device)
+
+    def step(local: np.ndarray) -> float:
+        chunks, restore = length_sorted_chunks(pairs, local, chunk, pad_id, multiple)
+        with acc.autocast():
+            loss = gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]),
+                                  backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
+                                  grad_scale=float(world), single_pass=2 * len(local) <= chunk)
+        return loss.item()
+
+    return step
+
+
 def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
               stop_after_steps: int | None = None, accelerator: Any = None, log_with: str | None = None) -> Result:
     """Train one run config; pure apart from the checkpoint directory (tracker files: ``tracking``).
 
-    ``stop_after_steps`` is a test hook that behaves like a pre-emption signal after that many
-    steps of this invocation."""
-    from embtune.models.memory import run_memory_metrics
+    The loop is the step (batch -> loss and backward -> optimiser step -> LR); what watches the
+    run (divergence, progress, tracker, checkpoints, end-of-run measurements) are the callbacks of
+    :mod:`embtune.train.callbacks`. ``stop_after_steps`` is a test hook that behaves like a
+    pre-emption signal after that many steps of this invocation."""
     from embtune.models.methods import apply_method, count_params
     from embtune.train import tracking
-    from embtune.train.gradcache import gradcache_step
-    from embtune.train.kernels import compiled, width_multiple
 
     t = run.train
     torch.manual_seed(run.seed)
     acc = accelerator or tracking.accelerator(ckpt_dir, log_with)
     model = apply_method(load_base(run.base_model_dir), run.method_settings)
     counts = count_params(model, run.method)
-    context = t.context_length
-    train_pairs = open_pairs(run.data.train_dir, "train", context)
+    train_pairs = open_pairs(run.data.train_dir, "train", t.context_length)
     # rows of the embedding table (peft's LoRA-on-embeddings layer has no num_embeddings of its own)
     train_pairs.check_vocab(int(model.get_input_embeddings().weight.shape[0]), run.data.train_dir)
-    plan = plan_steps(train_pairs.lengths(), t.batch_size, run.seed, counts,
-                      run.budget, t.max_epochs, t.min_steps)
+    plan = plan_steps(train_pairs.lengths(), t.batch_size, run.seed, counts, run.budget, t.max_epochs, t.min_steps)
     metrics = base_metrics(run, counts)
     if plan.skip_reason:
         return Result("skipped", {**metrics, "status": "skipped", "skip_reason": plan.skip_reason,
@@ -313,106 +327,56 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     if t.gradient_checkpointing:
         enable_checkpointing(model)
     model.train()
-    as_json = run.to_dict()              # the config's JSON form: what checkpoints record and compare
-    fingerprints = run_fingerprints(as_json)
     opt, sched = build_optimizer(model, run, plan.steps)
     wrapped = acc.prepare(model)
-    saved = load_checkpoint(ckpt_dir, as_json, fingerprints, model, opt, sched)
-    prog = Progress(**saved) if saved else Progress()
+    checkpoints = Checkpointing(ckpt_dir, run, model, opt, sched, acc, plan.steps, stop, stop_after_steps)
+    prog = checkpoints.resume()
     if stop is not None:
         stop.progress = prog
-    watch = DivergenceWatch(t.batch_size)
-    world, rank = acc.num_processes, acc.process_index
-    bs, chunk = t.batch_size, t.gradcache_chunk
+    world, rank, bs = acc.num_processes, acc.process_index, t.batch_size
     if bs % world:
         raise ValueError(f"batch_size {bs} is not divisible by {world} processes")
-    pad_id = int(getattr(model.config if not hasattr(model, "get_base_model") else model.get_base_model().config,
-                         "pad_token_id", None) or 0)
-    form = t.logit_scale
-    loss_fn = contrastive_loss_fn(t.temperature, global_gather(rank, world) if world > 1 else None, form)
-    encoder, multiple = compiled(wrapped, t.compile, context), width_multiple(t.compile)
-    encode = lambda c: embed(encoder, c, t.pooling, acc.device)  # noqa: E731
-    tracker = tracking.TrainTracker(acc, ckpt_dir, metrics, counts, plan.steps, prog.step, t.log_every_steps)
-    ran = 0
+    pad_id = pad_token_id(model)
+    forward_backward = gradcache_loss(run, acc, wrapped, train_pairs, pad_id)
+    callbacks = Callbacks([DivergenceCheck(run, sched, str(acc.mixed_precision), train_pairs),
+                           ProgressLines(acc, run.run_id, plan.steps, prog.step, t.log_every_steps),
+                           RunMeasurements(run, counts, model, acc, t.gradcache_chunk),
+                           Tracking(acc, ckpt_dir, metrics, counts, plan.steps, t.log_every_steps),
+                           checkpoints])
     while prog.step < plan.steps:
         t0 = time.perf_counter()
-        idx = plan.batches[prog.step]
-        local = idx[rank * bs // world:(rank + 1) * bs // world]
-        chunks, restore = length_sorted_chunks(train_pairs, local, chunk, pad_id, multiple)
-        with acc.autocast():
-            loss = gradcache_step(encode, chunks, lambda reps: loss_fn(reps[restore]),
-                                  backward=acc.backward, no_sync=lambda: acc.no_sync(wrapped),
-                                  grad_scale=float(world), single_pass=2 * len(local) <= chunk)
-        value = loss.item()
-        why = watch.check(value)            # NaN/inf, or exploding (embtune.train.failures)
-        if why:
-            raise Diverged(nonfinite_loss_message(
-                run, value, prog.step + 1, sched.get_last_lr()[0], str(acc.mixed_precision),
-                empty_texts(train_pairs, local)) if not math.isfinite(value) else
-                f"run {run.run_id}: {why} at step {prog.step + 1}", partial_metrics(prog.curve, prog.wall))
+        local = plan.batches[prog.step][rank * bs // world:(rank + 1) * bs // world]   # this process's pairs
+        loss = forward_backward(local)
+        callbacks.on_loss(prog, loss, local)
         lr = sched.get_last_lr()[0]
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        prog.step += 1
-        prog.tokens += plan.tokens[prog.step - 1]
-        prog.flops = plan.per_token * prog.tokens
-        prog.wall += time.perf_counter() - t0
-        prog.curve.append({"step": prog.step, "loss": value, "lr": lr, "tokens": prog.tokens,
-                           "flops": prog.flops})
-        ran += 1
-        tracker.step(prog.step, value, lr, prog.tokens, prog.flops, time.perf_counter() - t0, plan.tokens[prog.step - 1])
-        if t.log_every_steps and prog.step % t.log_every_steps == 0 and acc.is_main_process:
-            print(f"step {prog.step}/{plan.steps} loss {value:.4f} lr {lr:.3g} C {prog.flops:.3g}", flush=True)
-        preempt = agree(acc, (stop is not None and stop.signum is not None) or ran == stop_after_steps)
-        periodic = prog.step % t.checkpoint_every_steps == 0 and prog.step < plan.steps
-        if (preempt or periodic) and acc.is_main_process:
-            save_checkpoint(ckpt_dir, as_json, fingerprints, model, opt, sched, prog.__dict__)
-        acc.wait_for_everyone()
-        if preempt and prog.step < plan.steps:
-            tracker.end()
+        step = StepEnd(loss, lr, time.perf_counter() - t0, plan.tokens[prog.step])
+        prog.advance(step, plan.per_token)
+        if callbacks.on_step(prog, step):
+            callbacks.on_end(prog, None)
             return Result("preempted", {**metrics, "status": "preempted", "steps": prog.step}, prog.curve)
-    # the fitted loss never averages warm-up steps (docs/fidelity.md#P1-FINAL-LOSS)
-    final, window = final_loss([r["loss"] for r in prog.curve], t.final_loss_window,
-                               t.final_loss_fraction, t.warmup_fraction)
-    val = open_pairs(run.data.train_dir, "val", context)
-    val_loss = held_out_loss(model, val, bs, chunk, pad_id, t.pooling, t.temperature, acc.device, form)
-    metrics.update(status="ok", final_train_loss=final, final_loss_steps=window,
-                   val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
-                   planned_steps=plan.steps, epochs=plan.epochs, n_pairs=len(train_pairs),
-                   budget_fraction=prog.flops / run.budget, wall_seconds=prog.wall,
-                   throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
-                   world_size=world, device=str(acc.device),
-                   device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")
-    metrics.update(run_memory_metrics(run, counts, model, chunk, acc))   # vs the estimate
-    metrics.update(run_mfu(counts, run.method, prog.tokens, prog.wall, two_pass=2 * (bs // world) > chunk,
-                           checkpointing=t.gradient_checkpointing, device_type=acc.device.type,
-                           device_name=metrics["device_name"], devices=world))
-    tracker.end(metrics)
+    metrics.update(finished_metrics(run, model, prog, plan, len(train_pairs), pad_id, acc))
+    callbacks.on_end(prog, metrics)
     return Result("ok", metrics, prog.curve, model)
 
 
-def empty_texts(pairs: Pairs, idx: np.ndarray) -> dict[str, int]:
-    """How many queries / positives of the pairs ``idx`` have no tokens at all."""
-    return {side: int((pairs.side(side).lengths(pairs.context_length, idx) == 0).sum()) for side in SIDES}
-
-
-def nonfinite_loss_message(run: RunConfig, loss: float, step: int, lr: float, precision: str,
-                           empty: dict[str, int]) -> str:
-    """Why a loss can be NaN/inf, each cause with this run's value, so the fix can be chosen
-    without re-running under a debugger."""
-    temperature = run.train.temperature
-    causes = [
-        f"learning rate too high (lr {lr:.3g} at this step, peak_lr {run.peak_lr:.3g}: "
-        "try a smaller peak_lr)",
-        ("fp16/bf16 overflow (unlikely: this run has no mixed precision)" if precision in ("no", "fp32")
-         else f"fp16/bf16 overflow (this run computes in {precision}: try a lower peak_lr, or fp32 "
-              "to confirm)"),
-        f"bad data (this batch has {empty['query']} empty queries and {empty['pos']} empty "
-        f"positives; check {run.data.train_dir})",
-        f"temperature too small (train.temperature {temperature:g}; logits are cosine / "
-        f"temperature, so |logit| <= {1 / temperature if temperature > 0 else math.inf:g})",
-    ]
-    return (f"run {run.run_id}: loss is {loss} at step {step} "
-            f"(batch_size {run.train.batch_size}, method {run.method}); possible causes: "
-            + "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1)))
+def finished_metrics(run: RunConfig, model: torch.nn.Module, prog: Progress, plan: Plan, n_pairs: int,
+                     pad_id: int, acc: Any) -> dict[str, Any]:
+    """The metrics.json fields of a run that spent its plan: the fitted final loss (never
+    averaging warm-up steps, docs/fidelity.md#P1-FINAL-LOSS), the held-out loss, what it spent
+    and where it ran."""
+    t = run.train
+    final, window = final_loss([r["loss"] for r in prog.curve], t.final_loss_window,
+                               t.final_loss_fraction, t.warmup_fraction)
+    val = open_pairs(run.data.train_dir, "val", t.context_length)
+    val_loss = held_out_loss(model, val, t.batch_size, t.gradcache_chunk, pad_id, t.pooling, t.temperature,
+                             acc.device, t.logit_scale)
+    return dict(status="ok", final_train_loss=final, final_loss_steps=window,
+                val_loss=val_loss, flops=prog.flops, tokens=prog.tokens, steps=prog.step,
+                planned_steps=plan.steps, epochs=plan.epochs, n_pairs=n_pairs,
+                budget_fraction=prog.flops / run.budget, wall_seconds=prog.wall,
+                throughput_tokens_per_s=prog.tokens / prog.wall if prog.wall else None,
+                world_size=acc.num_processes, device=str(acc.device),
+                device_name=torch.cuda.get_device_name(acc.device) if acc.device.type == "cuda" else "cpu")

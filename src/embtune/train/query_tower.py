@@ -15,7 +15,7 @@ the query tower — is trained, with paper 2's regime (App. E):
   ``saved_epoch: last`` the last epoch's (the paper says neither; docs/fidelity.md#P2-STOPPING);
 * LR schedule of Table 19 set before every optimizer step (:mod:`embtune.core.optim`;
   ``scheduler_unit`` picks the step or the epoch clock), a0 = ``lr_effective`` (batch-size
-  scaling already applied by :func:`embtune.plan.sweep.query_runs`);
+  scaling already applied by :func:`embtune.plan.query_sweep.query_runs`);
 * optimizers of App. E(5) and Table 20 (:func:`make_optimizer`);
 * freeze specs of Table 1 (:mod:`embtune.train.freeze_specs`).
 
@@ -28,26 +28,22 @@ the embedding block frozen in both encoders"): the document tower becomes a seco
 (:class:`TunedDocs`) with the same freeze spec, both towers' parameters share one optimizer, and
 its embeddings, which change every step, never touch the cache.
 
-The ``embtune tune-query`` driver (arguments, data files, run directory) is
-:mod:`embtune.stages.tune_query`.
+The training triplets and their epoch batches are :mod:`embtune.train.triplets`; the ``embtune
+tune-query`` driver (arguments, data files, run directory) is :mod:`embtune.stages.tune_query`.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from embtune.core import pnd_sets
-from embtune.core.layout import Processed
 from embtune.core.optim import epoch_lrs
 from embtune.models.embed_cache import EmbedCache
 from embtune.models.encoders import SentenceTransformerEncoder, compute_precision, without_normalize
@@ -55,59 +51,9 @@ from embtune.runconfig import QueryRunConfig
 from embtune.train.failures import Diverged
 from embtune.train.freeze_specs import FreezePlan, apply_freeze
 from embtune.train.losses import pair_distance, triplet_margin_loss
+from embtune.train.triplets import Triplet, epoch_batches
 
-Triplet = tuple[str, str, str]
 DOC_TOWER = "doc"
-_COLUMNS = {"msmarco": ("query", "pos", "neg"), "arxiv": ("anchor", "positive", "negative")}
-
-
-# ---------------------------------------------------------------- data
-def triplet_files(data_dir: str | os.PathLike[str], train_data: str) -> tuple[Path, Path, tuple[str, str, str]]:
-    """(train file, val file, (query, positive, negative) column names) for ``train_data``
-    (the files' paths: :meth:`embtune.core.layout.Processed.query_train_files`)."""
-    train, val = Processed(Path(data_dir)).query_train_files(train_data)
-    return train, val, _COLUMNS["arxiv" if pnd_sets.arxiv_domain(train_data) else "msmarco"]
-
-
-def read_triplets(path: Path, columns: tuple[str, str, str]) -> list[Triplet]:
-    """(query, positive, negative) rows of a parquet file; a clear error names missing columns."""
-    import polars as pl
-
-    from embtune.core.errors import DataError
-    from embtune.core.io import read_parquet
-    from embtune.data.meaning import check_triplets
-
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: triplet file not found")
-    frame = read_parquet(path, f"a triplet table with text columns {list(columns)}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise DataError(f"{path}: missing columns {missing} (has {frame.columns})")
-    for c in columns:     # never cast: an integer query would become a string silently
-        if frame[c].dtype != pl.String or frame[c].null_count():
-            raise DataError(f"{path}: column {c!r} has type {frame[c].dtype} with {frame[c].null_count()} nulls; "
-                            "expected text in every row")
-    check_triplets(path, frame, columns)
-    return list(zip(*(frame[c].to_list() for c in columns)))
-
-
-def epoch_batches(n_rows: int, batch_size: int, batches_per_epoch: int, epoch: int, seed: int) -> list[list[int]]:
-    """Row indices of each batch of (0-based) ``epoch``.
-
-    Epochs are fixed-size windows on an endless stream of seeded permutations of the training
-    rows, so an epoch is not a data pass (paper 2: 1000 batches of 14 = 14000 samples per epoch)
-    and the same (seed, epoch) always gives the same batches."""
-    if n_rows < 1:
-        raise ValueError("no training triplets")
-    start = epoch * batches_per_epoch * batch_size
-    perms: dict[int, np.ndarray] = {}
-    flat = []
-    for pos in range(start, start + batches_per_epoch * batch_size):
-        k = pos // n_rows
-        if k not in perms:
-            perms[k] = np.random.default_rng([seed, k]).permutation(n_rows)
-        flat.append(int(perms[k][pos % n_rows]))
-    return [flat[i:i + batch_size] for i in range(0, len(flat), batch_size)]
 
 
 # ---------------------------------------------------------------- early stopping

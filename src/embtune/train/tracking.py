@@ -126,16 +126,6 @@ class Tracker:
             self.active = False
 
 
-def gpu_memory(device: Any) -> dict[str, float]:
-    """Peak GPU memory of this process so far (GiB), where there is a GPU."""
-    import torch
-
-    if getattr(device, "type", None) != "cuda":
-        return {}
-    return {"gpu_max_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30,
-            "gpu_max_reserved_gib": torch.cuda.max_memory_reserved(device) / 2**30}
-
-
 def tracker_for(project: str, directory: Path, config: Mapping[str, Any], name: str | None = None) -> Tracker:
     """A tracker outside training (query tuning): an ``Accelerator`` only for its trackers."""
     from accelerate import Accelerator
@@ -143,61 +133,6 @@ def tracker_for(project: str, directory: Path, config: Mapping[str, Any], name: 
     name = selected(name)
     acc = Accelerator(**accelerator_kwargs(name, directory)) if name != "none" else None
     return Tracker(acc, project, directory, config)
-
-
-
-class TrainTracker(Tracker):
-    """What a training run logs every ``train.log_every_steps`` steps and at the last: loss, LR,
-    tokens, FLOPs spent against the budget, step time, throughput, model-FLOP MFU (where the
-    device's peak is known), GPU memory (on a GPU); at the end the held-out loss and the run's
-    model- and hardware-FLOP MFU (``embtune.train.mfu``). Also the run's progress bar / lines
-    (:mod:`embtune.jobs.progress`), every step.
-
-    Why not every step: DVCLive rewrites its dvc.yaml, metrics.json and one TSV per metric at each
-    logged step, measured 27 ms per logged step outside a repository and 48 ms inside this one
-    (2-core machine under load); every 10th step makes that a few ms per step. ``curve.csv``
-    keeps every step's loss."""
-
-    def __init__(self, acc: Any, ckpt_dir: Path, metrics: Mapping[str, Any], counts: Any,
-                 total: int | None = None, initial: int = 0, every: int | None = None) -> None:
-        import torch
-
-        from embtune.jobs.progress import Progress
-        from embtune.train.mfu import device_peak
-
-        self.bar = Progress(total, f"train {metrics.get('run_id')}", unit="step", initial=initial,
-                            enable=bool(getattr(acc, "is_main_process", True)))
-
-        super().__init__(acc, "embtune", Path(ckpt_dir) / DIR, metrics)
-        self.budget, self.counts, self.total, self.every = float(metrics["budget"]), counts, total, int(every or 1)
-        device = getattr(acc, "device", None)
-        self.device = device
-        kind = getattr(device, "type", None) or "cpu"
-        self.peak = device_peak(kind, torch.cuda.get_device_name(device) if kind == "cuda" else kind)[0]
-
-    def step(self, step: int, loss: float, lr: float, tokens: int, flops: int, seconds: float,
-             step_tokens: int) -> None:
-        self.bar.update(1, loss=loss, lr=lr)
-        if not self.active or (step % self.every and step != self.total):
-            return
-        from embtune.models.flops import model_flops_utilisation
-
-        per_s = step_tokens / seconds if seconds > 0 else None
-        values = {"train/loss": loss, "train/lr": lr, "train/tokens": tokens, "train/flops": flops,
-                  "train/budget_fraction": flops / self.budget if self.budget else None,
-                  "train/step_time_s": seconds, "train/tokens_per_s": per_s}
-        if self.peak and per_s:
-            values["train/mfu_model"] = model_flops_utilisation(self.counts, per_s, self.peak, self.acc.num_processes)
-        values.update({f"train/{k}": v for k, v in gpu_memory(self.device).items()})
-        self.log(values, step)
-
-    def end(self, metrics: Mapping[str, Any] | None = None) -> None:
-        self.bar.close()
-        if metrics is not None:
-            self.log({"val/loss": metrics.get("val_loss"), "train/final_loss": metrics.get("final_train_loss"),
-                      "train/mfu_model_run": metrics.get("mfu_model"),
-                      "train/mfu_hardware_run": metrics.get("mfu_hardware")}, int(metrics.get("steps") or 0))
-        super().end()
 
 
 def publish(live_dir: Path, out: Path) -> None:

@@ -427,7 +427,7 @@ def test_nan_loss_lists_the_causes_with_this_runs_values(tmp_path):
 
 
 def test_empty_texts_are_counted_in_the_batch():
-    from embtune.train.loop import empty_texts
+    from embtune.train.callbacks import empty_texts
     from embtune.train.pairs import Pairs
 
     pairs = Pairs.from_lists([[1], [], [2, 3], []], [[4], [5], [], [6]], 8)

@@ -340,7 +340,7 @@ def test_error_counts_above_the_total_are_refused(tmp_path, capsys, base_errors,
     (pl.DataFrame({"query": ["q", "r"], "pos": ["a", "B "], "neg": ["c", "b"]}), "row 1: pos and neg are the same"),
 ])
 def test_query_tuning_triplets_are_read_as_text_and_must_differ(tmp_path, frame, want):
-    from embtune.train.query_tower import read_triplets
+    from embtune.train.triplets import read_triplets
 
     path = tmp_path / "train.parquet"
     frame.write_parquet(path)

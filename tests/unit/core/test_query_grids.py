@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from embtune.plan.config import ParamsError, validate
-from embtune.plan.sweep import query_members, query_runs, random_draws
+from embtune.plan.query_sweep import query_members, query_runs, random_draws
 from embtune.runconfig import RUN_NAME
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from embtune.models.methods import analytic_counts
-from embtune.plan.sweep import freeze_fractions, query_runs, training_runs
+from embtune.plan.query_sweep import query_runs
+from embtune.plan.sweep import freeze_fractions, training_runs
 from embtune.runconfig import format_budget
 
 REPO = Path(__file__).resolve().parents[3]

@@ -100,6 +100,7 @@ def _main(runs: list[dict], code: str = "c1") -> int:
                                "--data-dir", str(DEMO), "--device", "cpu", "--batch-size", "16"])
 
 
+@pytest.mark.slow          # a batch of MTEB evaluations, twice: ~4 s on 2 cores
 def test_batch_evaluates_once_then_reuses_up_to_date_members(checkpoint: Path, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture) -> None:
     assert _main(_batch(tmp_path, checkpoint, "first", None)) == 0

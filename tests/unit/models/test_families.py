@@ -419,7 +419,10 @@ def family_bases(tmp_path_factory):
 
 
 @pytest.mark.parametrize("family", list(SMALL))
-@pytest.mark.parametrize("method", ["full", "freeze", "bias", "lora"])
+# a training run per (family, method), ~3 s each: LoRA (whose target modules differ most between
+# families) in test-fast, the other methods in `make test` only
+@pytest.mark.parametrize("method", [pytest.param(m, marks=pytest.mark.slow) for m in ("full", "freeze", "bias")]
+                         + ["lora"])
 def test_training_entry_point_per_family(tmp_path, family_bases, family: str, method: str) -> None:
     from embtune.models.embedder import load_embedder
     from embtune.stages import train as train_stage

@@ -225,6 +225,7 @@ def test_publish_writes_the_folder_it_uploads(trained_run, tmp_path) -> None:
     assert usage.value.code == 2
 
 
+@pytest.mark.slow          # a loopback Hub server and an upload: ~5 s on 2 cores
 def test_publish_round_trips_through_the_loopback_hub(trained_run, tmp_path) -> None:
     """The real huggingface_hub client uploads to the loopback hub (create_repo, upload_folder);
     downloading the repo back gives the same weights and a card ModelCard.load reads."""

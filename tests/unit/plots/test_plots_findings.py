@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from embtune.plots import findings as F
+from embtune.plots import findings_paper2 as P2
 
 
 def _runs(rows):
@@ -177,67 +178,67 @@ def _tables():
 
 def test_paper2_findings_by_hand():
     t = _tables()
-    f = F.multilingual_vs_english(t)
+    f = P2.multilingual_vs_english(t)
     assert f.agrees == "yes" and "multilingual-e5 0.075," in f.demo and "minilm 0.3" in f.demo
-    m = F.msmarco_change(t)   # lr 1e-6: 100 -> 80 significant better; lr 1e-5 significant worse
+    m = P2.msmarco_change(t)   # lr 1e-6: 100 -> 80 significant better; lr 1e-5 significant worse
     assert m.agrees == "partly" and "1 of 3 runs significantly better, 1 worse" in m.demo
-    x, per = F.xnli_counts(t)
+    x, per = P2.xnli_counts(t)
     assert x.agrees == "yes"
     assert per.filter(pl.col("lr") == 1e-6).row(0, named=True)["improved"] == 4
     assert per.filter(pl.col("lr") == 1e-5).row(0, named=True)["worsened"] == 9
-    a = F.adiabatic_range(t)  # 5e-8 and 1e-6 worsen nothing, 1e-5 worsens 9 pairs
+    a = P2.adiabatic_range(t)  # 5e-8 and 1e-6 worsen nothing, 1e-5 worsens 9 pairs
     assert a.agrees == "yes" and "LR ≤ 1e-06" in a.demo and "1e-05" in a.demo
     # an English-only control that worsens XNLI at its only LR does not decide the verdict
     control = pl.DataFrame({"model": ["minilm"], "qrun_id": ["default"], "lr": [1e-5], "relation": ["neutral"],
                             "measure": ["cos"], "improved": [0], "worsened": [30], "n_pairs": [225]})
     t["lr_xnli_counts.parquet"] = pl.concat([t["lr_xnli_counts.parquet"], control])
-    a2 = F.adiabatic_range(t)
+    a2 = P2.adiabatic_range(t)
     assert a2.agrees == "yes" and "minilm" not in a2.demo
     # the same measure as the XNLI-counts row: Euclidean-distance rows (here worsening at 1e-6)
     # neither end the range nor add to the 9 worsened cos pairs
     dist = t["lr_xnli_counts.parquet"].filter(pl.col("model") == "multilingual-e5").with_columns(
         pl.lit("dist").alias("measure"), pl.col("worsened") * 0 + 5)
     t["lr_xnli_counts.parquet"] = pl.concat([t["lr_xnli_counts.parquet"], dist])
-    a3 = F.adiabatic_range(t)
+    a3 = P2.adiabatic_range(t)
     assert a3.agrees == "yes" and "(first worsening at 1e-05: 9 pairs)" in a3.demo and a3.demo.startswith("(cos,")
-    assert F.adiabatic_range(t, measure="dist").agrees == "no"
+    assert P2.adiabatic_range(t, measure="dist").agrees == "no"
 
 
 def test_paper2_edge_cases():
     t = _tables()
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(pl.lit(0).alias("worsened"))
-    assert F.adiabatic_range(t).agrees == "partly"       # never worsens: upper end not reached
+    assert P2.adiabatic_range(t).agrees == "partly"       # never worsens: upper end not reached
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(pl.lit(1).alias("worsened"))
-    assert F.adiabatic_range(t).agrees == "no"
+    assert P2.adiabatic_range(t).agrees == "no"
     # runs that changed nothing (an untouched encoder) are no evidence: all-zero XNLI counts and
     # MSMARCO counts unchanged -> n/a
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
         pl.lit(0).alias("worsened"), pl.lit(0).alias("improved"))
     moved_msmarco = t["pnd_long.csv"]
     t["pnd_long.csv"] = moved_msmarco.with_columns(pl.col("errors_base").alias("errors_tuned"))
-    assert F.adiabatic_range(t).agrees == "n/a"
+    assert P2.adiabatic_range(t).agrees == "n/a"
     # the same XNLI counts, but the runs moved MSMARCO (100 -> 99, 80, 120): the encoders changed
     # and no XNLI pair got worse at any rate -> evidence: range found, upper end not reached
     t["pnd_long.csv"] = moved_msmarco
-    moved = F.adiabatic_range(t)
+    moved = P2.adiabatic_range(t)
     assert moved.agrees == "partly" and "every effective LR (≤ 1e-05)" in moved.demo
     t["pnd_long.csv"] = moved_msmarco.with_columns(pl.when(pl.col("qrun_id") == "default").then(pl.col("errors_base"))
                                                    .otherwise(pl.col("errors_tuned")).alias("errors_tuned"))
     # 5e-8 untouched, 1e-6 worsens 2 pairs: no adiabatic LR (the untouched one does not count)
     t["lr_xnli_counts.parquet"] = t["lr_xnli_counts.parquet"].with_columns(
         pl.when(pl.col("lr") == 1e-6).then(1).otherwise(0).alias("worsened"))
-    a = F.adiabatic_range(t)
+    a = P2.adiabatic_range(t)
     assert a.agrees == "no" and "lowest effective LR 1e-06" in a.demo and "5e-08" in a.demo
     swapped = _tables()
     swapped["xnli_base.parquet"] = swapped["xnli_base.parquet"].with_columns(
         pl.col("errors").reverse())                       # e5 now 70+50, minilm 20+10
-    assert F.multilingual_vs_english(swapped).agrees == "no"
-    assert F.msmarco_change({}).agrees == "n/a"
+    assert P2.multilingual_vs_english(swapped).agrees == "no"
+    assert P2.msmarco_change({}).agrees == "n/a"
 
 
 def test_markdown_has_both_papers():
     items = F.paper1_findings(RUNS, {"settings": {"loss_column": "final_train_loss"}}, None) \
-        + F.paper2_findings(_tables())
+        + P2.paper2_findings(_tables())
     md = "\n".join(F.findings_markdown(items, ["note"]))
     assert "### Paper 1" in md and "### Paper 2" in md and "note" in md
     assert md.count("| **") == len(items)

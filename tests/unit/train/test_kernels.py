@@ -71,6 +71,7 @@ def test_fused_adamw_is_adamw_written_out() -> None:
     assert torch.allclose(w.detach(), ref, atol=1e-6)
 
 
+@pytest.mark.slow          # torch.compile of the encoder: ~16 s on 2 cores, the slowest unit test
 def test_compiled_encoder_matches_the_module_across_bucket_widths() -> None:
     from embtune.train.loop import embed
     from embtune.train.pairs import Pairs

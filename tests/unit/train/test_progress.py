@@ -67,6 +67,7 @@ def test_iterate_yields_every_item_once() -> None:
     assert out.getvalue().splitlines()[-1].startswith("items: 7/7 (100%) it")
 
 
+@pytest.mark.slow          # a whole (tiny) training run: ~9 s on 2 cores; the formatting is tested above
 def test_training_shows_progress_in_a_log(tmp_path, monkeypatch, capfd) -> None:
     """A real (tiny) training run, stderr not a terminal: periodic plain lines with the loss."""
     from helpers_train import make_base_model, make_shards, run_config

@@ -95,7 +95,7 @@ def test_lr_scaling_reproduces_tables_6_and_7(batch, linear, sqrt):
 
 def test_sweep_lr_effective_uses_the_same_rule():
     from embtune.plan.config import fill_defaults, load_schema
-    from embtune.plan.sweep import query_runs
+    from embtune.plan.query_sweep import query_runs
 
     params = {"query_tuning": {
         "models": [{"name": "m", "source": "local", "id": "x"}],

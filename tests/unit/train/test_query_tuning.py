@@ -22,17 +22,18 @@ from helpers_train import write_query_data as _write
 from embtune.runconfig import QueryRunConfig
 from embtune.stages import tune_query
 from embtune.train import query_tower as qt
+from embtune.train import triplets
 
 
 # ------------------------------------------------------------------ pure pieces
 def test_epoch_batches_fixed_size_deterministic_and_cover_the_data():
-    b0 = qt.epoch_batches(10, 3, 4, 0, seed=1)
+    b0 = triplets.epoch_batches(10, 3, 4, 0, seed=1)
     assert [len(b) for b in b0] == [3, 3, 3, 3]
-    assert b0 == qt.epoch_batches(10, 3, 4, 0, seed=1)
-    flat = [i for e in range(5) for b in qt.epoch_batches(10, 3, 4, e, seed=1) for i in b]
+    assert b0 == triplets.epoch_batches(10, 3, 4, 0, seed=1)
+    flat = [i for e in range(5) for b in triplets.epoch_batches(10, 3, 4, e, seed=1) for i in b]
     assert sorted(flat[:10]) == list(range(10))  # each stream pass is a permutation
     assert sorted(flat[10:20]) == list(range(10))
-    assert qt.epoch_batches(10, 3, 4, 0, seed=2) != b0
+    assert triplets.epoch_batches(10, 3, 4, 0, seed=2) != b0
 
 
 def test_early_stopping_needs_both_loss_and_errors_to_drop():
@@ -58,12 +59,12 @@ def test_stop_step_is_pure():
 
 
 def test_triplet_files_for_arxiv_domains(tmp_path):
-    train, val, cols = qt.triplet_files(tmp_path, "arxiv-math")
+    train, val, cols = triplets.triplet_files(tmp_path, "arxiv-math")
     assert train == tmp_path / "arxiv" / "narrow_math_train.parquet"
     assert val == tmp_path / "arxiv" / "narrow_math_val.parquet"
     assert cols == ("anchor", "positive", "negative")
     with pytest.raises(ValueError):
-        qt.triplet_files(tmp_path, "squad")
+        triplets.triplet_files(tmp_path, "squad")
 
 
 # ------------------------------------------------------------------ optimizers (Table 20)

@@ -13,7 +13,8 @@ import pytest
 from embtune.core.errors import DataError
 from embtune.plan import config
 from embtune.plan.config import load_params
-from embtune.plan.sweep import query_plan, training_plan
+from embtune.plan.query_sweep import query_plan
+from embtune.plan.sweep import training_plan
 from embtune.runconfig import QueryRunConfig, RunConfig, RunId
 
 REPO = Path(__file__).resolve().parents[3]
