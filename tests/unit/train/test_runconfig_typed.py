@@ -99,7 +99,7 @@ def _subscripts_of(path: Path, name: str) -> list[int]:
 
 
 @pytest.mark.parametrize("module", ["train/loop.py", "train/callbacks.py", "train/query_tower.py", "stages/train.py",
-                                    "stages/tune_query.py", "models/memory.py", "gpus.py"])
+                                    "stages/tune_query.py", "models/memory.py", "plan/gpus.py"])
 def test_the_loops_and_their_stages_read_no_run_config_dict(module: str) -> None:
     """No ``run[...]``/``run.get(...)`` (nor ``t[...]`` of a train section) and no
     ``from_dict(...).to_dict()`` round trip: the typed config goes in as it is, down to the
