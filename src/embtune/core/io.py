@@ -107,6 +107,12 @@ def check_replaceable(path: str | os.PathLike[str], own_dirs: tuple[str, ...] = 
                          "(delete it if it is a stale output)")
 
 
+#: Snakemake's mtime carrier of a directory output. Never linked: a hard link shares the inode, so
+#: Snakemake touching the copy's carrier would date the original folder too, and every job that
+#: reads the original would re-plan as "updated input".
+SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
@@ -124,7 +130,8 @@ def link_tree(src_dir: str | os.PathLike[str], outputs: list[str | os.PathLike[s
             raise FileNotFoundError(f"{src}: missing; expected the batch job to have written it")
         with atomic_path(out) as tmp:
             if src.is_dir():
-                shutil.copytree(src, tmp, copy_function=_link_or_copy)
+                shutil.copytree(src, tmp, copy_function=_link_or_copy,
+                                ignore=shutil.ignore_patterns(SNAKEMAKE_TIMESTAMP))
             else:
                 _link_or_copy(str(src), str(tmp))
 

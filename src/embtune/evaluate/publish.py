@@ -110,13 +110,13 @@ def _own(out: str | os.PathLike[str]) -> Path:
 def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
     """``out`` = the model's files as hard links (copies across filesystems) + the card, written
     atomically: a failure leaves the previous folder, or none."""
-    from embtune.core.io import atomic_dir
+    from embtune.core.io import SNAKEMAKE_TIMESTAMP, atomic_dir
 
     out = _own(out)
     with atomic_dir(out) as tmp:
         for src in sorted(item.model_dir.rglob("*")):
             rel = src.relative_to(item.model_dir)
-            if src.is_dir() or rel.as_posix() == CARD:
+            if src.is_dir() or rel.as_posix() == CARD or src.name == SNAKEMAKE_TIMESTAMP:
                 continue
             dst = tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)

@@ -133,6 +133,28 @@ def test_evaluation_writes_the_folder_to_upload_with_model_index(trained_run) ->
     assert not trained.data.eval_results and "../hub/" in trained.text
 
 
+def test_the_hub_folder_does_not_share_snakemakes_timestamp(trained_run, tmp_path) -> None:
+    """model/ is a Snakemake directory output dated by its ``.snakemake_timestamp``; hub/ must not
+    hold a hard link of it, or Snakemake touching hub/'s would date model/ after its evaluation
+    and re-plan the evaluation on every run."""
+    import os
+
+    from embtune.evaluate.publish import hub_folder
+
+    out, _ = trained_run
+    stamp = out / "model" / ".snakemake_timestamp"
+    stamp.write_text("")
+    os.utime(stamp, (1_000_000, 1_000_000))
+    try:
+        hub = tmp_path / "hub"
+        assert hub_folder(out, out, hub) == "card with model-index"
+        assert not (hub / ".snakemake_timestamp").exists()
+        assert any(os.path.samefile(hub / w.name, w) for w in (out / "model").glob("*.safetensors"))
+        assert stamp.stat().st_mtime == 1_000_000
+    finally:
+        stamp.unlink()
+
+
 def test_the_workflow_path_batch_job_then_link_outputs(trained_run, tmp_path, capsys) -> None:
     """As rules evaluate_mteb_batch + evaluate_mteb run it: the batch job stages each run's hub/
     beside its scores, link-outputs links the four outputs into the run folder; a re-run that

@@ -37,3 +37,17 @@ def test_a_missing_batch_output_is_bad_input(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert rc == 2 and "mteb.parquet: missing" in err and "Traceback" not in err
     assert not (out / "mteb.json").exists()
+
+
+def test_snakemakes_timestamp_is_never_shared(tmp_path: Path) -> None:
+    """A linked folder gets no hard link of Snakemake's ``.snakemake_timestamp``: Snakemake dates a
+    directory output by that file and touches it when the job ends, and a shared inode would date
+    the source folder too (its readers would re-plan)."""
+    src = _batch(tmp_path)
+    (src / "mteb_results" / ".snakemake_timestamp").write_text("")
+    os.utime(src / "mteb_results" / ".snakemake_timestamp", (1_000_000, 1_000_000))
+    out = tmp_path / "runs" / "run-a"
+    out.mkdir(parents=True)
+    assert main(["link-outputs", "--src", str(src), "--out", str(out / "mteb_results")]) == 0
+    assert not (out / "mteb_results" / ".snakemake_timestamp").exists()
+    assert os.path.samefile(out / "mteb_results/task/scores.json", src / "mteb_results/task/scores.json")
