@@ -113,7 +113,8 @@ def check_replaceable(path: str | os.PathLike[str], own_dirs: tuple[str, ...] = 
 SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
 
 
-def _link_or_copy(src: str, dst: str) -> None:
+def link_or_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Hard-link ``src`` to ``dst`` (no copy of gigabytes of weights), else copy it."""
     try:
         os.link(src, dst)
     except OSError:             # another filesystem, or links not allowed: copy
@@ -130,10 +131,10 @@ def link_tree(src_dir: str | os.PathLike[str], outputs: list[str | os.PathLike[s
             raise FileNotFoundError(f"{src}: missing; expected the batch job to have written it")
         with atomic_path(out) as tmp:
             if src.is_dir():
-                shutil.copytree(src, tmp, copy_function=_link_or_copy,
+                shutil.copytree(src, tmp, copy_function=link_or_copy,
                                 ignore=shutil.ignore_patterns(SNAKEMAKE_TIMESTAMP))
             else:
-                _link_or_copy(str(src), str(tmp))
+                link_or_copy(src, tmp)
 
 
 def _rmtree(path: Path) -> None:

@@ -16,7 +16,6 @@ a leaderboard must not read them as such.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,7 +109,7 @@ def _own(out: str | os.PathLike[str]) -> Path:
 def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
     """``out`` = the model's files as hard links (copies across filesystems) + the card, written
     atomically: a failure leaves the previous folder, or none."""
-    from embtune.core.io import SNAKEMAKE_TIMESTAMP, atomic_dir
+    from embtune.core.io import SNAKEMAKE_TIMESTAMP, atomic_dir, link_or_copy
 
     out = _own(out)
     with atomic_dir(out) as tmp:
@@ -120,10 +119,7 @@ def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
                 continue
             dst = tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
+            link_or_copy(src, dst)
         (tmp / CARD).write_text(item.card, encoding="utf-8")
         (tmp / MARKER).write_text(item.model_dir.name + "\n", encoding="utf-8")   # no machine's path
     return out

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Any
 import torch
 
 from embtune.core.errors import DataError
-from embtune.core.io import atomic_path, provenance, write_json
+from embtune.core.io import atomic_path, link_or_copy, provenance, write_json
 from embtune.core.model_files import check_tokenizer_files
 from embtune.models.build import (
     check_model,
@@ -78,10 +76,7 @@ def _link_model(folder: Path, files: list[Path], out: Path) -> None:
     if (folder / "model.safetensors.index.json").is_file():
         names.append("model.safetensors.index.json")
     for name in names:
-        try:
-            os.link(folder / name, out / name)
-        except OSError:             # another filesystem, or links not allowed: copy
-            shutil.copy2(folder / name, out / name)
+        link_or_copy(folder / name, out / name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
