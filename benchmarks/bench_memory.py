@@ -28,7 +28,7 @@ def main() -> int:
 
     from embtune.models.flops import peak_bf16_flops
     from embtune.models.memory import estimate
-    from embtune.models.methods import apply_method, count_params, planned_counts
+    from embtune.models.methods import apply_method, count_params, method_config, planned_counts
     from embtune.models.run_spec import Planned, RunData, TrainSettings
     from embtune.plan.cost import hardware_per_token, two_pass
     from embtune.runconfig import RunConfig
@@ -56,10 +56,11 @@ def main() -> int:
         spec = {"name": name, "hidden_size": d, "num_layers": layers}
         for method in args.methods:
             settings = {"lora_rank": 8, "lora_alpha": 8.0, "lora_dropout": 0.0} if method == "lora" else {}
-            c = planned_counts(spec, {"method": method, **settings})
+            chosen = method_config({"method": method, **settings})
+            c = planned_counts(spec, chosen)
             train = TrainSettings(batch_size=args.batch, context_length=args.ctx, temperature=0.025,
                                   gradcache_chunk=args.chunk, gradient_checkpointing=True, final_lr_fraction=0.1)
-            run = RunConfig(run_id=f"{name}__{method}", model=spec, method=method, settings=settings, budget=1.0,
+            run = RunConfig(run_id=f"{name}__{method}", model=spec, method=method, settings=chosen.settings, budget=1.0,
                             seed=0, peak_lr=1e-4, planned=Planned(c, 0.0, float(args.steps)), train=train,
                             data=RunData("", ""), base_model_dir="")
             torch.cuda.empty_cache()
@@ -67,7 +68,7 @@ def main() -> int:
             model = AutoModel.from_config(GPTNeoXConfig(hidden_size=d, num_hidden_layers=layers, num_attention_heads=d // 64,
                                                         intermediate_size=4 * d, rotary_pct=0.25, vocab_size=50304,
                                                         use_parallel_residual=True)).to(dev)
-            model = apply_method(model, run.method_settings)
+            model = apply_method(model, run.method_config)
             enable_checkpointing(model)
             model.train()
             opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4,

@@ -146,15 +146,15 @@ class RunConfig(TrainingRun):
     def to_dict(self) -> dict[str, Any]:
         """The run config as the pipeline passes it (key order as the sweep has always written it)."""
         return copy.deepcopy({"run_id": self.run_id, "model": self.model, "method": self.method,
-                              **self.settings, "budget": self.budget, "seed": self.seed,
+                              **self.settings.to_dict(), "budget": self.budget, "seed": self.seed,
                               "peak_lr": self.peak_lr, "planned": self.planned.to_dict(),
                               "train": dataclasses.asdict(self.train), "data": dataclasses.asdict(self.data),
                               "base_model_dir": self.base_model_dir})
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Any]) -> RunConfig:
-        """The inverse of :meth:`to_dict`: every key of the config, the method's own keys (its
-        ``settings`` and ``extra_keys`` in the registry) and nothing else."""
+        """The inverse of :meth:`to_dict`: every key of the config, the method's own keys (the
+        fields of its registry entry's ``settings`` type, type-checked) and nothing else."""
         if not isinstance(run, Mapping):
             raise ValueError(f"run config: expected a JSON object, got {type(run).__name__}")
         name = run.get("run_id", "?")
@@ -165,7 +165,7 @@ class RunConfig(TrainingRun):
             method = registry.get(run["method"])
         except ValueError as err:
             raise ValueError(f"run config {name!r}: method: {err}") from None
-        own = (*method.settings, *method.extra_keys)
+        own = method.settings.keys()
         unknown = [k for k in run if k not in (*_RUN_HEAD, *_RUN_TAIL, *own)]
         if unknown:
             raise ValueError(f"run config {name!r}: unknown key {unknown[0]!r} (method {method.name} "
@@ -178,7 +178,7 @@ class RunConfig(TrainingRun):
             check_value(f"run config {name!r}: {key}", key, run[key])
         where = f"run config {name!r}: "
         return cls(run_id=run["run_id"], model=copy.deepcopy(dict(run["model"])), method=run["method"],
-                   settings=copy.deepcopy({k: run[k] for k in run if k in own}),
+                   settings=method.settings.from_dict({k: run[k] for k in run if k in own}, where[:-2]),
                    budget=run["budget"], seed=run["seed"], peak_lr=run["peak_lr"],
                    planned=Planned.from_dict(run["planned"], where + "planned"),
                    train=TrainSettings(**section(TrainSettings, where + "train", run["train"])),

@@ -26,6 +26,7 @@ from helpers_train import TRAIN_DEFAULTS, make_base_model, make_shards, one_thre
 from embtune.models import families
 from embtune.models import methods as registry
 from embtune.models.flops import Arch, ParamCounts
+from embtune.models.run_spec import MethodSettings
 from embtune.plan import config
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
@@ -74,7 +75,7 @@ def test_method_names_are_listed_only_in_the_registry() -> None:
 
 
 # ------------------------------------------------------------------ a fifth method, from here only
-def _apply_lnonly(model: Any, run: dict[str, Any]) -> Any:
+def _apply_lnonly(model: Any, settings: MethodSettings) -> Any:
     import torch
 
     model.requires_grad_(False)
@@ -84,7 +85,7 @@ def _apply_lnonly(model: Any, run: dict[str, Any]) -> Any:
     return model
 
 
-def _counts_lnonly(a: Arch, cfg: dict[str, Any]) -> ParamCounts:
+def _counts_lnonly(a: Arch, settings: MethodSettings) -> ParamCounts:
     # every block has a trainable norm, so back-propagation reaches the first block: N_B = N
     return ParamCounts(a.n, a.n, a.n, (2 * a.layers + 1) * a.norm)
 
@@ -216,17 +217,24 @@ def test_the_study_rows_enum_is_the_factors_and_the_registry_columns() -> None:
     assert {"lora_rank", "freeze_fraction"} <= set(study_row_columns())   # the test's own copy of the two
 
 
-def _apply_toplast(model: Any, run: dict[str, Any]) -> Any:
+@dataclasses.dataclass(frozen=True)
+class TopLastSettings(MethodSettings):
+    """Its run-config key, typed: the hooks read ``top_blocks`` as an attribute."""
+
+    top_blocks: int | None = None
+
+
+def _apply_toplast(model: Any, settings: TopLastSettings) -> Any:
     family = families.family_of(model)
     stack = families.blocks(model, family)
     model.requires_grad_(True)
-    for module in families.lookup_modules(model, family) + stack[:len(stack) - int(run["top_blocks"])]:
+    for module in families.lookup_modules(model, family) + stack[:len(stack) - int(settings.top_blocks or 0)]:
         module.requires_grad_(False)
     return model
 
 
-def _counts_toplast(a: Arch, cfg: dict[str, Any]) -> ParamCounts:
-    active = cfg["top_blocks"] * a.block + a.norm      # the last k blocks and the final norm
+def _counts_toplast(a: Arch, settings: TopLastSettings) -> ParamCounts:
+    active = (settings.top_blocks or 0) * a.block + a.norm      # the last k blocks and the final norm
     return ParamCounts(a.n, a.n, active, active)
 
 
@@ -241,7 +249,7 @@ TOPLAST = registry.Method(
     "toplast", "Last blocks only", "tab:brown", _apply_toplast, _counts_toplast, _variants_toplast,
     registry.Hyper(column="top_blocks", axis="blocks trained", title="Last blocks", logx=False, figure="fig_top",
                    caption="top blocks", point_label=lambda k: f"k{k}", integer=True),
-    settings=("top_blocks",), parse_tag=lambda tag: {"top_blocks": int(tag.rpartition("-k")[2])},
+    settings=TopLastSettings, parse_tag=lambda tag: {"top_blocks": int(tag.rpartition("-k")[2])},
     reported=(("top_blocks", "last {} blocks trained"),), card_row=("blocks trained", ("top_blocks",)),
     synthetic_law={"E": 0.10, "a_d": -0.5, "b_d": 40.0, "alpha": 0.25, "a_s": 20.0, "b_s": 1.5, "c_s": 30.0,
                    "beta": 0.22})

@@ -103,8 +103,7 @@ def vocab_size(model: Mapping[str, Any], tokenizer_vocab: int | None = None) -> 
 
 def embedding_adapter(run: TrainingRun, vocab: int) -> int:
     """The r·vocab half of a LoRA adapter on the token embeddings (0 without one)."""
-    rank = run.settings.get("lora_rank")
-    return int(rank) * vocab if run.settings.get("lora_embed_in") and rank else 0
+    return run.settings.embedding_rank() * vocab
 
 
 def trainable(run: TrainingRun, vocab: int, counts: ParamCounts | None = None) -> int:

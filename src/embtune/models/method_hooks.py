@@ -10,18 +10,21 @@ hooks): these are the mechanics, written once per method and read by nothing els
 - the grid's helpers: ``freeze_fractions`` (§4.2's k/6 or k/8), ``lora_alpha`` (peft's scale) and
   ``check_freeze`` (explicit fractions must be whole blocks of some model).
 
-Each hook reads the method's own settings (``frozen_blocks``, ``lora_rank``, ...) from the run
-config's method settings, as the method's variants wrote them.
+Each hook reads the method's own settings as typed attributes: :class:`FreezeSettings`,
+:class:`LoraSettings` (full and bias-only have none: the base
+:class:`~embtune.models.run_spec.MethodSettings`), the types their registry entries declare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from embtune.models import families
 from embtune.models.flops import Arch, ParamCounts
+from embtune.models.run_spec import MethodSettings
 
 #: a params problem: (key path, what), as embtune.plan.config_checks reports them
 Problem = tuple[tuple[Any, ...], str]
@@ -43,12 +46,33 @@ def freeze_fractions(num_layers: int, spec: Any) -> list[tuple[int, int]]:
     return [(f.numerator, f.denominator) for f in fracs]
 
 
-def apply_full(model: Any, run: Mapping[str, Any]) -> Any:
+@dataclass(frozen=True)
+class FreezeSettings(MethodSettings):
+    """Block freezing: the fraction of §4.2's grid and the whole blocks it is of the model."""
+
+    freeze_fraction: float | None = None
+    frozen_blocks: int | None = None
+
+
+@dataclass(frozen=True)
+class LoraSettings(MethodSettings):
+    """LoRA: rank r, peft's alpha (scale alpha/r), an adapter on the token embeddings too, dropout."""
+
+    lora_rank: int | None = None
+    lora_alpha: float | None = None
+    lora_embed_in: bool | None = None
+    lora_dropout: float | None = field(default=None, metadata={"recipe": False})
+
+    def embedding_rank(self) -> int:
+        return int(self.lora_rank) if self.lora_embed_in and self.lora_rank else 0
+
+
+def apply_full(model: Any, settings: MethodSettings) -> Any:
     model.requires_grad_(True)
     return model
 
 
-def counts_full(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
+def counts_full(a: Arch, settings: MethodSettings) -> ParamCounts:
     return ParamCounts(a.n, a.n, a.n, a.n)
 
 
@@ -79,9 +103,9 @@ def check_freeze(train: Mapping[str, Any], models: Sequence[Mapping[str, Any]]
     return problems, warns
 
 
-def apply_freeze(model: Any, run: Mapping[str, Any]) -> Any:
+def apply_freeze(model: Any, settings: FreezeSettings) -> Any:
     family = families.family_of(model)
-    k = int(run.get("frozen_blocks") or 0)
+    k = int(settings.frozen_blocks or 0)
     stack = families.blocks(model, family)
     if not 0 <= k < len(stack):
         raise ValueError(f"frozen_blocks must be in [0, {len(stack)}), got {k}")
@@ -91,15 +115,15 @@ def apply_freeze(model: Any, run: Mapping[str, Any]) -> Any:
     return model
 
 
-def counts_freeze(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
-    frozen = cfg.get("frozen_blocks") or 0
+def counts_freeze(a: Arch, settings: FreezeSettings) -> ParamCounts:
+    frozen = settings.frozen_blocks or 0
     if not 0 <= frozen < a.layers:
         raise ValueError(f"frozen_blocks must be in [0, {a.layers}), got {frozen}")
     active = (a.layers - frozen) * a.block + a.norm
     return ParamCounts(a.n, a.n, active, active)
 
 
-def apply_bias(model: Any, run: Mapping[str, Any]) -> Any:
+def apply_bias(model: Any, settings: MethodSettings) -> Any:
     family = families.family_of(model)
     reason = family.bias_free_reason(families.dims_of(families.spec_of_config(model.config)))
     if reason:
@@ -109,7 +133,7 @@ def apply_bias(model: Any, run: Mapping[str, Any]) -> Any:
     return model
 
 
-def counts_bias(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
+def counts_bias(a: Arch, settings: MethodSettings) -> ParamCounts:
     reason = a.family.bias_free_reason(a.dims)
     if reason:
         raise ValueError(f"models[{a.spec.get('name', '?')}]: {reason}")
@@ -118,29 +142,36 @@ def counts_bias(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
     return ParamCounts(a.n, a.n, a.n, biases)
 
 
-def lora_config(family: families.Family, run: Mapping[str, Any]):  # -> peft.LoraConfig
+def _rank(settings: LoraSettings) -> int:
+    rank = settings.lora_rank
+    if not rank or rank < 1:
+        raise ValueError(f"lora needs a positive lora_rank, got {rank!r}")
+    return int(rank)
+
+
+def lora_config(family: families.Family, settings: LoraSettings):  # -> peft.LoraConfig
     """peft config: all the family's dense layers (+ its token embeddings with ``lora_embed_in``).
     GPT-2's Conv1D stores weights in × out: peft must be told (``fan_in_fan_out``)."""
     from peft import LoraConfig
 
-    targets = family.lora_targets() + ([family.token_embedding] if run.get("lora_embed_in") else [])
-    return LoraConfig(r=int(run["lora_rank"]), lora_alpha=float(run["lora_alpha"]),
-                      lora_dropout=float(run.get("lora_dropout", 0.0)), target_modules=targets,
+    if settings.lora_alpha is None:
+        raise ValueError("lora needs lora_alpha (train.lora.alpha), got none")
+    targets = family.lora_targets() + ([family.token_embedding] if settings.lora_embed_in else [])
+    return LoraConfig(r=_rank(settings), lora_alpha=float(settings.lora_alpha),
+                      lora_dropout=float(settings.lora_dropout or 0.0), target_modules=targets,
                       bias="none", fan_in_fan_out=family.fan_in_fan_out)
 
 
-def apply_lora(model: Any, run: Mapping[str, Any]) -> Any:
+def apply_lora(model: Any, settings: LoraSettings) -> Any:
     from peft import get_peft_model
 
-    return get_peft_model(model, lora_config(families.family_of(model), run))
+    return get_peft_model(model, lora_config(families.family_of(model), settings))
 
 
-def counts_lora(a: Arch, cfg: Mapping[str, Any]) -> ParamCounts:
-    rank = cfg.get("lora_rank")
-    if not rank or rank < 1:
-        raise ValueError(f"lora needs a positive lora_rank, got {rank!r}")
+def counts_lora(a: Arch, settings: LoraSettings) -> ParamCounts:
+    rank = _rank(settings)
     adapter = a.layers * rank * sum(x.fan_in + x.fan_out for x in a.dense)
-    if cfg.get("lora_embed_in"):        # B (d×r) runs per token; A (vocab×r) is a lookup
+    if settings.lora_embed_in:          # B (d×r) runs per token; A (vocab×r) is a lookup
         adapter += rank * a.hidden
     return ParamCounts(a.n, a.n + adapter, a.n + adapter, adapter)
 

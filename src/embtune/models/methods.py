@@ -3,7 +3,8 @@
 Why one registry: the sweep expands a method's variants, the training stage applies it, the FLOP
 accounting counts it, the fits and figures order and colour it, and the params schema names it.
 Each :class:`Method` declares all of that in one place (also the method tag of the run ids its
-variants write and ``parse_tag`` reads back, and its own run-config keys: :mod:`embtune.runconfig`),
+variants write and ``parse_tag`` reads back, and its own run-config keys as a typed settings class
+that its hooks read: :class:`~embtune.models.run_spec.MethodSettings`, :mod:`embtune.runconfig`),
 so adding a method is one declaration here (or a :func:`register` call from its own module;
 the built-in four's model and count hooks are in :mod:`embtune.models.method_hooks`)
 plus its name in the schema's ``$defs.method`` enum (tests/contracts/test_method_registry.py checks the
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from embtune.models import families
 from embtune.models.flops import Arch, ParamCounts, arch_of
 from embtune.models.method_hooks import (
+    FreezeSettings,
+    LoraSettings,
     Problem,
     apply_bias,
     apply_freeze,
@@ -42,6 +45,7 @@ from embtune.models.method_hooks import (
     freeze_fractions,
     lora_alpha,
 )
+from embtune.models.run_spec import MethodConfig, MethodSettings
 
 if TYPE_CHECKING:
     import torch
@@ -77,12 +81,14 @@ class Method:
     name: str
     label: str                              # human-readable name in titles ("Full fine-tuning")
     color: str                              # matplotlib colour in every per-method figure
-    apply: Callable[[Any, Mapping[str, Any]], Any]          # (model, run) -> model to train
-    counts: Callable[[Arch, Mapping[str, Any]], ParamCounts]  # analytic N, N_F, N_B, N_U
+    # (model, its settings) -> model to train; (Arch, its settings) -> analytic N, N_F, N_B, N_U.
+    # The settings are an instance of ``settings`` (Any: each hook takes its own method's type).
+    apply: Callable[[Any, Any], Any]
+    counts: Callable[[Arch, Any], ParamCounts]
     variants: Callable[[Mapping[str, Any], Mapping[str, Any], str], list[Variant]] = _one_variant
     hyper: Hyper | None = None
-    settings: tuple[str, ...] = ()          # run-config keys besides "method" a recipe carries over
-    extra_keys: tuple[str, ...] = ()        # other run-config keys its variants set (embtune.runconfig)
+    #: its run-config keys besides "method", typed (the keys its variants set; embtune.runconfig)
+    settings: type[MethodSettings] = MethodSettings
     complete: Callable[[Mapping[str, Any], dict[str, Any]], None] | None = None  # derive settings (recipe)
     parse_tag: Callable[[str], dict[str, Any]] = lambda tag: {}   # id tag -> hyper column
     peak_lr: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None  # (model, train)
@@ -191,14 +197,27 @@ def parse_tag(tag: str) -> dict[str, Any]:
     return {"method": name, **(REGISTRY[name].parse_tag(tag) if name in REGISTRY else {})}
 
 
-def planned_counts(spec: Mapping[str, Any], cfg: Mapping[str, Any]) -> ParamCounts:
-    """Analytic N, N_F, N_B, N_U of a params ``models`` entry under a run config's method settings."""
-    return get(cfg["method"]).counts(arch_of(spec), cfg)
+def method_config(cfg: Mapping[str, Any] | MethodConfig) -> MethodConfig:
+    """The typed method and settings of a mapping with a ``method`` key and the method's own keys
+    (a variant's settings, a recipe's hyper-parameters, a test's literal); other keys are ignored."""
+    if isinstance(cfg, MethodConfig):
+        return cfg
+    method = get(cfg["method"])
+    return MethodConfig(method.name, method.settings.from_dict(cfg, f"method {method.name}", strict=False))
 
 
-def apply_method(model: torch.nn.Module, run: Mapping[str, Any]) -> torch.nn.Module:
-    """Set ``requires_grad`` (or wrap with LoRA) per ``run['method']``; returns the model to train."""
-    return get(run["method"]).apply(model, run)
+def planned_counts(spec: Mapping[str, Any], cfg: MethodConfig | Mapping[str, Any]) -> ParamCounts:
+    """Analytic N, N_F, N_B, N_U of a params ``models`` entry under a method and its settings
+    (a mapping is read by :func:`method_config`)."""
+    c = method_config(cfg)
+    return get(c.method).counts(arch_of(spec), c.settings)
+
+
+def apply_method(model: torch.nn.Module, cfg: MethodConfig | Mapping[str, Any]) -> torch.nn.Module:
+    """Set ``requires_grad`` (or wrap with LoRA) per the method; returns the model to train
+    (a mapping is read by :func:`method_config`)."""
+    c = method_config(cfg)
+    return get(c.method).apply(model, c.settings)
 
 
 def base_of(model: torch.nn.Module) -> torch.nn.Module:
@@ -267,7 +286,7 @@ register(Method(
     Hyper(column="freeze_fraction", axis="fraction of frozen blocks", title="Block freezing", logx=False,
           figure="fig03_freeze_fraction", caption="Fig. 3: effect of the frozen-block fraction per model",
           point_label=lambda f: f"{1 - f:.2g} active", loss_flops_figure="fig18"),
-    settings=("freeze_fraction", "frozen_blocks"), complete=_complete_freeze, parse_tag=_parse_freeze,
+    settings=FreezeSettings, complete=_complete_freeze, parse_tag=_parse_freeze,
     reported=(("frozen_blocks", "first {} transformer blocks frozen"),), check=check_freeze,
     isoflop_figure="fig02b", synthetic_law={**_LAW, "a_s": 25.0, "b_s": 1.5, "c_s": 32.0}))
 register(Method("bias", "Bias-only", "tab:red", apply_bias, counts_bias, _variants_bias,
@@ -277,7 +296,7 @@ register(Method(
     Hyper(column="lora_rank", axis="LoRA rank", title="LoRA rank", logx=True, figure="fig05_lora_rank",
           caption="Fig. 5: effect of the LoRA rank per model", point_label=lambda r: f"r{r}",
           loss_flops_figure="fig19", integer=True),
-    settings=("lora_rank", "lora_alpha", "lora_embed_in"), extra_keys=("lora_dropout",), parse_tag=_parse_lora,
+    settings=LoraSettings, parse_tag=_parse_lora,
     reported=(("lora_rank", "rank {}"),), in_algorithm1=True,
     card_row=("LoRA rank / alpha / dropout", ("lora_rank", "lora_alpha", "lora_dropout")),
     recompute_fraction=1.0,

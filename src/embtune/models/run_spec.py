@@ -61,6 +61,61 @@ def section(cls: Any, what: str, raw: Any) -> dict[str, Any]:
     return {k: copy.deepcopy(raw[k]) for k in names}
 
 
+def _kind(annotation: Any) -> str:
+    """``int`` of ``int | None`` (a string under postponed annotations, a type otherwise)."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return next(k for k in ("bool", "int", "float", "str") if k in text)
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    """A method's own run-config keys besides ``method`` (LoRA's rank, freeze's blocks), typed.
+
+    Each method declares a subclass in its registry entry (:mod:`embtune.models.methods`), so the
+    hooks that apply and count it read attributes, not keys. A field is ``None`` while the method's
+    variants did not set it, and an unset field is not written: the JSON form is the keys the
+    variants wrote, in the field order, so the run ids, rerun hashes and fingerprints stay those of
+    the dict the sweep built. A field with ``metadata={"recipe": False}`` is one the recipe does
+    not carry over from the run it measured (LoRA's dropout: a training knob, not the setting)."""
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def recipe_keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("recipe", True))
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], where: str, *, strict: bool = True) -> Any:
+        """The method's keys of ``raw`` (a run config, a variant's or a runs-table row's settings),
+        type-checked as declared; ``strict``: a key the method does not take is an error."""
+        unknown = [k for k in raw if k not in cls.keys()]
+        if strict and unknown:
+            raise ValueError(f"{where}: unknown key {unknown[0]!r}")
+        kinds = {f.name: _kind(f.type) for f in dataclasses.fields(cls)}
+        values = {k: raw[k] for k in cls.keys() if raw.get(k) is not None}
+        for key, value in values.items():
+            check_type(f"{where}: {key}", value, kinds[key])
+        return cls(**copy.deepcopy(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The set fields, in declaration order (the run config's keys after ``method``)."""
+        return {k: getattr(self, k) for k in self.keys() if getattr(self, k) is not None}
+
+    def embedding_rank(self) -> int:
+        """Rank of an adapter on the token embeddings (0: none), for the memory estimate."""
+        return 0
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """A method and its typed settings: what the registry's ``apply`` and ``counts`` hooks read."""
+
+    method: str
+    settings: MethodSettings = field(default_factory=MethodSettings)
+
+
 _NOT_PAPER = "not in the paper: "
 
 
@@ -170,7 +225,7 @@ class TrainingRun:
     run_id: str
     model: dict[str, Any]               # the params ``models`` entry
     method: str                         # a registered method (embtune.models.methods)
-    settings: dict[str, Any]            # the method's own keys, as its variants set them
+    settings: MethodSettings            # the method's own keys (its registry entry's type)
     budget: float                       # C, FLOP
     seed: int
     peak_lr: float
@@ -180,6 +235,6 @@ class TrainingRun:
     base_model_dir: str
 
     @property
-    def method_settings(self) -> dict[str, Any]:
-        """``{"method": ..., **settings}``: what the registry's ``apply`` reads."""
-        return {"method": self.method, **self.settings}
+    def method_config(self) -> MethodConfig:
+        """The method and its settings: what the registry's ``apply`` reads."""
+        return MethodConfig(self.method, self.settings)

@@ -134,7 +134,8 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                     if reason:
                         skipped.append(Skipped(run_id, reason))
                         continue
-                    counts = methods.planned_counts(model, method_cfg)
+                    chosen = methods.method_config(method_cfg)
+                    counts = methods.planned_counts(model, chosen)
                     tokens = tokens_for_budget(counts, budget)
                     est_steps = tokens / train["tokens_per_pair_estimate"] / train["batch_size"]
                     if est_steps < train["min_steps"]:
@@ -150,11 +151,11 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                     runs.append(RunConfig(
                         run_id=run_id,
                         model=dict(model),
-                        method=method_cfg["method"],
-                        settings={k: v for k, v in method_cfg.items() if k != "method"},
+                        method=chosen.method,
+                        settings=chosen.settings,
                         budget=float(budget),
                         seed=seed,
-                        peak_lr=peak_lr(model, method_cfg["method"], train),
+                        peak_lr=peak_lr(model, chosen.method, train),
                         planned=Planned(counts, tokens, est_steps),
                         train=TrainSettings(**{k: train[k] for k in TrainSettings.keys()}),
                         data=RunData(train_dir=str(processed.bge_packed()),

@@ -81,7 +81,7 @@ def best_hyper(runs: pl.DataFrame, method: str, model: str, budget: float,
     m = registry.get(method)
     if m.hyper is not None:
         out[m.hyper.column] = best[m.hyper.column]
-    for key in m.settings:      # the rest of the setting the loss was measured with (LoRA's alpha, ...)
+    for key in m.settings.recipe_keys():      # the rest of the setting the loss was measured with (LoRA's alpha, ...)
         if key not in out and best.get(key) is not None:
             out[key] = best[key]
     return out
@@ -97,7 +97,7 @@ def plan_tokens(model: dict[str, Any], method: str, hyper: dict[str, Any], budge
     complete = registry.get(method).complete
     if complete is not None:        # e.g. freeze: the frozen blocks of this model at that fraction
         complete(model, hyper)
-    counts = registry.planned_counts(model, {**hyper, "method": method})
+    counts = registry.planned_counts(model, registry.method_config({**hyper, "method": method}))
     return {"tokens": budget / counts.per_token, "flop_per_token": counts.per_token,
             "n_total": counts.n_total, "n_update": counts.n_update,
             "trainable_fraction": counts.trainable_fraction}
@@ -152,7 +152,7 @@ def make_recipe(budget: float, fits: dict[str, Any], runs: pl.DataFrame, *,
         "budget": budget, "method_set": method_set, "methods_considered": allowed,
         "method": method, "model": model["name"], "model_N": model["N"],
         "optimal_N": n_star, "optimal_N_source": n_source,
-        "hyperparameters": {k: hyper[k] for k in registry.get(method).settings if k in hyper},
+        "hyperparameters": {k: hyper[k] for k in registry.get(method).settings.recipe_keys() if k in hyper},
         "hyperparameter_source": {k: hyper[k] for k in ("observed_budget", "observed_run", "observed_model") if k in hyper},
         **plan,
         "tokens_per_pair": tpp, "pairs": pairs, "batch_size": batch_size,

@@ -81,7 +81,7 @@ def synthetic_rows(models: list[tuple[str, int, int]], budgets: list[float], *,
         for method in methods:
             spec = {"family": DEFAULT_FAMILY, "hidden_size": hidden, "num_layers": layers}
             for v in variants(spec, method, train):
-                counts = registry.planned_counts(spec, v)
+                counts = registry.planned_counts(spec, registry.method_config(v))
                 for c in budgets:
                     d = c / counts.per_token
                     s = counts.trainable_fraction

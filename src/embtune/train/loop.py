@@ -262,9 +262,10 @@ def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
     if counts is not None:
         out.update(n_total=counts.n_total, n_forward=counts.n_forward, n_backward=counts.n_backward,
                    n_update=counts.n_update, trainable_fraction=counts.trainable_fraction)
+    own = run.settings.to_dict()
     for key, _ in methods.get(run.method).reported:      # the method's own settings (its registry entry)
-        if run.settings.get(key) is not None:
-            out[key] = run.settings[key]
+        if own.get(key) is not None:
+            out[key] = own[key]
     return out
 
 
@@ -314,7 +315,7 @@ def train_run(run: RunConfig, ckpt_dir: Path, *, stop: StopFlag | None = None,
     t = run.train
     torch.manual_seed(run.seed)
     acc = accelerator or tracking.accelerator(ckpt_dir, log_with)
-    model = apply_method(load_base(run.base_model_dir), run.method_settings)
+    model = apply_method(load_base(run.base_model_dir), run.method_config)
     counts = count_params(model, run.method)
     train_pairs = open_pairs(run.data.train_dir, "train", t.context_length)
     # rows of the embedding table (peft's LoRA-on-embeddings layer has no num_embeddings of its own)

@@ -141,7 +141,7 @@ def measured_peak(run: RunConfig, steps: int = 2) -> int:
     from embtune.train.pairs import open_pairs
 
     t = run.train
-    model = apply_method(load_base(run.base_model_dir), run.method_settings)
+    model = apply_method(load_base(run.base_model_dir), run.method_config)
     if t.gradient_checkpointing:
         enable_checkpointing(model)
     model.train()

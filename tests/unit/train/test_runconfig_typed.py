@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from embtune.models.flops import ParamCounts
+from embtune.models.method_hooks import LoraSettings
+from embtune.models.run_spec import MethodConfig, MethodSettings
 from embtune.runconfig import Planned, QueryRunConfig, RunConfig, RunData, TrainSettings
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "embtune"
@@ -43,7 +45,7 @@ def test_sections_are_typed_and_the_json_form_is_unchanged() -> None:
     assert isinstance(run.planned, Planned) and run.planned.counts == ParamCounts(100, 120, 120, 20)
     assert run.planned.counts.per_token == 2 * (120 + 120 + 20)
     assert (run.train.batch_size, run.train.pooling, run.data.train_dir) == (8, "mean", "d/bge_packed")
-    assert run.method_settings == {"method": "lora", "lora_rank": 8, "lora_alpha": 16.0, "lora_dropout": 0.0}
+    assert run.method_config == MethodConfig("lora", LoraSettings(lora_rank=8, lora_alpha=16.0, lora_dropout=0.0))
     # ints where floats are declared stay ints: "max_epochs": 3 is not rewritten as 3.0
     assert json.dumps(run.to_dict()) == json.dumps(RUN)
     assert list(run.to_dict()["train"]) == list(TRAIN) == list(TrainSettings.keys())
@@ -57,6 +59,9 @@ def test_sections_are_typed_and_the_json_form_is_unchanged() -> None:
     (("planned", "n_update", 2.5), "planned.n_update: expected an int, got 2.5"),
     (("data", "train_dir", None), "data.train_dir: expected a str, got None"),
     ((None, "seed", "0"), "seed: expected an int, got '0'"),
+    ((None, "lora_rank", "8"), "lora_rank: expected an int, got '8'"),
+    ((None, "lora_embed_in", 1), "lora_embed_in: expected a bool, got 1"),
+    ((None, "frozen_blocks", 1), "unknown key 'frozen_blocks' (method lora takes lora_rank, lora_alpha"),
 ])
 def test_a_mistyped_or_unknown_key_is_refused_by_its_dotted_name(change, needle) -> None:
     section, key, value = change
@@ -68,6 +73,24 @@ def test_a_mistyped_or_unknown_key_is_refused_by_its_dotted_name(change, needle)
     del missing["train"]["pooling"]
     with pytest.raises(ValueError, match=re.escape("train: missing key 'pooling'")):
         RunConfig.from_dict(missing)
+
+
+def test_method_settings_are_typed_and_write_only_the_keys_set() -> None:
+    """The method's own keys become its registry entry's settings type; a key not set stays unset
+    and unwritten (this config has no ``lora_embed_in``), so the JSON is the one read."""
+    run = RunConfig.from_dict(RUN)
+    assert isinstance(run.settings, LoraSettings) and run.settings.lora_embed_in is None
+    assert run.settings.to_dict() == {"lora_rank": 8, "lora_alpha": 16.0, "lora_dropout": 0.0}
+    full = RunConfig.from_dict({k: v for k, v in RUN.items() if not k.startswith("lora_")} | {"method": "full"})
+    assert type(full.settings) is MethodSettings and full.to_dict()["budget"] == 1e9
+    assert list(full.to_dict())[:4] == ["run_id", "model", "method", "budget"]
+
+
+def test_the_method_hooks_read_no_settings_dict() -> None:
+    """The hooks take their method's typed settings: no ``settings[...]``/``.get`` (nor the
+    ``run``/``cfg`` mapping) in the hooks' module."""
+    path = SRC / "models" / "method_hooks.py"
+    assert [_subscripts_of(path, name) for name in ("settings", "run", "cfg")] == [[], [], []]
 
 
 def test_query_run_config_fields_are_type_checked() -> None:
