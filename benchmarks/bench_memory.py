@@ -29,6 +29,7 @@ def main() -> int:
     from embtune.models.flops import peak_bf16_flops
     from embtune.models.memory import estimate
     from embtune.models.methods import apply_method, count_params, method_config, planned_counts
+    from embtune.models.model_spec import ModelSpec
     from embtune.models.run_spec import Planned, RunData, TrainSettings
     from embtune.plan.cost import hardware_per_token, two_pass
     from embtune.runconfig import RunConfig
@@ -60,7 +61,8 @@ def main() -> int:
             c = planned_counts(spec, chosen)
             train = TrainSettings(batch_size=args.batch, context_length=args.ctx, temperature=0.025,
                                   gradcache_chunk=args.chunk, gradient_checkpointing=True, final_lr_fraction=0.1)
-            run = RunConfig(run_id=f"{name}__{method}", model=spec, method=method, settings=chosen.settings, budget=1.0,
+            run = RunConfig(run_id=f"{name}__{method}", model=ModelSpec.from_dict(spec), method=method,
+                            settings=chosen.settings, budget=1.0,
                             seed=0, peak_lr=1e-4, planned=Planned(c, 0.0, float(args.steps)), train=train,
                             data=RunData("", ""), base_model_dir="")
             torch.cuda.empty_cache()

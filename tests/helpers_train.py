@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from embtune.models.methods import method_config, planned_counts
+from embtune.models.model_spec import ModelSpec
 from embtune.models.run_spec import Planned, RunData, TrainSettings
 from embtune.runconfig import RunConfig
 
@@ -100,7 +101,8 @@ def planned_run(spec: dict[str, Any], method: str = "full", *, train: dict[str, 
     chosen = method_config({"method": method, **settings})
     counts = planned_counts(spec, chosen)
     t = {"batch_size": 1024, "context_length": 75, "temperature": 0.025, **(train or {})}
-    return RunConfig(run_id=f"{spec['name']}__{method}", model=dict(spec), method=method, settings=chosen.settings,
+    return RunConfig(run_id=f"{spec['name']}__{method}", model=ModelSpec.from_dict(spec), method=method,
+                     settings=chosen.settings,
                      budget=1e18, seed=0, peak_lr=1e-4, planned=Planned(counts, tokens, steps),
                      train=TrainSettings(**t), data=RunData(train_dir, "d/tok"), base_model_dir=base_model_dir)
 

@@ -39,7 +39,8 @@ from typing import Any, ClassVar
 
 from embtune.core.ranges import check_value
 from embtune.models import methods as registry
-from embtune.models.run_spec import Planned, RunData, TrainingRun, TrainSettings, check_type, section, setting
+from embtune.models.model_spec import ModelSpec, check_type
+from embtune.models.run_spec import Planned, RunData, TrainingRun, TrainSettings, section, setting
 
 SEP = "__"      # between the parts of a training run id (no model or study name contains it)
 
@@ -145,7 +146,7 @@ class RunConfig(TrainingRun):
 
     def to_dict(self) -> dict[str, Any]:
         """The run config as the pipeline passes it (key order as the sweep has always written it)."""
-        return copy.deepcopy({"run_id": self.run_id, "model": self.model, "method": self.method,
+        return copy.deepcopy({"run_id": self.run_id, "model": self.model.to_dict(), "method": self.method,
                               **self.settings.to_dict(), "budget": self.budget, "seed": self.seed,
                               "peak_lr": self.peak_lr, "planned": self.planned.to_dict(),
                               "train": dataclasses.asdict(self.train), "data": dataclasses.asdict(self.data),
@@ -177,7 +178,7 @@ class RunConfig(TrainingRun):
             check_type(f"run config {name!r}: {key}", run[key], kind)
             check_value(f"run config {name!r}: {key}", key, run[key])
         where = f"run config {name!r}: "
-        return cls(run_id=run["run_id"], model=copy.deepcopy(dict(run["model"])), method=run["method"],
+        return cls(run_id=run["run_id"], model=ModelSpec.from_dict(run["model"], where + "model"), method=run["method"],
                    settings=method.settings.from_dict({k: run[k] for k in run if k in own}, where[:-2]),
                    budget=run["budget"], seed=run["seed"], peak_lr=run["peak_lr"],
                    planned=Planned.from_dict(run["planned"], where + "planned"),

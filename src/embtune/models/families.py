@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from embtune.models.model_spec import ModelSpec
+
 DEFAULT_FAMILY = "gpt_neox"
 
 
@@ -237,30 +239,31 @@ def unaccounted_modules(model: Any, family: Family | None = None) -> list[str]:
                   if name not in known and any(True for _ in child.parameters()))
 
 
-def family_of_spec(spec: Mapping[str, Any]) -> Family:
-    return get_family(spec.get("family") or DEFAULT_FAMILY)
+def family_of_spec(spec: ModelSpec | Mapping[str, Any]) -> Family:
+    return get_family(ModelSpec.of(spec).family or DEFAULT_FAMILY)
 
 
-def dims_of(spec: Mapping[str, Any]) -> Dims:
+def dims_of(spec: ModelSpec | Mapping[str, Any]) -> Dims:
     """Dims from a params ``models`` entry; unset keys take the family's defaults. Errors name the
     entry and key, since planning-time counts (every run's budget) depend on them."""
+    spec = ModelSpec.of(spec)
     fam = family_of_spec(spec)
-    where = f"models[{spec.get('name', '?')}] (family {fam.name})"
-    d, layers = int(spec["hidden_size"]), int(spec["num_layers"])
-    inter = spec.get("intermediate_size")
+    where = f"models[{spec.name}] (family {fam.name})"
+    d, layers = int(spec.hidden_size), int(spec.num_layers)
+    inter = spec.intermediate_size
     if inter is None:
         if fam.mlp_ratio is None:
             raise ValueError(f"{where}: intermediate_size is required (a gated MLP has no standard width)")
         inter = fam.mlp_ratio * d
     allowed = set(fam.bias_options) | ({"num_key_value_heads", "head_dim"} if fam.grouped_query else set())
     for key in ("attention_bias", "mlp_bias", "num_key_value_heads", "head_dim"):
-        if spec.get(key) is not None and key not in allowed:
+        if getattr(spec, key) is not None and key not in allowed:
             raise ValueError(f"{where}: {key} does not apply to this family (applies: {sorted(allowed) or 'none'})")
-    heads = int(spec.get("num_attention_heads") or max(1, d // 32))
-    head_dim = int(spec.get("head_dim") or d // heads)
-    biases = {k: bool(spec[k]) if spec.get(k) is not None else v for k, v in fam.bias_options.items()}
+    heads = int(spec.num_attention_heads or max(1, d // 32))
+    head_dim = int(spec.head_dim or d // heads)
+    biases = {k: v if getattr(spec, k) is None else bool(getattr(spec, k)) for k, v in fam.bias_options.items()}
     return Dims(hidden=d, layers=layers, intermediate=int(inter), heads=heads,
-                kv_heads=int(spec.get("num_key_value_heads") or heads), head_dim=head_dim,
+                kv_heads=int(spec.num_key_value_heads or heads), head_dim=head_dim,
                 attention_bias=biases.get("attention_bias", False), mlp_bias=biases.get("mlp_bias", False))
 
 
@@ -278,13 +281,13 @@ def spec_of_config(config: Any) -> dict[str, Any]:
     return spec
 
 
-def shape_mismatches(spec: Mapping[str, Any], config: Any) -> list[str]:
+def shape_mismatches(spec: ModelSpec | Mapping[str, Any], config: Any) -> list[str]:
     """What differs, in the shapes the counts use, between a params entry and a model's config.
 
     Empty when planning-time counts equal the real model's (the keys of ``Dims`` determine them)."""
-    real = spec_of_config(config)
-    if real["family"] != (spec.get("family") or DEFAULT_FAMILY):
-        return [f"family: params {spec.get('family') or DEFAULT_FAMILY!r}, model {real['family']!r}"]
+    real, want = spec_of_config(config), ModelSpec.of(spec).family or DEFAULT_FAMILY
+    if real["family"] != want:
+        return [f"family: params {want!r}, model {real['family']!r}"]
     mine, theirs = dims_of(spec), dims_of(real)
     fam = family_of_spec(real)
     out = []

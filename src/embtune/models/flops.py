@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from embtune.models import families
+from embtune.models.model_spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Arch:
     layer has a bias) and two norms (d, + d for a LayerNorm bias); N adds the final norm; the
     embedding lookups are not counted."""
 
-    spec: Mapping[str, Any]
+    spec: ModelSpec
     family: families.Family
     dims: families.Dims
     dense: tuple[families.Dense, ...]
@@ -103,7 +104,8 @@ class Arch:
         return self.dims.hidden
 
 
-def arch_of(spec: Mapping[str, Any]) -> Arch:
+def arch_of(spec: ModelSpec | Mapping[str, Any]) -> Arch:
+    spec = ModelSpec.of(spec)
     fam = families.family_of_spec(spec)
     dims = families.dims_of(spec)
     dense = tuple(fam.dense(dims))

@@ -41,12 +41,12 @@ against ``torch.cuda.max_memory_allocated`` by the GPU check (benchmarks/gpu_che
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from embtune.models import methods
 from embtune.models.flops import ParamCounts, arch_of
+from embtune.models.model_spec import ModelSpec
 from embtune.models.run_spec import TrainingRun
 
 FP32, BF16 = 4, 2
@@ -91,12 +91,12 @@ class Estimate:
         return asdict(self)
 
 
-def vocab_size(model: Mapping[str, Any], tokenizer_vocab: int | None = None) -> int:
+def vocab_size(model: ModelSpec, tokenizer_vocab: int | None = None) -> int:
     """The embedding table's rows: ``vocab_size`` of the params entry, the trained tokenizer's
     size for ``source: tiny``, else Pythia's 50,304."""
-    if model.get("vocab_size"):
-        return int(model["vocab_size"])
-    if model.get("source") == "tiny" and tokenizer_vocab:
+    if model.vocab_size:
+        return int(model.vocab_size)
+    if model.source == "tiny" and tokenizer_vocab:
         return int(tokenizer_vocab)
     return DEFAULT_VOCAB
 
@@ -111,7 +111,7 @@ def trainable(run: TrainingRun, vocab: int, counts: ParamCounts | None = None) -
     token embeddings where the method trains them, plus an adapter's r·vocab on them."""
     n = int((counts or run.planned.counts).n_update)
     if methods.get(run.method).trains_embeddings:
-        n += vocab * int(run.model["hidden_size"])
+        n += vocab * int(run.model.hidden_size)
     return n + embedding_adapter(run, vocab)
 
 

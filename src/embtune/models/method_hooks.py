@@ -136,7 +136,7 @@ def apply_bias(model: Any, settings: MethodSettings) -> Any:
 def counts_bias(a: Arch, settings: MethodSettings) -> ParamCounts:
     reason = a.family.bias_free_reason(a.dims)
     if reason:
-        raise ValueError(f"models[{a.spec.get('name', '?')}]: {reason}")
+        raise ValueError(f"models[{a.spec.name}]: {reason}")
     norm_bias = a.hidden if a.family.norm_bias else 0
     biases = a.layers * (sum(x.fan_out for x in a.dense if x.bias) + 2 * norm_bias) + norm_bias
     return ParamCounts(a.n, a.n, a.n, biases)

@@ -1,7 +1,8 @@
 """The typed sections of one training run, and each ``train.*`` setting declared once.
 
 Why here, in ``models/``: the peak-memory estimate (:mod:`embtune.models.memory`) reads a run's
-model, method, counts and train settings, and it sits below the run configs. So the fields of a
+model, method, counts and train settings, and the method hooks (:mod:`embtune.models.method_hooks`)
+its method's settings (:class:`MethodSettings`); both sit below the run configs. So the fields of a
 run (:class:`TrainingRun`) and its sections live at the bottom; :class:`embtune.runconfig.RunConfig`
 adds what needs the method registry on top of them (the id format, the JSON form, the check of a
 method's own keys).
@@ -23,6 +24,7 @@ from typing import Any
 
 from embtune.core.ranges import check_value
 from embtune.models.flops import ParamCounts
+from embtune.models.model_spec import ModelSpec, check_type, kind_of
 
 
 def setting(help: str, source: str, default: Any = dataclasses.MISSING,
@@ -31,16 +33,6 @@ def setting(help: str, source: str, default: Any = dataclasses.MISSING,
     (the params schema's description), its ``source`` (paper section or ledger row) and, for a
     string, its ``choices`` (the schema's enum)."""
     return field(default=default, metadata={"help": help, "source": source, "choices": choices})
-
-
-def check_type(where: str, value: Any, kind: str) -> None:
-    """``value`` is of the annotated ``kind`` (an int is a float; a bool is neither), else a
-    ``ValueError`` naming ``where``. Values are never converted: the JSON form stays as written."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = {"int": isinstance(value, int) and not isinstance(value, bool), "float": number,
-          "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
-    if not ok:
-        raise ValueError(f"{where}: expected {'an' if kind == 'int' else 'a'} {kind}, got {value!r}")
 
 
 def section(cls: Any, what: str, raw: Any) -> dict[str, Any]:
@@ -59,12 +51,6 @@ def section(cls: Any, what: str, raw: Any) -> dict[str, Any]:
             raise ValueError(f"{what}.{f.name}: expected one of {', '.join(choices)}, got {raw[f.name]!r}")
         check_value(f"{what}.{f.name}", f.name, raw[f.name])
     return {k: copy.deepcopy(raw[k]) for k in names}
-
-
-def _kind(annotation: Any) -> str:
-    """``int`` of ``int | None`` (a string under postponed annotations, a type otherwise)."""
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    return next(k for k in ("bool", "int", "float", "str") if k in text)
 
 
 @dataclass(frozen=True)
@@ -93,7 +79,7 @@ class MethodSettings:
         unknown = [k for k in raw if k not in cls.keys()]
         if strict and unknown:
             raise ValueError(f"{where}: unknown key {unknown[0]!r}")
-        kinds = {f.name: _kind(f.type) for f in dataclasses.fields(cls)}
+        kinds = {f.name: kind_of(f.type) for f in dataclasses.fields(cls)}
         values = {k: raw[k] for k in cls.keys() if raw.get(k) is not None}
         for key, value in values.items():
             check_type(f"{where}: {key}", value, kinds[key])
@@ -223,7 +209,7 @@ class TrainingRun:
     train`` needs. :class:`embtune.runconfig.RunConfig` is this with its id and JSON form."""
 
     run_id: str
-    model: dict[str, Any]               # the params ``models`` entry
+    model: ModelSpec                    # the params ``models`` entry
     method: str                         # a registered method (embtune.models.methods)
     settings: MethodSettings            # the method's own keys (its registry entry's type)
     budget: float                       # C, FLOP

@@ -99,7 +99,7 @@ def run_cost(run: RunConfig, flops_per_second: float) -> dict[str, Any]:
     passes = two_pass(t.batch_size, t.gradcache_chunk)
     ckpt = t.gradient_checkpointing
     hardware = hardware_per_token(counts, run.method, gradcache_two_pass=passes, checkpointing=ckpt) * tokens
-    return {"run_id": run.run_id, "model": run.model["name"], "method": run.method,
+    return {"run_id": run.run_id, "model": run.model.name, "method": run.method,
             "budget": float(run.budget), "seed": run.seed,
             "paper_flops": float(counts.per_token) * tokens, "hardware_flops": hardware,
             "gpu_hours": hardware / flops_per_second / SECONDS_PER_HOUR,

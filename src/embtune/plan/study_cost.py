@@ -33,7 +33,7 @@ from typing import Any
 
 from embtune.models import methods
 from embtune.models.flops import ParamCounts
-from embtune.models.memory import DEFAULT_VOCAB, trainable, vocab_size
+from embtune.models.memory import trainable, vocab_size
 from embtune.plan.cost import SECONDS_PER_HOUR, THROUGHPUT_FILE, hardware_per_token, two_pass
 from embtune.runconfig import RunConfig
 
@@ -179,11 +179,12 @@ def disk_bytes(runs: Sequence[Mapping[str, Any]], qruns: Sequence[Mapping[str, A
     tok = (params.get("tokenizer") or {}).get("vocab_size")
     folders = ckpt_max = ckpt_all = 0.0
     for r in runs:
-        vocab = vocab_size(r["model"], tok) if r["model"].get("hidden_size") else DEFAULT_VOCAB
-        full = 4.0 * (float(r["planned"]["n_total"]) + vocab * int(r["model"]["hidden_size"]))
-        adapter = methods.get(r["method"]).merged_export   # model/ holds the adapter, model_merged/ the rest
-        folders += full + (4.0 * float(r["planned"]["n_update"]) if adapter else 0.0)
-        ck = full + 8.0 * trainable(RunConfig.from_dict(r), vocab)
+        run = RunConfig.from_dict(r)
+        vocab = vocab_size(run.model, tok)
+        full = 4.0 * (float(run.planned.counts.n_total) + vocab * int(run.model.hidden_size))
+        adapter = methods.get(run.method).merged_export   # model/ holds the adapter, model_merged/ the rest
+        folders += full + (4.0 * float(run.planned.counts.n_update) if adapter else 0.0)
+        ck = full + 8.0 * trainable(run, vocab)
         ckpt_max, ckpt_all = max(ckpt_max, ck), ckpt_all + ck
     query = 4.0 * QUERY_TOTAL_PARAMS * len(qruns)
     return {"run folders (fp32)": folders, "query-tuned towers": query,

@@ -23,6 +23,7 @@ from embtune.core.layout import Processed, Results
 from embtune.models import methods
 from embtune.models.flops import tokens_for_budget
 from embtune.models.methods import freeze_fractions, lora_alpha  # noqa: F401  (their home before the registry)
+from embtune.models.model_spec import ModelSpec
 from embtune.plan import query_sweep
 from embtune.runconfig import SEP, Planned, QueryRunConfig, RunConfig, RunData, TrainSettings
 
@@ -150,7 +151,7 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
                         continue
                     runs.append(RunConfig(
                         run_id=run_id,
-                        model=dict(model),
+                        model=ModelSpec.from_dict(model, f"models[{model['name']}]"),
                         method=chosen.method,
                         settings=chosen.settings,
                         budget=float(budget),

@@ -43,7 +43,7 @@ def plan_tables(params: dict, fps: float | None = None, plan: StudyPlan | None =
         skipped = skipped + [Skipped(r.run_id, reason, "dropped") for r, reason in dropped]
     hyper = registry.hyper_types()        # each method's own column (its registry entry)
     planned = pl.DataFrame(
-        [{"run_id": r.run_id, "model": r.model["name"], "method": r.method,
+        [{"run_id": r.run_id, "model": r.model.name, "method": r.method,
           **{col: registry.hyper_value(col, r.settings.to_dict().get(col)) for col in hyper},
           "budget": r.budget, "seed": r.seed, "peak_lr": r.peak_lr,
           "planned_tokens": r.planned.tokens, "planned_steps": r.planned.steps}

@@ -163,7 +163,7 @@ def collect_jobs(params: Mapping[str, Any], results: Results, *, fps: float | No
             slurm.get(slurm_comment("train_batch", batch_of[rid])) if rid in batch_of else None)
         state, reason = job_state(metrics, job, age, running_window_s)
         cols = RunConfig.parse_id(rid).columns()
-        jobs.append({"kind": "train", "id": rid, "study": cols["study"], "model": run.model["name"],
+        jobs.append({"kind": "train", "id": rid, "study": cols["study"], "model": run.model.name,
                      "method": run.method, "state": state, "reason": reason,
                      "resumable": state == "pending" and age is not None,
                      "gpu_hours": _wall_hours(metrics), "est_gpu_hours": run_cost(run, fps)["gpu_hours"] if fps else None,
@@ -217,7 +217,7 @@ def mteb_jobs(params: Mapping[str, Any], results: Results, runs: list[RunConfig]
         state, reason = job_state(record, slurm.get(slurm_comment("evaluate_mteb_batch", batch_of[rid])))
         seconds = (record or {}).get("seconds")
         jobs.append({"kind": "mteb", "id": rid, "study": RunConfig.parse_id(rid).columns()["study"],
-                     "model": by_id[rid].model["name"], "method": MTEB, "state": state, "reason": reason,
+                     "model": by_id[rid].model.name, "method": MTEB, "state": state, "reason": reason,
                      "resumable": False, "gpu_hours": float(seconds) / 3600.0 if isinstance(seconds, (int, float)) else 0.0,
                      "est_gpu_hours": None, "finished_at": recorded_end(record, "finished_utc")})
     return jobs

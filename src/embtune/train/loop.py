@@ -255,7 +255,7 @@ def enable_checkpointing(model: torch.nn.Module) -> None:
 def base_metrics(run: RunConfig, counts: ParamCounts | None) -> dict[str, Any]:
     from embtune.models import methods
 
-    out: dict[str, Any] = {"run_id": run.run_id, "method": run.method, "model": run.model["name"],
+    out: dict[str, Any] = {"run_id": run.run_id, "method": run.method, "model": run.model.name,
                            "budget": float(run.budget), "peak_lr": float(run.peak_lr),
                            "seed": run.seed, "batch_size": run.train.batch_size,
                            "context_length": run.train.context_length}

@@ -465,13 +465,13 @@ def test_embedder_merges_an_adapter_trained_on_a_causal_lm(tmp_path, family_base
     from transformers import AutoModelForCausalLM
 
     from embtune.models.embedder import load_embedder
-    from embtune.models.method_hooks import lora_config
+    from embtune.models.method_hooks import LoraSettings, lora_config
 
     bases, _ = family_bases
     lm = AutoModelForCausalLM.from_pretrained(bases[family])
     lm.save_pretrained(str(tmp_path / "lm"))
     AutoTokenizer.from_pretrained(bases[family]).save_pretrained(str(tmp_path / "lm"))
-    peft_lm = get_peft_model(lm, lora_config(families.family_of(lm), {"lora_rank": 2, "lora_alpha": 4.0}))
+    peft_lm = get_peft_model(lm, lora_config(families.family_of(lm), LoraSettings(lora_rank=2, lora_alpha=4.0)))
     with torch.no_grad():
         for n, p in peft_lm.named_parameters():
             if "lora_B" in n:

@@ -29,7 +29,7 @@ def trained_run(tmp_path_factory) -> tuple[Path, Any]:
     root = tmp_path_factory.mktemp("card")
     base, data = make_base_model(root), make_shards(root / "bge", 48, 8, 190, 12)
     run = run_config(base, data, budget=4e8, min_steps=2)
-    run = dataclasses.replace(run, model={**run.model, "source": "hub", "id": "EleutherAI/pythia-14m"})
+    run = dataclasses.replace(run, model=dataclasses.replace(run.model, source="hub", id="EleutherAI/pythia-14m"))
     result = train_run(run, root / "ck", log_with="none")
     out = root / "runs" / run.run_id
     write_outputs(out, result, run)

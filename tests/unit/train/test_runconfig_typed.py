@@ -20,6 +20,7 @@ import pytest
 
 from embtune.models.flops import ParamCounts
 from embtune.models.method_hooks import LoraSettings
+from embtune.models.model_spec import ModelSpec
 from embtune.models.run_spec import MethodConfig, MethodSettings
 from embtune.runconfig import Planned, QueryRunConfig, RunConfig, RunData, TrainSettings
 
@@ -31,7 +32,8 @@ TRAIN = {"batch_size": 8, "context_length": 12, "temperature": 0.05, "logit_scal
          "gradcache_chunk": 3, "gradient_checkpointing": False, "compile": "none", "min_steps": 3, "max_epochs": 3,
          "checkpoint_every_steps": 4, "log_every_steps": 10, "final_loss_window": 3,
          "final_loss_fraction": 0.05}
-RUN = {"run_id": "tiny-d64-l2__lora-r8__c1e9__s0", "model": {"name": "tiny-d64-l2", "hidden_size": 64},
+RUN = {"run_id": "tiny-d64-l2__lora-r8__c1e9__s0", "model": {"name": "tiny-d64-l2", "hidden_size": 64,
+                                                                   "num_layers": 2},
        "method": "lora", "lora_rank": 8, "lora_alpha": 16.0, "lora_dropout": 0.0, "budget": 1e9, "seed": 0,
        "peak_lr": 0.001, "planned": {"n_total": 100, "n_forward": 120, "n_backward": 120, "n_update": 20,
                                      "tokens": 2.5e6, "steps": 12.5},
@@ -59,6 +61,8 @@ def test_sections_are_typed_and_the_json_form_is_unchanged() -> None:
     (("planned", "n_update", 2.5), "planned.n_update: expected an int, got 2.5"),
     (("data", "train_dir", None), "data.train_dir: expected a str, got None"),
     ((None, "seed", "0"), "seed: expected an int, got '0'"),
+    (("model", "hidden_size", "64"), "model.hidden_size: expected an int, got '64'"),
+    (("model", "hiden_size", 64), "model: unknown key 'hiden_size'"),
     ((None, "lora_rank", "8"), "lora_rank: expected an int, got '8'"),
     ((None, "lora_embed_in", 1), "lora_embed_in: expected a bool, got 1"),
     ((None, "frozen_blocks", 1), "unknown key 'frozen_blocks' (method lora takes lora_rank, lora_alpha"),
@@ -84,6 +88,19 @@ def test_method_settings_are_typed_and_write_only_the_keys_set() -> None:
     full = RunConfig.from_dict({k: v for k, v in RUN.items() if not k.startswith("lora_")} | {"method": "full"})
     assert type(full.settings) is MethodSettings and full.to_dict()["budget"] == 1e9
     assert list(full.to_dict())[:4] == ["run_id", "model", "method", "budget"]
+
+
+def test_the_model_is_typed_and_written_as_the_params_wrote_it() -> None:
+    """The params entry's keys in its order (the JSON the ids and hashes were made from); a field
+    given later (``dataclasses.replace``) follows them."""
+    entry = {"num_layers": 2, "name": "m", "source": "tiny", "hidden_size": 64, "pretrain_peak_lr": 2e-3}
+    run = RunConfig.from_dict({**RUN, "model": entry})
+    assert isinstance(run.model, ModelSpec) and (run.model.hidden_size, run.model.family) == (64, None)
+    assert json.dumps(run.to_dict()["model"]) == json.dumps(entry)
+    hub = dataclasses.replace(run.model, source="hub", id="EleutherAI/pythia-14m")
+    assert list(hub.to_dict()) == [*entry, "id"] and hub.to_dict()["source"] == "hub"
+    with pytest.raises(ValueError, match=re.escape("model: missing key 'num_layers'")):
+        RunConfig.from_dict({**RUN, "model": {"name": "m", "hidden_size": 64}})
 
 
 def test_the_method_hooks_read_no_settings_dict() -> None:
