@@ -43,6 +43,19 @@ def test_schema_enum_is_the_registry() -> None:
     assert schema["$defs"]["method"]["enum"] == list(registry.names())
 
 
+def test_each_method_types_the_keys_its_variants_write() -> None:
+    """A method's variants write only fields of its ``settings`` type, each of the declared type
+    (the hooks read them as attributes), for every model of params.yaml's suite."""
+    params = config.load_params([REPO / "params.yaml"])
+    for method in registry.REGISTRY.values():
+        for model in params["models"]:
+            for tag, cfg, _ in method.variants(model, params["train"], method.name):
+                own = {k: v for k, v in cfg.items() if k != "method"}
+                assert set(own) <= set(method.settings.keys()), (method.name, tag)
+                typed = method.settings.from_dict({k: v for k, v in own.items() if v is not None}, tag)
+                assert typed.to_dict() == {k: v for k, v in own.items() if v is not None}
+
+
 def _literal_lists(source: str, names: set[str]) -> list[tuple[int, list[str]]]:
     """(line, names) of every tuple/list/set literal, or dict's keys, naming >= 2 methods."""
     found = []
