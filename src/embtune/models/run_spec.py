@@ -20,7 +20,7 @@ import copy
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from embtune.core.ranges import check_value
 from embtune.models.flops import ParamCounts
@@ -73,7 +73,7 @@ class MethodSettings:
         return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("recipe", True))
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], where: str, *, strict: bool = True) -> Any:
+    def from_dict(cls, raw: Mapping[str, Any], where: str, *, strict: bool = True) -> Self:
         """The method's keys of ``raw`` (a run config, a variant's or a runs-table row's settings),
         type-checked as declared; ``strict``: a key the method does not take is an error."""
         unknown = [k for k in raw if k not in cls.keys()]
