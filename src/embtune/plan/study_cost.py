@@ -181,7 +181,7 @@ def disk_bytes(runs: Sequence[Mapping[str, Any]], qruns: Sequence[Mapping[str, A
     for r in runs:
         vocab = vocab_size(r["model"], tok) if r["model"].get("hidden_size") else DEFAULT_VOCAB
         full = 4.0 * (float(r["planned"]["n_total"]) + vocab * int(r["model"]["hidden_size"]))
-        adapter = methods.get(r["method"]).merged_export   # model/ holds the adapter, model_merged/ the rest
+        adapter = methods.get(r["method"]).merged_export   # trained/ holds the adapter, trained_merged/ the rest
         folders += full + (4.0 * float(r["planned"]["n_update"]) if adapter else 0.0)
         ck = full + 8.0 * trainable(RunConfig.from_dict(r), vocab)
         ckpt_max, ckpt_all = max(ckpt_max, ck), ckpt_all + ck
