@@ -17,7 +17,7 @@ from embtune.stages import train as train_stage
 from embtune.stages import train_batch
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
-RUN_FILES = ("metrics.json", "curve.csv", "manifest.json", "model")
+RUN_FILES = ("metrics.json", "curve.csv", "manifest.json", "trained")
 
 
 @pytest.fixture(scope="module")
