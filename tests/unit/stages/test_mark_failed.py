@@ -99,6 +99,30 @@ def test_mark_failed_writes_records_the_readers_take_as_failed(tmp_path) -> None
     assert pnd["status"] == "failed" and pnd["failure"]["reason"] == "killed"
 
 
+def test_a_run_folder_train_wrote_is_replaced_whatever_lies_beside_the_model(tmp_path) -> None:
+    """A run folder whose manifest names train is train's own, whatever else it holds (evaluation's
+    model/, a folder no stage writes): re-writing it replaces it whole; a folder of other things
+    without that manifest is refused, untouched."""
+    from embtune.runconfig import RunConfig
+    from embtune.stages.train import write_outputs
+    from embtune.train.loop import Result
+
+    run = run_json(tmp_path / "base", tmp_path / "data", "full", budget=2e9)
+    out = tmp_path / "runs" / run["run_id"]
+    unit = [{"kind": "train", "run": run, "out_dir": str(out), "tracking_dir": str(tmp_path / "trk"), "detail": "x"}]
+    assert mark_failed.main(["--jobs-json", json.dumps(unit)]) == 0
+    for extra in ("model", "notes"):
+        (out / extra).mkdir()
+    assert mark_failed.main(["--jobs-json", json.dumps(unit)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["curve.csv", "manifest.json", "metrics.json", "trained"]
+    other = tmp_path / "other"
+    (other / "notes").mkdir(parents=True)
+    metrics = json.loads((out / "metrics.json").read_text())
+    with pytest.raises(ValueError, match="notes"):
+        write_outputs(other, Result("failed", metrics, []), RunConfig.from_dict(run))
+    assert [p.name for p in other.iterdir()] == ["notes"]
+
+
 @pytest.mark.parametrize("units,message", [
     ('{"kind": "train"}', "expected a JSON list"),
     ('[{"kind": "gpu"}]', "unit 0: kind 'gpu' is not one of"),
