@@ -101,7 +101,7 @@ def rescore(table, out: Path, run_data: dict[str, dict], sizes: list[int]) -> di
         key = (run_data[rid]["data"]["train_dir"], t["context_length"])
         if key not in val_sets:
             val_sets[key] = open_pairs(key[0], "val", key[1])
-        model = load_embedder(out / "runs" / rid / "model", "cpu").model   # full model or merged LoRA
+        model = load_embedder(out / "runs" / rid / "trained", "cpu").model   # full model or LoRA, merged on load
         pad = int(model.config.pad_token_id or 0)
         for b in sizes:
             chunk = max(2 * b, t["gradcache_chunk"])       # one encoder pass per held-out batch

@@ -134,7 +134,7 @@ from slurm_cluster import slurm_cluster  # noqa: E402,F401  (the fixture, shared
 # the tiny saved model of the bad-input tests (tests/unit/core/test_bad_input*.py)
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, tokenizer_dir) -> Path:
-    """A tiny GPT-NeoX saved as ``embtune train`` saves a full model (run_dir/model)."""
+    """A tiny GPT-NeoX saved as ``embtune train`` saves a full model (run_dir/trained)."""
     import torch
     from transformers import AutoModel, AutoTokenizer, GPTNeoXConfig
 
@@ -143,7 +143,7 @@ def model_dir(tmp_path_factory, tokenizer_dir) -> Path:
     cfg = GPTNeoXConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
                         vocab_size=len(tok), rotary_pct=0.25, max_position_embeddings=64,
                         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-    out = tmp_path_factory.mktemp("run") / "model"
+    out = tmp_path_factory.mktemp("run") / "trained"
     AutoModel.from_config(cfg).save_pretrained(out)
     tok.save_pretrained(out)
     (out / "embedding_config.json").write_text(json.dumps({"pooling": "mean", "max_length": 16}))

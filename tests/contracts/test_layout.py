@@ -93,8 +93,9 @@ def test_every_path_matches_the_hand_written_one(expr: str) -> None:
 
 def test_file_names_match_the_hand_written_ones() -> None:
     names = {"METRICS_JSON": "metrics.json", "MANIFEST_JSON": "manifest.json", "CURVE_CSV": "curve.csv",
-             "MODEL_DIR": "model", "MTEB_JSON": "mteb.json", "MTEB_PARQUET": "mteb.parquet",
-             "MTEB_RESULTS": "mteb_results", "HUB_DIR": "hub", "PND_JSON": "pnd.json", "XNLI_COUNTS": "xnli_counts.parquet",
+             "MODEL_DIR": "model", "TRAINED_DIR": "trained", "TRAINED_MERGED_DIR": "trained_merged",
+             "MTEB_JSON": "mteb.json", "MTEB_PARQUET": "mteb.parquet",
+             "MTEB_RESULTS": "mteb_results", "PND_JSON": "pnd.json", "XNLI_COUNTS": "xnli_counts.parquet",
              "LAYER_CHANGES": "layer_changes.csv", "BASE_RUN": "base", "ENCODER_DIR": "encoder",
              "ARXIV_NEGATIVES": "negatives.parquet", "XNLI_TEST": "xnli/test.parquet"}
     assert {k: getattr(layout, k) for k in names} == names
@@ -170,7 +171,7 @@ USERS = ("evaluate/pnd_eval.py", "train/triplets.py", "stages/build_arxiv_negati
          "evaluate/query_table.py", "evaluate/paper2_tables.py", "scaling/runs_table.py", "plan/sweep.py",
          "stages/evaluate_pnd.py", "stages/tune_query.py", "stages/train.py")
 #: Names the layout owns: joining one of them onto a path by hand bypasses it.
-OWNED = {"metrics.json", "manifest.json", "curve.csv", "model", "mteb.json", "mteb.parquet", "mteb_results",
+OWNED = {"metrics.json", "manifest.json", "curve.csv", "model", "trained", "trained_merged", "mteb.json", "mteb.parquet", "mteb_results",
          "pnd.json", "xnli_counts.parquet", "layer_changes.csv", "base", "encoder", "negatives.parquet",
          "msmarco", "arxiv", "squad", "hotpotqa", "xnli", "mteb", "tokenizer", "bge", "bge_packed",
          "base_models", "runs", "query_runs", "embed_cache", "checkpoints", "analysis"}

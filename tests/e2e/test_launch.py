@@ -37,7 +37,7 @@ def test_the_rule_runs_the_launcher_quoted() -> None:
 def _safetensors(run_dir: Path) -> dict:
     from safetensors.torch import load_file
 
-    files = sorted((run_dir / "model").rglob("*.safetensors"))
+    files = sorted((run_dir / "trained").rglob("*.safetensors"))
     assert files, run_dir
     return load_file(str(files[0]))
 

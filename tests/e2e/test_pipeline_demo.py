@@ -47,8 +47,9 @@ def test_every_planned_run_trained_within_budget(demo_run: Path) -> None:
             continue
         mteb = json.loads((demo_run / f"results/demo/runs/{run['run_id']}/mteb.json").read_text())
         assert len(mteb["tasks"]) == len(params["evaluate"]["mteb"]["tasks"])
-        # the folder to upload: its card carries the scores as model-index, flagged as a subsample
-        card = ModelCard.load(demo_run / f"results/demo/runs/{run['run_id']}/hub/README.md")
+        # the run's model/ (what a user loads and uploads): its card carries the scores as
+        # model-index, flagged as a subsample
+        card = ModelCard.load(demo_run / f"results/demo/runs/{run['run_id']}/model/README.md")
         assert {r.dataset_name.split(" (")[0] for r in card.data.eval_results} == set(mteb["tasks"])
         assert all(r.dataset_split.endswith("-subsample") for r in card.data.eval_results)
     assert (table["status"] == "ok").sum() >= len(runs) // 2

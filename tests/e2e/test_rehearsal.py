@@ -54,7 +54,7 @@ import polars as pl
 import pytest
 
 from embtune.core import pnd_sets
-from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_JSON, PND_JSON, Results
+from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_JSON, PND_JSON, TRAINED_DIR, Results
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers_hub import LoopbackHub, folder_files  # noqa: E402
@@ -291,7 +291,8 @@ def test_the_diverged_run_is_a_result_not_a_stop(rehearsal: Rehearsal) -> None:
     assert rec["reason"] == "diverged" and rec["attempt"] == 1 and rec["retries"] == 2, rec
     assert rec["detail"].startswith(f"run {BIAS}: ") and "learning rate too high" in rec["detail"], rec
     assert rec["partial"]["steps"] >= 0 and "flops" in rec["partial"]
-    assert (runs.file(BIAS, MODEL_DIR) / "README.txt").read_text().startswith("failed: diverged")
+    assert (runs.file(BIAS, TRAINED_DIR) / "README.txt").read_text().startswith("failed: diverged")
+    assert "Nothing to publish" in (runs.file(BIAS, MODEL_DIR) / "README.txt").read_text()
     assert json.loads(runs.file(BIAS, MTEB_JSON).read_text())["status"] == "failed"
     assert "failed for good: diverged" in rehearsal.results.log(f"train/{BIAS}").read_text()
 

@@ -4,7 +4,7 @@
 # Query-run evaluations wait for the base evaluation so the frozen document tower's embeddings
 # are computed once and then read from the shared cache.
 
-from embtune.core.layout import BASE_RUN, HUB_DIR, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
+from embtune.core.layout import BASE_RUN, MODEL_DIR, MTEB_JSON, MTEB_PARQUET, MTEB_RESULTS, PND_JSON, XNLI_COUNTS
 
 # Reading choices of the papers (docs/fidelity.md): schema enums/integers, safe on a command line.
 PND_RULE_ARGS = [
@@ -24,12 +24,12 @@ PND_RULE_ARGS = [
 # transient folder; evaluate_mteb links each run's into runs/<run_id>/ (a local job in Snakemake's
 # own process, no interpreter start), where every reader expects them. A batch re-run re-evaluates
 # only the members whose mteb.json is out of date (embtune.stages.evaluate_mteb: eval_key). Each
-# run's hub/ (the folder to upload: its model and the card with model-index) is written here,
-# where the scores first exist, not into training's model/.
+# run's model/ (the folder to load and to upload: training's files and the card with model-index)
+# is written here, where the scores first exist; training's trained/ is never rewritten.
 rule evaluate_mteb_batch:
     input:
         metrics=lambda wildcards: mteb_batch_outputs(wildcards, "metrics"),
-        model=lambda wildcards: mteb_batch_outputs(wildcards, "model"),
+        trained=lambda wildcards: mteb_batch_outputs(wildcards, "trained"),
         data=rules.materialise_mteb.output.mteb,
     output:
         staged=temp(directory(L.results.mteb_batch("{batch}"))),
@@ -64,8 +64,8 @@ rule evaluate_mteb:
         scores=L.results.runs.file("{run}", MTEB_JSON),
         table=L.results.runs.file("{run}", MTEB_PARQUET),
         results=directory(L.results.runs.file("{run}", MTEB_RESULTS)),  # mteb's own TaskResult layout
-        # the folder to upload: model/'s files + the card with model-index (model/ stays training's)
-        hub=directory(L.results.runs.file("{run}", HUB_DIR)),
+        # the run's model: trained/'s files + the card with model-index (trained/ stays training's)
+        model=directory(L.results.runs.file("{run}", MODEL_DIR)),
     log:
         L.results.log("link_mteb/{run}"),
     params:
@@ -73,7 +73,7 @@ rule evaluate_mteb:
         src=lambda wildcards, input: str(Path(input.staged) / wildcards.run),
     shell:
         "embtune link-outputs --src {params.src:q} "
-        "--out {output.table:q} {output.results:q} {output.hub:q} {output.scores:q} > {log:q} 2>&1"
+        "--out {output.table:q} {output.results:q} {output.model:q} {output.scores:q} > {log:q} 2>&1"
 
 
 rule evaluate_pnd_base:

@@ -44,7 +44,7 @@ def _mteb_unit(run, detail):
         "scores": str(L.results.runs.file(run, MTEB_JSON)),
         "table": str(L.results.runs.file(run, MTEB_PARQUET)),
         "results": str(L.results.runs.file(run, MTEB_RESULTS)),
-        "hub": str(L.results.runs.file(run, HUB_DIR)),
+        "model": str(L.results.runs.file(run, MODEL_DIR)),
     }
 
 

@@ -429,11 +429,11 @@ def mteb_batch_json(wildcards):
     return json.dumps(
         [
             {
-                "model_dir": str(L.results.runs.file(run, MODEL_DIR)),
+                "model_dir": str(L.results.runs.file(run, TRAINED_DIR)),
                 "run_metrics": str(L.results.runs.file(run, METRICS_JSON)),
                 "out": str(staged / run / MTEB_JSON),
                 "previous": str(L.results.runs.file(run, MTEB_JSON)),
-                "hub": str(staged / run / HUB_DIR),
+                "model_out": str(staged / run / MODEL_DIR),
             }
             for run in MTEB_BATCHES[wildcards.batch]
         ]

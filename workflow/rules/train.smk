@@ -1,7 +1,8 @@
 # Base models and training: the FLOP-budgeted contrastive grid (paper 1) and the query-tower
 # tuning sweeps (paper 2). Run configs come from embtune.plan.sweep via common.smk; each rule passes
 # its run's config as JSON, so a changed hyper-parameter re-runs exactly that run (params trigger).
-from embtune.core.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.core.layout import CURVE_CSV, LAYER_CHANGES, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, TRAINED_DIR
+from embtune.core.layout import TRAINED_MERGED_DIR
 
 
 rule build_model:
@@ -84,7 +85,7 @@ if TRAIN_RUNS_PER_JOB > 1:
             metrics=L.results.runs.file("{run}", METRICS_JSON),
             curve=L.results.runs.file("{run}", CURVE_CSV),
             manifest=L.results.runs.file("{run}", MANIFEST_JSON),
-            model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+            trained=directory(L.results.runs.file("{run}", TRAINED_DIR)),
             tracking=directory(L.results.tracking("{run}")),
         log:
             L.results.log("train/{run}"),
@@ -96,10 +97,10 @@ if TRAIN_RUNS_PER_JOB > 1:
             run=run_json,
             train_code=code_version("train"),
             src=lambda wildcards, input: str(Path(input.staged) / wildcards.run),
-            merged=lambda wildcards: str(L.results.runs.file(wildcards.run, "model_merged")),
+            merged=lambda wildcards: str(L.results.runs.file(wildcards.run, TRAINED_MERGED_DIR)),
         shell:
             "embtune link-outputs --src {params.src:q} --extra {params.merged:q} --out {output.curve:q} "
-            "{output.model:q} {output.tracking:q} {output.metrics:q} {output.manifest:q} > {log:q} 2>&1"
+            "{output.trained:q} {output.tracking:q} {output.metrics:q} {output.manifest:q} > {log:q} 2>&1"
 
 else:
 
@@ -111,7 +112,7 @@ else:
             metrics=L.results.runs.file("{run}", METRICS_JSON),
             curve=L.results.runs.file("{run}", CURVE_CSV),
             manifest=L.results.runs.file("{run}", MANIFEST_JSON),
-            model=directory(L.results.runs.file("{run}", MODEL_DIR)),
+            trained=directory(L.results.runs.file("{run}", TRAINED_DIR)),
             tracking=directory(L.results.tracking("{run}")),
         log:
             L.results.log("train/{run}"),

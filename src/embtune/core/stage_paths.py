@@ -131,7 +131,7 @@ def _mteb_batch_inputs(ns: Any) -> Iterator[tuple[str, Any]]:
 
 def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
     """mteb.parquet and mteb_results/ beside --out, or beside each --runs-json run's out; each
-    run's hub folder."""
+    run's model/ folder."""
     outs = [("--out", ns.out)] if getattr(ns, "out", None) else []
     outs += [(f"--runs-json[{i}].out", r["out"]) for i, r in enumerate(_mteb_runs(ns)) if isinstance(r.get("out"), str)]
     for label, out in outs:
@@ -140,8 +140,8 @@ def _mteb_outputs(ns: Any) -> Iterator[tuple[str, Any]]:
         yield f"{label} (.parquet)", Path(out).with_suffix(".parquet")
         yield f"{label} (mteb_results)", Path(out).parent / "mteb_results"
     for i, run in enumerate(_mteb_runs(ns)):
-        if isinstance(run.get("hub"), str) and run["hub"]:
-            yield f"--runs-json[{i}].hub", run["hub"]
+        if isinstance(run.get("model_out"), str) and run["model_out"]:
+            yield f"--runs-json[{i}].model_out", run["model_out"]
 
 
 def _train_batch_members(ns: Any) -> list[dict[str, Any]]:
@@ -237,7 +237,7 @@ SPECS: dict[str, Spec] = {
     "train": Spec(outputs=("out_dir", "tracking_dir"), inout=("checkpoint_dir",), resumable=("checkpoint_dir",),
                   extra_inputs=(_run_config_paths,), need_bytes=_train_need),
     "train-batch": Spec(extra_inputs=(_train_batch_inputs,), extra_outputs=(_train_batch_outputs,)),
-    "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out", "hub_out"),
+    "evaluate-mteb": Spec(inputs=("model_dir", "run_metrics", "data_dir"), outputs=("out", "model_out"),
                           extra_inputs=(_mteb_batch_inputs,), extra_outputs=(_mteb_outputs,)),
     "model-card": Spec(outputs=("out",), extra_inputs=(_run_dir_files,)),
     "publish": Spec(inputs=("run_dir",), outputs=("out",)),

@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from embtune.core.errors import DataError
+from embtune.core.layout import MODEL_DIR, TRAINED_DIR, TRAINED_MERGED_DIR
 from embtune.data.mteb_data import RETRIEVAL_TYPES, TaskFrames, read_task_dir
 
 TIDY_SCHEMA = {"task": pl.String, "type": pl.String, "split": pl.String, "subset": pl.String,
@@ -301,7 +302,7 @@ def check_finite(model: Any, model_dir: Path) -> None:
     bad = nonfinite_parameters(model)
     if not bad:
         return
-    run_dir = model_dir.parent if model_dir.name == "model" else model_dir
+    run_dir = model_dir.parent if model_dir.name in (TRAINED_DIR, TRAINED_MERGED_DIR, MODEL_DIR) else model_dir
     name, count, size = bad[0]
     raise DataError(f"run {run_dir}: {len(bad)} parameter tensor(s) of {model_dir} hold NaN/inf "
                     f"(e.g. {name}: {count} of {size} values); expected finite weights. Training "

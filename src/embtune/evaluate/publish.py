@@ -1,11 +1,12 @@
-"""A run's model as the folder a user uploads: its weights, and a card with its MTEB scores.
+"""A run's model as the folder a user loads and uploads: its weights, and a card with its MTEB scores.
 
-Why a separate folder: the training stage's ``model/`` is an output Snakemake tracks, and the
-MTEB scores exist only after evaluation; writing the card into ``model/`` afterwards would make
-the trained model look newer than its evaluation and re-run it. So evaluation writes the folder
-to upload as an output of its own, ``runs/<run_id>/hub/`` (:func:`hub_folder`, called by
-evaluate-mteb), and ``embtune publish`` writes the same folder wherever it is asked to: hard
-links to the weights (no copy of GBs), and the card rendered with ``model-index``.
+Why a folder apart from training's: the training stage's ``trained/`` is an output Snakemake
+tracks, and the MTEB scores exist only after evaluation; writing the card into ``trained/``
+afterwards would make the trained model look newer than its evaluation and re-run it. So
+evaluation writes the run's ``model/`` as an output of its own, ``runs/<run_id>/model/``
+(:func:`model_folder`, called by evaluate-mteb), and ``embtune publish`` writes the same folder
+wherever it is asked to: hard links to the weights (no copy of GBs), and the card rendered with
+``model-index``.
 
 Scores measured on a local subsample of an MTEB task (the demo's, or any ``data.mteb.source:
 local``) are flagged as such in the card and in ``model-index`` (split ``<split>-subsample``, no
@@ -21,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from embtune.core.errors import DataError
-from embtune.core.layout import MANIFEST_JSON, METRICS_JSON, MTEB_JSON, MTEB_RESULTS
+from embtune.core.layout import (
+    MANIFEST_JSON,
+    METRICS_JSON,
+    MODEL_DIR,
+    MTEB_JSON,
+    MTEB_RESULTS,
+    TRAINED_DIR,
+    TRAINED_MERGED_DIR,
+)
 
 CARD = "README.md"
 #: Marks a folder this stage wrote: only such a folder (or none) is replaced; it is not uploaded.
@@ -75,7 +84,7 @@ def publishable(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[s
     run = manifest.get("run") or manifest.get("run_config") or {}
     if "qrun_id" in metrics:
         card = query_card(metrics, run, manifest)
-        return Publishable(_model_folder(run_dir, "model"), card, "query run", official_scores=False)
+        return Publishable(_st_folder(run_dir, MODEL_DIR), card, "query run", official_scores=False)
     scores_dir = run_dir if scores_dir is None else Path(scores_dir)
     mteb = _read(scores_dir, MTEB_JSON, required=False)
     scored = bool(mteb and mteb.get("status") == "ok")
@@ -83,13 +92,13 @@ def publishable(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[s
     results = hub_eval_results(scores_dir / MTEB_RESULTS) if scored else []
     if results and not official:
         results = flag_subsample(results)
-    card = training_card(metrics, run, manifest, mteb, results, official_scores=official)
-    merged = run_dir / "model_merged"
-    return Publishable(_model_folder(run_dir, "model_merged" if merged.is_dir() else "model"), card,
+    card = training_card(metrics, run, manifest, mteb, results, official_scores=official, published=True)
+    merged = run_dir / TRAINED_MERGED_DIR
+    return Publishable(_st_folder(run_dir, TRAINED_MERGED_DIR if merged.is_dir() else TRAINED_DIR), card,
                        "training run", official_scores=official)
 
 
-def _model_folder(run_dir: Path, name: str) -> Path:
+def _st_folder(run_dir: Path, name: str) -> Path:
     folder = run_dir / name
     if not (folder / "modules.json").is_file():
         raise DataError(f"{folder}: not a sentence-transformers folder (no modules.json); expected the "
@@ -125,9 +134,10 @@ def stage_folder(item: Publishable, out: str | os.PathLike[str]) -> Path:
     return out
 
 
-def hub_folder(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> str:
-    """Evaluation's publishable folder of a training run (``runs/<run_id>/hub/``): the model's
-    files and the card with ``model-index`` from the scores in ``scores_dir``. A run that did not
+def model_folder(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[str],
+                 out: str | os.PathLike[str]) -> str:
+    """Evaluation's ``model/`` of a training run (``runs/<run_id>/model/``): training's files
+    and the card with ``model-index`` from the scores in ``scores_dir``. A run that did not
     finish gets a folder holding only ``README.txt`` with its status and reason, so the output
     exists for every run; returns what was written."""
     from embtune.core.io import read_json
@@ -142,8 +152,16 @@ def hub_folder(run_dir: str | os.PathLike[str], scores_dir: str | os.PathLike[st
     return f"run {metrics.get('status')}, nothing to publish"
 
 
+def evaluated_model(run_dir: str | os.PathLike[str]) -> Path | None:
+    """The run's ``model/`` when evaluation wrote it with a card (:func:`model_folder`), else None
+    (a run not evaluated, an evaluation that failed, a query run: tune-query's ``model/``)."""
+    folder = Path(run_dir) / MODEL_DIR
+    done = all((folder / name).is_file() for name in (MARKER, CARD, "modules.json"))
+    return folder if done else None
+
+
 def nothing_to_publish(out: str | os.PathLike[str], why: str) -> None:
-    """A hub folder holding only ``README.txt`` saying why (a run that did not finish, an
+    """A model folder holding only ``README.txt`` saying why (a run that did not finish, an
     evaluation killed from outside): the output exists for every run, so the workflow goes on."""
     from embtune.core.io import atomic_dir
 
@@ -158,11 +176,13 @@ def upload(folder: str | os.PathLike[str], repo_id: str, *, private: bool, token
     The endpoint is huggingface_hub's own (``$HF_ENDPOINT`` for a mirror or a private hub)."""
     from huggingface_hub import HfApi, constants
 
+    from embtune.core.io import SNAKEMAKE_TIMESTAMP
+
     if constants.HF_HUB_OFFLINE:
         raise DataError("publishing needs the hub: HF_HUB_OFFLINE is set (unset it, or pass --no-upload "
                         "to write the folder only)")
     api = HfApi(token=token)
     api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
     info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
-                             commit_message=commit_message, ignore_patterns=[MARKER])
+                             commit_message=commit_message, ignore_patterns=[MARKER, SNAKEMAKE_TIMESTAMP])
     return str(info.commit_url)

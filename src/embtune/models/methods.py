@@ -96,8 +96,8 @@ class Method:
     isoflop_figure: str | None = None       # paper figure id of its IsoFLOP profile ("fig02a")
     synthetic_law: Mapping[str, float] | None = None  # modified-law truth of synthetic tables
     synthetic_settings: Mapping[str, Any] | None = None  # its train.<name> section there (paper grid)
-    #: model card (models/st_export.py): ``model/`` is an adapter and the sentence-transformers
-    #: model is the merged copy beside it, and the paragraph that says so
+    #: model card (models/st_export.py): ``trained/`` is an adapter and the sentence-transformers
+    #: model is the merged copy beside it (and the run's ``model/``), and the paragraph that says so
     merged_export: bool = False
     card_note: str = ""
     #: settings a run's metrics.json records (and its model card's method line words each, one
@@ -302,8 +302,9 @@ register(Method(
     recompute_fraction=1.0,
     isoflop_figure="fig04b", synthetic_law={**_LAW, "a_s": 10.0, "b_s": 2.0}, merged_export=True, saved_vectors=20,
     synthetic_settings={"ranks": [8, 16, 32, 64, 128, 256, 512, 1024, 2048]},   # §4.2's grid
-    card_note=("\nThis run trained a LoRA adapter: `model/` is the peft adapter (load it with peft on the "
-               "base model), `model_merged/` the merged sentence-transformers model.\n")))
+    card_note=("\nThis run trained a LoRA adapter: the run's `trained/` is the peft adapter (load it with peft "
+               "on the base model); `trained_merged/` and the run's `model/` hold the merged sentence-transformers "
+               "model.\n")))
 
 
 # ------------------------------------------------------------- counts from the instantiated model

@@ -7,12 +7,14 @@ Without it sentence-transformers guesses (mean pooling, the tokenizer's 1e30-tok
 
 Layouts (built with sentence-transformers' own modules and ``save``, so its loader reads them):
 
-* paper 1, full / freeze / bias: ``model/`` = ``Transformer`` + ``Pooling`` (``mean`` or
+* paper 1, full / freeze / bias: ``trained/`` = ``Transformer`` + ``Pooling`` (``mean`` or
   ``lasttoken`` per ``train.pooling``); the tokenizer's ``model_max_length`` and each
   ``sentence_bert_config.json``'s ``max_seq_length`` are the training context length. Paper 1
   trains without text prefixes, so its prompts are empty.
-* paper 1, LoRA: ``model/`` stays the peft adapter (loads as is, evaluation merges it);
-  ``model_merged/`` is the merged weights as a full sentence-transformers folder.
+* paper 1, LoRA: ``trained/`` stays the peft adapter (loads as is, evaluation merges it);
+  ``trained_merged/`` is the merged weights as a full sentence-transformers folder.
+* paper 1, evaluated: ``model/`` = ``trained/``'s files (LoRA: ``trained_merged/``'s) as hard
+  links and the card with the MTEB scores (:mod:`embtune.evaluate.publish`), written by evaluation.
 * paper 2, query tuning: ``model/`` is ONE model with a ``Router``: route ``query`` = the tuned
   tower, route ``document`` = the untouched base (or the tuned document tower when
   ``tune_doc_tower`` is on), so ``encode_query`` / ``encode_document`` pick the tower. The
@@ -24,8 +26,8 @@ Model card (``README.md``): written at training time from the run's metrics and 
 budget, achieved FLOPs / tokens / steps, hyper-parameters, final and held-out loss). Evaluation
 runs later in the pipeline and must not rewrite the training stage's output folder (Snakemake
 would see the model as changed), so the card names the files that hold the scores
-(``../mteb.json``, ``../mteb_results/`` in mteb's format, ``../pnd.json``); ``embtune model-card``
-(:mod:`embtune.stages.model_card`) renders the card again with the MTEB scores in it, for publishing.
+(``../mteb.json``, ``../mteb_results/`` in mteb's format, ``../pnd.json``), and evaluation renders
+it again with the MTEB scores as ``model-index`` into the run's ``model/`` (``published=True``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ from typing import Any
 
 ST_CONFIG = "sentence_bert_config.json"
 CARD = "README.md"
-MERGED_DIR = "model_merged"
 POOLING_MODES = {"mean": "mean", "last": "lasttoken"}   # embtune's name -> sentence-transformers'
 
 
@@ -214,8 +215,8 @@ def _mteb_section(mteb: Mapping[str, Any] | None, official: bool = True) -> str:
              "(mteb's own `TaskResult` files: `mteb.ResultCache(\"../mteb_results\").load_results(include_remote=False)`).")
     if not mteb or mteb.get("status") != "ok":
         return ("## Evaluation\n\nMTEB scores are not part of the training output. " + where + " Evaluation "
-                "also writes `../hub/`, the folder to upload: this model's files and this card with the "
-                "scores as `model-index`.\n")
+                "also writes `../model/`, the run's model to load and to upload: this model's files and "
+                "this card with the scores as `model-index`.\n")
     rows = [(task, score) for task, score in sorted(mteb.get("tasks", {}).items())]
     excluded = ", ".join(mteb.get("excluded") or []) or "none"
     rows.append((f"**average** (excluded: {excluded})", mteb.get("average")))
@@ -231,7 +232,7 @@ def _usage(lines: Sequence[str], path: str = "path/to/this/folder") -> str:
                       "", f'model = SentenceTransformer("{path}")', *lines, "```", ""])
 
 
-def _method_text(metrics: Mapping[str, Any]) -> str:
+def _method_text(metrics: Mapping[str, Any], published: bool = False) -> str:
     from embtune.models import methods
 
     name = str(metrics.get("method"))
@@ -239,7 +240,8 @@ def _method_text(metrics: Mapping[str, Any]) -> str:
         return name
     method = methods.get(name)
     detail = ", ".join(w.format(metrics[k]) for k, w in method.reported if metrics.get(k) is not None)
-    merged = ", merged into the weights in `model_merged/`" if method.merged_export else ""
+    merged = "" if not method.merged_export else (", merged into these weights" if published else
+                                                  ", merged into the weights in `../trained_merged/`")
     return f"{method.label} ({detail}{merged})" if detail or merged else method.label
 
 
@@ -253,14 +255,16 @@ def _registered(metrics: Mapping[str, Any]) -> Any:
 
 def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: Mapping[str, Any],
                   mteb: Mapping[str, Any] | None = None, eval_results: Sequence[Any] = (),
-                  official_scores: bool = True) -> str:
+                  official_scores: bool = True, published: bool = False) -> str:
     """Model card of a paper-1 run (contrastive fine-tuning at a FLOP budget); ``eval_results``:
     its MTEB scores as ``EvalResult`` (:func:`embtune.evaluate.mteb_card.hub_eval_results`);
-    ``official_scores`` False says in the card that they come from a local subsample."""
+    ``official_scores`` False says in the card that they come from a local subsample.
+    ``published``: the card of the run's ``model/`` (or a folder to upload), which holds the
+    merged weights of a LoRA run; else the card of training's ``trained/``."""
     t = run.get("train", {})
     budget = float(metrics.get("budget") or run.get("budget") or 0)
     flops = metrics.get("flops")
-    rows_budget = [("method", _method_text(metrics)), ("FLOP budget C", budget),
+    rows_budget = [("method", _method_text(metrics, published)), ("FLOP budget C", budget),
                    ("achieved FLOPs (2·(N_F+N_B+N_U)·tokens)", flops),
                    ("fraction of budget", metrics.get("budget_fraction")),
                    ("tokens (real, no padding)", metrics.get("tokens")),
@@ -297,7 +301,8 @@ def training_card(metrics: Mapping[str, Any], run: Mapping[str, Any], manifest: 
         f"to {metrics.get('context_length')} tokens, the training context length.", prompts_note,
         _usage(['embeddings = model.encode(["first text", "second text"])',
                 "print(model.similarity(embeddings, embeddings))"],
-               "path/to/run/model_merged" if method and method.merged_export else "path/to/this/folder"),
+               "path/to/run/trained_merged" if method and method.merged_export and not published
+               else "path/to/this/folder"),
         "## Training budget", "", _table(rows_budget), "",
         "## Hyper-parameters", "", _table(rows_hp), "",
         "## Loss", "", _table(rows_loss), "",

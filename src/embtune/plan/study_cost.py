@@ -182,7 +182,7 @@ def disk_bytes(runs: Sequence[Mapping[str, Any]], qruns: Sequence[Mapping[str, A
         run = RunConfig.from_dict(r)
         vocab = vocab_size(run.model, tok)
         full = 4.0 * (float(run.planned.counts.n_total) + vocab * int(run.model.hidden_size))
-        adapter = methods.get(run.method).merged_export   # model/ holds the adapter, model_merged/ the rest
+        adapter = methods.get(run.method).merged_export   # trained/ holds the adapter, trained_merged/ the rest
         folders += full + (4.0 * float(run.planned.counts.n_update) if adapter else 0.0)
         ck = full + 8.0 * trainable(run, vocab)
         ckpt_max, ckpt_all = max(ckpt_max, ck), ckpt_all + ck

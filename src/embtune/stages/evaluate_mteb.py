@@ -13,10 +13,11 @@ materialised data. A member whose previous ``mteb.json`` (``previous``) has the 
 reused (its three outputs copied), not re-evaluated: a changed run does not re-evaluate its
 batch-mates.
 
-The folder to upload (``--hub-out``, or a batch run's ``hub``): the run's model files as hard
-links and its card with ``model-index`` from these scores (:func:`embtune.evaluate.publish.hub_folder`),
-rebuilt on every call (links and a card: milliseconds). Why here: the scores exist only now, and
-training's ``model/`` is training's output, which no later stage may rewrite.
+The run's ``model/`` (``--model-out``, or a batch run's ``model_out``): training's files
+(``trained/``; LoRA: ``trained_merged/``) as hard links and the card with ``model-index`` from these
+scores (:func:`embtune.evaluate.publish.model_folder`), the folder to load and to upload, rebuilt
+on every call (links and a card: milliseconds). Why here: the scores exist only now, and
+training's ``trained/`` is training's output, which no later stage may rewrite.
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="tokens per text (default: the checkpoint's training context length)")
     p.add_argument("--device", default=None)
     p.add_argument("--out", type=Path, default=None, help="mteb.json (mteb.parquet goes beside it)")
-    p.add_argument("--hub-out", type=Path, default=None,
-                   help="also write the run's folder to upload (model files + card with model-index); "
+    p.add_argument("--model-out", type=Path, default=None,
+                   help="also write the run's model/ (the checkpoint's files + card with model-index); "
                         "needs --run-metrics in the run directory")
     p.add_argument("--runs-json", default=None,
-                   help='a batch: JSON list of {"model_dir", "run_metrics", "out", "previous", "hub"} (previous: '
-                        "the run's current mteb.json, reused when its eval_key still matches; hub: as --hub-out)")
+                   help='a batch: JSON list of {"model_dir", "run_metrics", "out", "previous", "model_out"} '
+                        "(previous: the run's current mteb.json, reused when its eval_key still matches; "
+                        "model_out: as --model-out)")
     p.add_argument("--code-version", default="", help="this stage's code hash (part of eval_key)")
     return p
 
@@ -97,7 +99,7 @@ def _batch(args: argparse.Namespace) -> list[dict[str, Any]]:
         if args.model_dir is None or args.out is None:
             raise DataError("evaluate-mteb: give --model-dir and --out, or --runs-json")
         return [{"model_dir": args.model_dir, "run_metrics": args.run_metrics, "out": args.out, "previous": None,
-                 "hub": args.hub_out}]
+                 "model_out": args.model_out}]
     try:
         runs = json.loads(args.runs_json)
     except json.JSONDecodeError as err:
@@ -112,28 +114,28 @@ def _batch(args: argparse.Namespace) -> list[dict[str, Any]]:
         out.append({"model_dir": Path(run["model_dir"]), "out": Path(run["out"]),
                     "run_metrics": Path(run["run_metrics"]) if run.get("run_metrics") else None,
                     "previous": Path(run["previous"]) if run.get("previous") else None,
-                    "hub": Path(run["hub"]) if run.get("hub") else None})
+                    "model_out": Path(run["model_out"]) if run.get("model_out") else None})
     return out
 
 
-def _check_hubs(runs: list[dict[str, Any]], batch: bool) -> list[dict[str, Any]]:
-    """Before any work: a hub folder is written from the run directory holding metrics.json."""
+def _check_model_outs(runs: list[dict[str, Any]], batch: bool) -> list[dict[str, Any]]:
+    """Before any work: a run's model/ is written from the run directory holding metrics.json."""
     for i, run in enumerate(runs):
-        if run["hub"] is not None and run["run_metrics"] is None:
-            label = f"--runs-json[{i}].hub" if batch else "--hub-out"
+        if run["model_out"] is not None and run["run_metrics"] is None:
+            label = f"--runs-json[{i}].model_out" if batch else "--model-out"
             raise DataError(f"{label}: needs the run's metrics.json (--run-metrics, or run_metrics in "
                             "--runs-json): the card is written from the run directory that holds it")
     return runs
 
 
-def _write_hub(run: dict[str, Any]) -> None:
-    """The run's folder to upload, from the scores just written beside its ``out``."""
-    from embtune.evaluate.publish import hub_folder
+def _write_model(run: dict[str, Any]) -> None:
+    """The run's model/ with its card, from the scores just written beside its ``out``."""
+    from embtune.evaluate.publish import model_folder
 
-    if run["hub"] is None:
+    if run["model_out"] is None:
         return
-    what = hub_folder(run["run_metrics"].parent, run["out"].parent, run["hub"])
-    print(f"{STAGE}: {run['hub']}: {what}")
+    what = model_folder(run["run_metrics"].parent, run["out"].parent, run["model_out"])
+    print(f"{STAGE}: {run['model_out']}: {what}")
 
 
 def eval_key(revision: str, args: argparse.Namespace, data: str) -> str:
@@ -176,7 +178,7 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
         _skipped(out, args.exclude_from_average, metrics, tidy_path, results_dir)
         return "skipped"
     if not model_dir.is_dir():
-        raise DataError(f"--model-dir {model_dir}: directory not found; expected the run's model/ folder")
+        raise DataError(f"--model-dir {model_dir}: directory not found; expected the run's trained/ folder")
     revision = model_revision(model_dir)
     key = eval_key(revision, args, data) if data is not None else None
     if key is not None and _reuse(run["previous"], out, key):
@@ -213,13 +215,13 @@ def evaluate_run(args: argparse.Namespace, run: dict[str, Any], data: str | None
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    runs = _check_hubs(_batch(args), batch=args.runs_json is not None)
+    runs = _check_model_outs(_batch(args), batch=args.runs_json is not None)
     # the data's fingerprint enters every run's eval_key (a batch only: one run has nothing to reuse)
     data = dir_fingerprint(args.data_dir) if args.runs_json is not None and args.data_dir.is_dir() else None
     done = []
     for run in runs:
         done.append(evaluate_run(args, run, data))
-        _write_hub(run)
+        _write_model(run)
     if len(runs) > 1:
         print(f"{STAGE}: {len(runs)} runs: " + ", ".join(f"{done.count(k)} {k}" for k in
                                                         ("evaluated", "reused", "skipped")))

@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="outputs, each linked from SRC/<its name>, in this order (commit marker last)")
     ap.add_argument("--extra", type=Path, nargs="*", default=[],
                     help="linked first, from SRC/<its name>, where SRC has it (an undeclared folder a run "
-                         "may write beside its outputs: LoRA's model_merged/)")
+                         "may write beside its outputs: LoRA's trained_merged/)")
     return ap
 
 

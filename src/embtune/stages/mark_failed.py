@@ -35,7 +35,7 @@ STAGE = "mark-failed"
 REASON = "killed"
 KINDS = ("train", "query", "mteb", "pnd")
 _KEYS = {"train": ("run", "out_dir", "tracking_dir"), "query": ("run", "out_dir", "tracking_dir"),
-         "mteb": ("scores", "table", "results", "hub"), "pnd": ("pnd", "xnli")}
+         "mteb": ("scores", "table", "results", "model"), "pnd": ("pnd", "xnli")}
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -110,8 +110,8 @@ def _mteb(unit: dict[str, Any], attempt: int, retries: int) -> str:
     # its own failure (embtune status counts it), unlike the record of a run training lost
     record = {**read_json(scores), "failure": {"reason": REASON, "attempt": attempt, "retries": retries,
                                                "detail": detail}}
-    nothing_to_publish(unit["hub"], f"MTEB evaluation failed ({REASON}: {detail}): no card with scores yet. "
-                                    "Delete mteb.json to evaluate again.")
+    nothing_to_publish(unit["model"], f"MTEB evaluation failed ({REASON}: {detail}): no card with scores yet; "
+                                      "the trained model is in ../trained/. Delete mteb.json to evaluate again.")
     write_json(scores, record)        # the commit marker, last
     return str(scores)
 

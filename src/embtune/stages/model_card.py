@@ -1,9 +1,9 @@
 """``embtune model-card``: render a run's model card again, with its MTEB scores.
 
 Why a command: the card is written at training time, before evaluation; the training stage's
-``model/`` folder must not be rewritten by a later stage (Snakemake would see the model as
-changed), so the card with scores is a separate, explicit step. ``embtune publish`` writes the
-same card into the folder it uploads.
+``trained/`` folder must not be rewritten by a later stage (Snakemake would see the model as
+changed), so evaluate-mteb writes the card with scores into the run's ``model/``, and this
+command prints the same card anywhere (``embtune publish`` writes it into the folder it uploads).
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """``embtune publish``: a finished run's model, with its card, as a Hub repository.
 
-The folder uploaded is ``--out`` (default ``publish/<repo name>``): the run's sentence-transformers
-model (the merged one for LoRA) as hard links, and its card with ``model-index`` from the run's
-MTEB results (flagged when they come from a local subsample) and ``base_model`` = the Hub id the
-base weights come from (:mod:`embtune.evaluate.publish`). Upload is huggingface_hub's
-``upload_folder`` to ``$HF_ENDPOINT`` (the Hub by default); ``--no-upload`` stops after the folder.
+The folder uploaded is the run's ``model/`` as evaluate-mteb wrote it: the run's
+sentence-transformers model (the merged one for LoRA) as hard links, and its card with
+``model-index`` from the run's MTEB results (flagged when they come from a local subsample) and
+``base_model`` = the Hub id the base weights come from, or none for a model built here
+(:mod:`embtune.evaluate.publish`). With ``--out``, or for a run without that folder (not
+MTEB-evaluated, or a query run), the same folder is written to ``--out`` (default
+``publish/<repo name>``) first. Upload is huggingface_hub's ``upload_folder`` to ``$HF_ENDPOINT``
+(the Hub by default); ``--no-upload`` stops after the folder.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="embtune publish", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path, help="a finished run: runs/<run_id> or query_runs/<model>/<qrun_id>")
     ap.add_argument("--repo-id", type=_repo_id, required=True, help="the Hub repository, <owner>/<name>")
-    ap.add_argument("--out", type=Path, default=None, help="the folder to upload (default: publish/<repo name>)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="write the folder to upload here (default: the run's model/ as evaluation wrote it, "
+                         "else publish/<repo name>)")
     ap.add_argument("--private", action="store_true", help="create the repository private")
     ap.add_argument("--no-upload", action="store_true", help="write the folder only")
     ap.add_argument("--token", default=None, help="a Hub token (default: huggingface_hub's login or $HF_TOKEN)")
@@ -36,14 +41,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from embtune.evaluate.publish import publishable, stage_folder, upload
+    from embtune.evaluate.publish import CARD, evaluated_model, publishable, stage_folder, upload
 
     args = _parser().parse_args(argv)
-    out = args.out or Path("publish") / args.repo_id.split("/")[1]
-    item = publishable(args.run_dir)
-    stage_folder(item, out)
-    print(f"publish: {out} ({item.kind} from {item.model_dir.name}/; card with "
-          f"{'model-index' if 'model-index' in item.card else 'no MTEB scores'}"
+    item = publishable(args.run_dir)          # a finished run, or a clear error
+    out = evaluated_model(args.run_dir) if args.out is None else None
+    if out is not None:
+        card, source = out.joinpath(CARD).read_text(encoding="utf-8"), "the run's own, as evaluation wrote it"
+    else:
+        out = args.out or Path("publish") / args.repo_id.split("/")[1]
+        stage_folder(item, out)
+        card, source = item.card, f"written from {item.model_dir.name}/"
+    print(f"publish: {out} ({item.kind}, {source}; card with "
+          f"{'model-index' if 'model-index' in card else 'no MTEB scores'}"
           f"{'' if item.official_scores else ', scores flagged as a local subsample'})")
     if args.no_upload:
         return 0

@@ -25,7 +25,15 @@ import torch
 
 from embtune.core.errors import DataError, one_line
 from embtune.core.io import check_replaceable
-from embtune.core.layout import CURVE_CSV, HUB_DIR, MANIFEST_JSON, METRICS_JSON, MODEL_DIR, MTEB_RESULTS
+from embtune.core.layout import (
+    CURVE_CSV,
+    MANIFEST_JSON,
+    METRICS_JSON,
+    MODEL_DIR,
+    MTEB_RESULTS,
+    TRAINED_DIR,
+    TRAINED_MERGED_DIR,
+)
 from embtune.core.model_files import check_model_folder
 from embtune.core.stage_paths import exclusive_lock
 from embtune.jobs import progress
@@ -45,14 +53,14 @@ def curve_csv(curve: Sequence[dict[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RUN_SUBDIRS = (MODEL_DIR, "model_merged", MTEB_RESULTS, HUB_DIR)   # a run directory's own sub-folders
+RUN_SUBDIRS = (TRAINED_DIR, TRAINED_MERGED_DIR, MTEB_RESULTS, MODEL_DIR)   # a run directory's own sub-folders
 
 
 def save_model_dir(path: Path, result: Result, run: RunConfig, card: str) -> None:
     """A sentence-transformers folder (``embtune.models.st_export``: Transformer + Pooling,
     ``max_seq_length`` = context length, model card) plus ``embedding_config.json`` for
-    :mod:`embtune.models.embedder`. LoRA: ``model/`` stays the peft adapter on the base dir (it
-    loads as is) and ``model_merged/`` beside it holds the merged sentence-transformers folder."""
+    :mod:`embtune.models.embedder`. LoRA: ``trained/`` stays the peft adapter on the base dir (it
+    loads as is) and ``trained_merged/`` beside it holds the merged sentence-transformers folder."""
     from transformers import AutoTokenizer
 
     from embtune.core.io import write_json
@@ -66,7 +74,7 @@ def save_model_dir(path: Path, result: Result, run: RunConfig, card: str) -> Non
         model.save_pretrained(str(path), safe_serialization=True)
         AutoTokenizer.from_pretrained(run.base_model_dir).save_pretrained(str(path))
         (path / st_export.CARD).write_text(card, encoding="utf-8")
-        st_export.save_merged_adapter(path, path.parent / st_export.MERGED_DIR, pooling=pooling,
+        st_export.save_merged_adapter(path, path.parent / TRAINED_MERGED_DIR, pooling=pooling,
                                       max_seq_length=context, card=card)
     else:
         st_export.save_run_model(model, path, run.base_model_dir, pooling=pooling,
@@ -81,18 +89,18 @@ def write_outputs(out_dir: Path, result: Result, run: RunConfig, code_version: s
     from embtune.core.io import atomic_dir, provenance, write_json, write_text
     from embtune.models.st_export import training_card
 
-    check_replaceable(out_dir, RUN_SUBDIRS)
+    check_replaceable(out_dir, RUN_SUBDIRS, stage=STAGE)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     as_json = run.to_dict()              # the config's JSON form, as the manifest records it
     extra = {"code_version": code_version} if code_version else {}   # train-batch's reuse check
     manifest = provenance(stage="train", run=as_json, seed=run.seed, device=device,
                           threads=torch.get_num_threads(), **extra)
     with atomic_dir(out_dir) as tmp:
-        (tmp / MODEL_DIR).mkdir()
+        (tmp / TRAINED_DIR).mkdir()
         if result.status == "ok":
-            save_model_dir(tmp / MODEL_DIR, result, run, training_card(result.metrics, as_json, manifest))
+            save_model_dir(tmp / TRAINED_DIR, result, run, training_card(result.metrics, as_json, manifest))
         else:
-            (tmp / MODEL_DIR / "README.txt").write_text(failures.readme(result.metrics))
+            (tmp / TRAINED_DIR / "README.txt").write_text(failures.readme(result.metrics))
         write_text(tmp / CURVE_CSV, curve_csv(result.curve))
         write_json(tmp / METRICS_JSON, result.metrics)
         write_json(tmp / MANIFEST_JSON, manifest)
@@ -147,7 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = read_run_config(args.run_config_json, args.runtime_json)
     if args.no_progress:
         progress.disable()
-    check_replaceable(args.out_dir, RUN_SUBDIRS)      # before training, not after it
+    # before training, not after it; a folder whose manifest names this stage is its own, whatever
+    # evaluation put beside the model
+    check_replaceable(args.out_dir, RUN_SUBDIRS, stage=STAGE)
     check_model_folder(run.base_model_dir)            # sizes checked before any model is built
     if int(os.environ.get("RANK", "0")) != 0:         # a distributed run: rank 0 holds the lock
         return _train(args, run)

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from embtune.core.errors import DataError
-from embtune.core.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, MODEL_DIR
+from embtune.core.layout import CURVE_CSV, MANIFEST_JSON, METRICS_JSON, TRAINED_DIR, TRAINED_MERGED_DIR
 from embtune.jobs import batch_members, progress
 
 STAGE = "train-batch"
 MEMBER_KEYS = ("run", "stage", "checkpoint", "previous", "previous_tracking")
-# What `embtune train` writes into a run folder (LoRA adds model_merged/ beside model/)
-RUN_FILES = (METRICS_JSON, CURVE_CSV, MODEL_DIR, "model_merged", MANIFEST_JSON)
+# What `embtune train` writes into a run folder (LoRA adds trained_merged/ beside trained/)
+RUN_FILES = (METRICS_JSON, CURVE_CSV, TRAINED_DIR, TRAINED_MERGED_DIR, MANIFEST_JSON)
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:

@@ -116,7 +116,8 @@ def failure_of(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def readme(metrics: dict[str, Any]) -> str:
-    """``model/README.txt`` of a run without a model (skipped or failed)."""
+    """``trained/README.txt`` (train) or ``model/README.txt`` (tune-query) of a run without a model
+    (skipped or failed)."""
     rec = failure_of(metrics)
     if rec:
         return f"failed: {rec.get('reason')} (attempt {rec.get('attempt')}): {rec.get('detail')}\n"

@@ -285,7 +285,7 @@ def evaluate_mteb(model: Path, out: Path) -> int:
 def test_corrupt_safetensors_in_a_run_dir(tmp_path, capsys, model_dir, kind, how):
     run = tmp_path / "run"
     run.mkdir()
-    model = (lora_dir(model_dir, run / "model") if kind == "lora" else copy_dir(model_dir, run / "model"))
+    model = (lora_dir(model_dir, run / "trained") if kind == "lora" else copy_dir(model_dir, run / "trained"))
     weights = model / ("adapter_model.safetensors" if kind == "lora" else "model.safetensors")
     data = weights.read_bytes()
     weights.write_bytes({"truncated": data[:len(data) // 2], "header": data[:8] + b"#" * 16 + data[24:],
@@ -308,7 +308,7 @@ def test_nan_weights_are_refused_before_mteb(tmp_path, capsys, model_dir):
     import torch
     from safetensors.torch import load_file, save_file
 
-    model = copy_dir(model_dir, tmp_path / "run-7" / "model")
+    model = copy_dir(model_dir, tmp_path / "run-7" / "trained")
     weights = load_file(model / "model.safetensors")
     name = sorted(k for k in weights if k.endswith("dense_h_to_4h.weight"))[0]
     weights[name].view(-1)[[3, 5, 8]] = torch.tensor([math.nan, math.inf, math.nan])

@@ -326,7 +326,7 @@ CONFIG_CASES = {"no-hidden": "hidden_size", "no-layers": "num_hidden_layers", "n
 
 @pytest.mark.parametrize("case", list(CONFIG_CASES))
 def test_model_config_is_checked_before_any_model_is_built(tmp_path, capsys, model_dir, case):
-    model = shutil.copytree(model_dir, tmp_path / "run" / "model")
+    model = shutil.copytree(model_dir, tmp_path / "run" / "trained")
     _edit_config(model, case)
     before = snapshot(model)
     out = tmp_path / "run" / "mteb.json"
@@ -386,7 +386,7 @@ def _break_tokenizer(folder: Path, case: str) -> Path:
 @pytest.mark.parametrize("stage", ["prepare-bge", "build-model", "evaluate-mteb"])
 def test_broken_tokenizer_file_is_named(tmp_path, capsys, tokenizer_dir, model_dir, stage, case):
     if stage == "evaluate-mteb":
-        folder = shutil.copytree(model_dir, tmp_path / "run" / "model")
+        folder = shutil.copytree(model_dir, tmp_path / "run" / "trained")
     else:
         folder = shutil.copytree(tokenizer_dir, tmp_path / "tok")
     path = _break_tokenizer(folder, case)
@@ -417,7 +417,7 @@ class _Payload:
 def test_pickle_weights_are_refused_and_never_unpickled(tmp_path, capsys, model_dir, name):
     import pickle
 
-    model = shutil.copytree(model_dir, tmp_path / "run" / "model")
+    model = shutil.copytree(model_dir, tmp_path / "run" / "trained")
     marker = tmp_path / "unpickled"
     (model / name).write_bytes(pickle.dumps(_Payload(marker)))
     out = tmp_path / "run" / "mteb.json"

@@ -123,8 +123,8 @@ def test_side_files_are_outputs_checked_the_same_way(tmp_path, capsys, stage, si
 def batch(tmp_path) -> Path:
     """A batch job's folder for link-outputs: the quickest stage that writes (no heavy imports)."""
     src = tmp_path / "batch"
-    (src / "model").mkdir(parents=True)
-    (src / "model" / "weights.bin").write_bytes(b"new weights")
+    (src / "trained").mkdir(parents=True)
+    (src / "trained" / "weights.bin").write_bytes(b"new weights")
     (src / "metrics.json").write_text('{"loss": 1.0}\n')
     return src
 
@@ -150,15 +150,15 @@ def test_own_earlier_output_is_replaced_and_force_overrides(tmp_path, capsys, ba
 
 
 def test_a_folder_of_related_outputs_and_an_empty_folder_are_replaceable(tmp_path, batch):
-    """A run's model/ written by train may be replaced by link-outputs (the batch form of the
+    """A run's trained/ written by train may be replaced by link-outputs (the batch form of the
     same outputs); an empty folder holds nothing to lose."""
-    model = tmp_path / "run" / "model"
+    model = tmp_path / "run" / "trained"
     model.mkdir(parents=True)
     (model / "old.bin").write_bytes(b"old")
     mark(model, "train")
-    (tmp_path / "run2" / "model").mkdir(parents=True)
+    (tmp_path / "run2" / "trained").mkdir(parents=True)
     assert cli_main(_link(batch, model)) == 0 and (model / "weights.bin").is_file()
-    assert cli_main(_link(batch, tmp_path / "run2" / "model")) == 0
+    assert cli_main(_link(batch, tmp_path / "run2" / "trained")) == 0
 
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path, capsys, batch):
@@ -196,7 +196,7 @@ def test_evaluate_mteb_keeps_the_previous_result_on_bad_input(tmp_path, capsys):
         (run / name).write_bytes(data)
         mark(run / name, "evaluate-mteb")
     (tmp_path / "mteb").mkdir()
-    argv = ["evaluate-mteb", "--model-dir", str(run / "model"), "--tasks", "STS15", "--data-dir",
+    argv = ["evaluate-mteb", "--model-dir", str(run / "trained"), "--tasks", "STS15", "--data-dir",
             str(tmp_path / "mteb"), "--out", str(run / "mteb.json")]
     before = tree(tmp_path)
     line = one_line(cli_main(argv), capsys.readouterr().err, "evaluate-mteb")

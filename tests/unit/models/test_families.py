@@ -445,7 +445,7 @@ def test_training_entry_point_per_family(tmp_path, family_bases, family: str, me
     assert (metrics["n_total"], metrics["n_forward"], metrics["n_backward"], metrics["n_update"]) == want
     assert metrics["flops"] == 2 * sum(want[1:]) * metrics["tokens"]
     # The saved model (LoRA: an adapter, merged on load) embeds as the trained one did.
-    embedder = load_embedder(tmp_path / "out" / "model", device="cpu")
+    embedder = load_embedder(tmp_path / "out" / "trained", device="cpu")
     texts = ["the query text", "a passage about search and retrieval data"]
     vectors = embedder.encode(texts)
     trained = loop.train_run(RunConfig.from_dict(run), tmp_path / "ck2").model.eval()

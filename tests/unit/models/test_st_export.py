@@ -1,6 +1,6 @@
 """Trained paper-1 runs are native sentence-transformers folders.
 
-The bar: ``SentenceTransformer(<run>/model)`` loads with no warning, ``max_seq_length`` equals the
+The bar: ``SentenceTransformer(<run>/trained)`` loads with no warning, ``max_seq_length`` equals the
 training context length, and it embeds exactly as training did. The reference embeddings are
 computed here by hand (the saved ``AutoModel``'s hidden states, masked mean / last real token),
 not by embtune's own embedder."""
@@ -16,7 +16,7 @@ import torch
 from helpers_st import load_quietly
 from helpers_train import make_base_model, make_shards, one_thread, run_config
 
-from embtune.models import st_export
+from embtune.core.layout import TRAINED_DIR, TRAINED_MERGED_DIR
 from embtune.stages import train as train_stage
 from embtune.train import loop
 
@@ -63,7 +63,7 @@ def _reference(model_dir, texts, pooling: str, module=None) -> np.ndarray:
 def test_trained_run_is_a_sentence_transformers_folder(tmp_path, fixture_dirs, caplog, method, pooling):
     base, data = fixture_dirs
     _, res, out = _train(tmp_path, base, data, method, pooling=pooling)
-    model_dir = out / "model"
+    model_dir = out / TRAINED_DIR
     modules = json.loads((model_dir / "modules.json").read_text())
     assert [m["path"] for m in modules] == ["", "1_Pooling"]
     assert json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"] == CONTEXT
@@ -92,21 +92,22 @@ def test_lora_run_keeps_the_adapter_and_writes_a_merged_folder(tmp_path, fixture
 
     base, data = fixture_dirs
     run, res, out = _train(tmp_path, base, data, "lora")
-    adapter = json.loads((out / "model" / "adapter_config.json").read_text())
+    adapter = json.loads((out / TRAINED_DIR / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(base)             # the adapter, as before
-    merged_dir = out / st_export.MERGED_DIR
+    merged_dir = out / TRAINED_MERGED_DIR
     st = load_quietly(merged_dir, caplog)
     assert st.max_seq_length == CONTEXT
     assert not any("lora" in n for n, _ in st.named_parameters())
     # reference: the unmerged peft model from training, by hand
-    ref = _reference(out / "model", TEXTS, "mean", res.model)
+    ref = _reference(out / TRAINED_DIR, TEXTS, "mean", res.model)
     np.testing.assert_allclose(st.encode(TEXTS, batch_size=3), ref, atol=1e-4)
-    np.testing.assert_allclose(load_embedder(out / "model", device="cpu").encode(TEXTS), ref, atol=1e-4)
+    np.testing.assert_allclose(load_embedder(out / TRAINED_DIR, device="cpu").encode(TEXTS), ref, atol=1e-4)
     assert "LoRA (rank 4" in (merged_dir / "README.md").read_text()
-    # a re-run may replace the run directory that holds model_merged/ and mteb_results/
+    # a re-run may replace the run directory that holds trained_merged/, mteb_results/ and model/
     (out / "mteb_results").mkdir()
+    (out / "model").mkdir()
     train_stage.write_outputs(out, res, run)
-    assert (out / st_export.MERGED_DIR / "modules.json").is_file()
+    assert (out / TRAINED_MERGED_DIR / "modules.json").is_file()
 
 
 def test_model_card_cli_adds_mteb_scores(tmp_path, fixture_dirs):
@@ -121,7 +122,7 @@ def test_model_card_cli_adds_mteb_scores(tmp_path, fixture_dirs):
     card = card_path.read_text()
     assert "| STS15 | 0.1235 |" in card and "| **average** (excluded: Tatoeba) | 0.1235 |" in card
     assert res.metrics["run_id"] in card
-    assert "MTEB scores are not part" in (out / "model" / "README.md").read_text()
+    assert "MTEB scores are not part" in (out / TRAINED_DIR / "README.md").read_text()
 
 
 def test_the_quiet_loader_fails_on_either_kind_of_warning(tmp_path, fixture_dirs, caplog):
@@ -133,11 +134,11 @@ def test_the_quiet_loader_fails_on_either_kind_of_warning(tmp_path, fixture_dirs
     base, data = fixture_dirs
     _, _, out = _train(tmp_path, base, data, "full")
     unknown = tmp_path / "unknown_key"
-    shutil.copytree(out / "model", unknown)
+    shutil.copytree(out / TRAINED_DIR, unknown)
     cfg = json.loads((unknown / "sentence_bert_config.json").read_text())
     (unknown / "sentence_bert_config.json").write_text(json.dumps({**cfg, "processing_kwargs": {"bogus": {}}}))
     missing = tmp_path / "missing_weight"
-    shutil.copytree(out / "model", missing)
+    shutil.copytree(out / TRAINED_DIR, missing)
     tensors = load_file(missing / "model.safetensors")
     dropped = next(k for k in sorted(tensors) if k.endswith("final_layer_norm.weight"))
     save_file({k: v for k, v in tensors.items() if k != dropped}, missing / "model.safetensors",
@@ -145,4 +146,4 @@ def test_the_quiet_loader_fails_on_either_kind_of_warning(tmp_path, fixture_dirs
     for folder, needle in ((unknown, "bogus"), (missing, "final_layer_norm")):
         with pytest.raises(AssertionError, match=needle):
             load_quietly(folder, caplog)
-    load_quietly(out / "model", caplog)          # and the real folder still passes
+    load_quietly(out / TRAINED_DIR, caplog)          # and the real folder still passes

@@ -78,7 +78,7 @@ def test_mark_failed_writes_records_the_readers_take_as_failed(tmp_path) -> None
     units = [{"kind": "train", "run": run, "out_dir": str(out), "tracking_dir": str(tmp_path / "trk"),
               "detail": "rule train_contrastive failed for good; SLURM job 9"},
              {"kind": "mteb", "scores": str(mteb / "mteb.json"), "table": str(mteb / "mteb.parquet"),
-              "results": str(mteb / "mteb_results"), "hub": str(mteb / "hub"), "detail": "node failure"},
+              "results": str(mteb / "mteb_results"), "model": str(mteb / "model"), "detail": "node failure"},
              {"kind": "pnd", "pnd": str(tmp_path / "q" / "pnd.json"), "xnli": str(tmp_path / "q" / "xnli.parquet"),
               "detail": "OUT_OF_MEMORY"}]
     assert mark_failed.main(["--jobs-json", json.dumps(units), "--retries", "2"]) == 0
@@ -86,7 +86,7 @@ def test_mark_failed_writes_records_the_readers_take_as_failed(tmp_path) -> None
     assert metrics["status"] == "failed" and metrics["method"] == "full" and metrics["budget"] == 2e9
     assert metrics["failure"]["reason"] == "killed" and metrics["failure"]["attempt"] == 3
     assert metrics["failure"]["detail"].endswith("SLURM job 9")
-    assert (out / "model" / "README.txt").read_text().startswith("failed: killed (attempt 3)")
+    assert (out / "trained" / "README.txt").read_text().startswith("failed: killed (attempt 3)")
     assert json.loads((out / "manifest.json").read_text())["run"]["run_id"] == run["run_id"]
     assert (tmp_path / "trk").is_dir()
     table = build_table([run_row(run["run_id"], metrics, {}, None)])
@@ -94,9 +94,33 @@ def test_mark_failed_writes_records_the_readers_take_as_failed(tmp_path) -> None
     scores = json.loads((mteb / "mteb.json").read_text())
     assert scores["status"] == "failed" and "node failure" in scores["skip_reason"]
     assert pl.read_parquet(mteb / "mteb.parquet").height == 0
-    assert (mteb / "hub" / "README.txt").read_text().startswith("MTEB evaluation failed (killed: node failure)")
+    assert (mteb / "model" / "README.txt").read_text().startswith("MTEB evaluation failed (killed: node failure)")
     pnd = json.loads((tmp_path / "q" / "pnd.json").read_text())
     assert pnd["status"] == "failed" and pnd["failure"]["reason"] == "killed"
+
+
+def test_a_run_folder_train_wrote_is_replaced_whatever_lies_beside_the_model(tmp_path) -> None:
+    """A run folder whose manifest names train is train's own, whatever else it holds (evaluation's
+    model/, a folder no stage writes): re-writing it replaces it whole; a folder of other things
+    without that manifest is refused, untouched."""
+    from embtune.runconfig import RunConfig
+    from embtune.stages.train import write_outputs
+    from embtune.train.loop import Result
+
+    run = run_json(tmp_path / "base", tmp_path / "data", "full", budget=2e9)
+    out = tmp_path / "runs" / run["run_id"]
+    unit = [{"kind": "train", "run": run, "out_dir": str(out), "tracking_dir": str(tmp_path / "trk"), "detail": "x"}]
+    assert mark_failed.main(["--jobs-json", json.dumps(unit)]) == 0
+    for extra in ("model", "notes"):
+        (out / extra).mkdir()
+    assert mark_failed.main(["--jobs-json", json.dumps(unit)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["curve.csv", "manifest.json", "metrics.json", "trained"]
+    other = tmp_path / "other"
+    (other / "notes").mkdir(parents=True)
+    metrics = json.loads((out / "metrics.json").read_text())
+    with pytest.raises(ValueError, match="notes"):
+        write_outputs(other, Result("failed", metrics, []), RunConfig.from_dict(run))
+    assert [p.name for p in other.iterdir()] == ["notes"]
 
 
 @pytest.mark.parametrize("units,message", [

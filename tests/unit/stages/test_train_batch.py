@@ -17,7 +17,7 @@ from embtune.stages import train as train_stage
 from embtune.stages import train_batch
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
-RUN_FILES = ("metrics.json", "curve.csv", "manifest.json", "model")
+RUN_FILES = ("metrics.json", "curve.csv", "manifest.json", "trained")
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +82,8 @@ def test_a_batch_trains_each_run_as_train_does_and_reuses_what_is_up_to_date(dir
     assert _batch(changed, tmp_path, tmp_path / "b2") == 0
     assert "2 runs: 1 trained, 1 reused" in capsys.readouterr().out
     bias = runs[1]["run_id"]
-    assert os.path.samefile(tmp_path / "b2" / bias / "model" / "model.safetensors",
-                            tmp_path / "runs" / bias / "model" / "model.safetensors")
+    assert os.path.samefile(tmp_path / "b2" / bias / "trained" / "model.safetensors",
+                            tmp_path / "runs" / bias / "trained" / "model.safetensors")
     full = changed[0]["run_id"]
     assert _metrics(tmp_path / "b2" / full)["final_train_loss"] != alone[full]["final_train_loss"]
 

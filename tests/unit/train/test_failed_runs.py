@@ -73,7 +73,7 @@ def test_diverged_run_writes_a_failure_record_and_exits_0(tmp_path, fixture_dirs
     part = rec["partial"]
     assert part["steps"] >= 1 and math.isfinite(part["last_finite_loss"]) and part["flops"] > 0
     assert m["skip_reason"].startswith("diverged: ")
-    assert (tmp_path / "out" / "model" / "README.txt").read_text().startswith("failed: diverged (attempt 1)")
+    assert (tmp_path / "out" / "trained" / "README.txt").read_text().startswith("failed: diverged (attempt 1)")
     curve = (tmp_path / "out" / "curve.csv").read_text().splitlines()
     assert len(curve) == part["steps"] + 1          # header + the steps done (not the one that diverged)
     assert (tmp_path / "out" / "manifest.json").exists() and not (tmp_path / "ck").exists()

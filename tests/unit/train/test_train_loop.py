@@ -87,10 +87,10 @@ def test_cli_outputs_after_preemption_and_resume(tmp_path, fixture_dirs) -> None
     curve = (out / "curve.csv").read_text().splitlines()
     assert curve[0] == "step,loss,lr,tokens,flops" and len(curve) == metrics["steps"] + 1
     assert int(curve[-1].split(",")[-1]) == metrics["flops"]
-    adapter = json.loads((out / "model" / "adapter_config.json").read_text())
+    adapter = json.loads((out / "trained" / "adapter_config.json").read_text())
     assert adapter["base_model_name_or_path"] == str(base)
-    assert json.loads((out / "model" / "embedding_config.json").read_text()) == {"pooling": "mean", "max_length": 12}
-    assert (out / "model" / "tokenizer.json").exists()
+    assert json.loads((out / "trained" / "embedding_config.json").read_text()) == {"pooling": "mean", "max_length": 12}
+    assert (out / "trained" / "tokenizer.json").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["run"]["run_id"] == run["run_id"] and "packages" in manifest
 
@@ -103,7 +103,7 @@ def test_full_model_saved_loads_back(tmp_path, fixture_dirs) -> None:
     res = loop.train_run(run, tmp_path / "ck")
     assert res.status == "ok"
     train_stage.write_outputs(tmp_path / "out", res, run)
-    loaded = AutoModel.from_pretrained(tmp_path / "out" / "model")
+    loaded = AutoModel.from_pretrained(tmp_path / "out" / "trained")
     ref = dict(res.model.named_parameters())
     for n, p in loaded.named_parameters():
         assert torch.equal(p, ref[n].detach()), n
@@ -118,7 +118,7 @@ def test_infeasible_run_is_skipped(tmp_path, fixture_dirs, budget, max_epochs, n
     assert rc == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["status"] == "skipped" and needle in metrics["skip_reason"]
-    assert (tmp_path / "out" / "model" / "README.txt").read_text().startswith("skipped:")
+    assert (tmp_path / "out" / "trained" / "README.txt").read_text().startswith("skipped:")
     assert (tmp_path / "out" / "curve.csv").read_text() == "step,loss,lr,tokens,flops\n"
 
 
