@@ -381,6 +381,12 @@ class Layout:
                    results=Results(Path(paths["results"])), store=Store(Path(paths.get("store", "data/store"))),
                    plots=paths.get("plots"))
 
+    def roots(self) -> dict[str, str]:
+        """The four roots as ``config["paths"]`` spells them, without ``plots`` (the plan's
+        inputs: where the curves rule copies its tables changes no run)."""
+        return {"raw": str(self.raw), "processed": str(self.processed.root), "results": str(self.results.root),
+                "store": str(self.store.root)}
+
     def plot_files(self, kinds: Iterable[str]) -> dict[str, Path]:
         """curves: this study's copy of each curve kind's table (:func:`plot_files`); none when
         ``paths.plots`` is unset."""
