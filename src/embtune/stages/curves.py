@@ -20,12 +20,21 @@ from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect
 STAGE = "curves"
 
 
+def _plots_template(text: str) -> str:
+    """``--plots``: refused at parsing, before any table is written, unless it has one ``{kind}``."""
+    try:
+        plot_files(text, ())
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"embtune {STAGE}", description=__doc__.splitlines()[0])
     ap.add_argument("--metrics", type=Path, nargs="*", default=[], help="paper-1 runs' metrics.json")
     ap.add_argument("--query-metrics", type=Path, nargs="*", default=[], help="query runs' metrics.json")
     ap.add_argument("--out", type=Path, required=True, help="the folder of <kind>.csv files")
-    ap.add_argument("--plots", default=None, help="paths.plots: also write each kind's table to this "
+    ap.add_argument("--plots", type=_plots_template, default=None, help="paths.plots: also write each kind's table to this "
                     "path with {kind} filled in (the folders dvc.yaml's plots: name)")
     return ap
 

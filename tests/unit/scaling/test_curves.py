@@ -92,7 +92,9 @@ def test_the_rules_know_every_kind_the_stage_writes() -> None:
 
 
 @pytest.mark.parametrize("template", ["plots/train_loss.csv", "plots/{kind}/{run}.csv", "plots/{kind}{kind}.csv"])
-def test_a_plots_template_without_exactly_one_kind_is_refused(tmp_path: Path, template: str) -> None:
+def test_a_plots_template_without_exactly_one_kind_is_refused(tmp_path: Path, template: str, capsys) -> None:
     a = _run(tmp_path, "run-a", [(1, 3.4, 1e-4)])
-    with pytest.raises(ValueError, match="paths.plots"):
+    with pytest.raises(SystemExit) as info:
         curves.main(["--metrics", str(a), "--out", str(tmp_path / "curves"), "--plots", str(tmp_path / template)])
+    assert info.value.code == 2 and "paths.plots" in capsys.readouterr().err
+    assert not (tmp_path / "curves").exists()
