@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from embtune.core.layout import CURVE_KINDS, Layout
+from embtune.core.layout import Layout, plot_files
 from embtune.plan.config import load_params
 from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS
+
+KINDS = [*TRAIN_KINDS, *QUERY_KINDS]
 
 REPO = Path(__file__).resolve().parents[2]
 DVC = yaml.safe_load((REPO / "dvc.yaml").read_text())
@@ -28,7 +30,7 @@ def _folders() -> dict[str, dict]:
 
 def test_every_plot_is_a_curve_kinds_folder_drawn_on_the_columns_the_curves_stage_writes() -> None:
     folders = _folders()
-    assert set(folders) == {f"results/plots/{kind}" for kind in CURVE_KINDS}
+    assert set(folders) == {f"results/plots/{kind}" for kind in KINDS}
     for kind, (column, x) in {**TRAIN_KINDS, **QUERY_KINDS}.items():
         props = folders[f"results/plots/{kind}"]
         assert (props["template"], props["x"], props["y"]) == ("overlay", x, column), kind
@@ -38,5 +40,5 @@ def test_every_plot_is_a_curve_kinds_folder_drawn_on_the_columns_the_curves_stag
 @pytest.mark.parametrize("study", sorted(STACKS))
 def test_each_study_writes_its_own_file_into_every_folder(study: str) -> None:
     layout = Layout.from_paths(load_params([REPO / f for f in STACKS[study]])["paths"])
-    files = layout.plot_files(CURVE_KINDS)
-    assert {str(files[kind]) for kind in CURVE_KINDS} == {f"results/plots/{kind}/{study}.csv" for kind in CURVE_KINDS}
+    files = plot_files(layout.plots, KINDS)
+    assert {kind: str(path) for kind, path in files.items()} == {kind: f"results/plots/{kind}/{study}.csv" for kind in KINDS}

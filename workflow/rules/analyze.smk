@@ -65,13 +65,14 @@ rule collect_runs:
 rule curves:
     """Every run's loss and LR curves and every query run's per-epoch curves, one CSV per kind,
     and the same tables as this study's file in each kind's shared folder (paths.plots): the
-    overlay charts of `dvc plots show` (dvc.yaml, .dvc/plots/overlay.json)."""
+    overlay charts of `dvc plots show` (dvc.yaml, .dvc/plots/overlay.json). Those copies are no
+    declared output: DVC cannot version them (dvc.yaml), so a clone that pulls the study would
+    lack them, and Snakemake would re-run the analysis for copies of tables it already has."""
     input:
         metrics=train_metrics(),
         query=query_metrics(),
     output:
         curves=directory(L.results.analysis("curves")),
-        plots=list(L.plot_files(CURVE_KINDS).values()),
     log:
         L.results.log("curves"),
     params:

@@ -10,7 +10,7 @@ from pathlib import Path
 from embtune.core import codeversion as _codeversion
 from embtune.plan.config import ParamsError, read_layers, validate_plan
 from embtune.data.store import hub_id
-from embtune.core.layout import CURVE_KINDS, Layout
+from embtune.core.layout import Layout
 from embtune.runconfig import format_budget
 from embtune.plan.sweep import max_context_length, mteb_run_ids, query_run_batches, run_batches
 from embtune.train.tracking import ENV as TRACKING_ENV

@@ -26,7 +26,7 @@ The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml):
     results/logs/, results/benchmarks/   every rule's log and ``benchmark:`` timing
     plots: <folder>/<kind>/<study>.csv   curves: this study's file in a folder per curve kind that
                                          every study shares (``paths.plots``, the folders
-                                         dvc.yaml's ``plots:`` name; :meth:`Layout.plot_files`)
+                                         dvc.yaml's ``plots:`` name; :func:`plot_files`)
 
 Paths are :class:`pathlib.Path`; a Snakemake wildcard such as ``"{run}"`` may stand for any name
 (the rules pass patterns, the library passes concrete names).
@@ -347,12 +347,6 @@ class Store:
 
 
 # ---------------------------------------------------------------- dvc plots
-#: ``embtune curves``' tables, one per kind (:mod:`embtune.scaling.curves` TRAIN_KINDS + QUERY_KINDS;
-#: tests/unit/scaling/test_curves.py checks they agree): named here so the rules need not import
-#: the analysis code, which would make every DVC stage depend on it
-CURVE_KINDS = ("train_loss", "lr", "query_val_loss", "query_val_errors", "query_train_loss")
-
-
 def plot_files(template: str, kinds: Iterable[str]) -> dict[str, Path]:
     """``paths.plots`` with ``{kind}`` filled in, per curve kind. Why a folder per kind that every
     study shares: ``dvc plots show`` warns about each path dvc.yaml names that is missing, and a
@@ -386,11 +380,6 @@ class Layout:
         inputs: where the curves rule copies its tables changes no run)."""
         return {"raw": str(self.raw), "processed": str(self.processed.root), "results": str(self.results.root),
                 "store": str(self.store.root)}
-
-    def plot_files(self, kinds: Iterable[str]) -> dict[str, Path]:
-        """curves: this study's copy of each curve kind's table (:func:`plot_files`); none when
-        ``paths.plots`` is unset."""
-        return plot_files(self.plots, kinds) if self.plots else {}
 
     def raw_hf(self, path: str) -> Path:
         """fetch_hf: ``hf://datasets/<path>`` downloaded for the offline compute nodes."""

@@ -84,13 +84,6 @@ def test_plots_writes_the_same_tables_into_each_kinds_shared_folder(tmp_path: Pa
     assert other.read_text() == "run,step,loss\np,1,9.0\n"
 
 
-def test_the_rules_know_every_kind_the_stage_writes() -> None:
-    from embtune.core.layout import CURVE_KINDS
-    from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS
-
-    assert sorted(CURVE_KINDS) == sorted([*TRAIN_KINDS, *QUERY_KINDS])
-
-
 @pytest.mark.parametrize("template", ["plots/train_loss.csv", "plots/{kind}/{run}.csv", "plots/{kind}{kind}.csv"])
 def test_a_plots_template_without_exactly_one_kind_is_refused(tmp_path: Path, template: str, capsys) -> None:
     a = _run(tmp_path, "run-a", [(1, 3.4, 1e-4)])
