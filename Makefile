@@ -13,7 +13,11 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install demo test test-fast bench gpu-check plan lint clean-demo
 
+# The venv (below), and the folders dvc.yaml's plots: names, empty until a study writes its file
+# there: `dvc plots show` warns about a missing folder and draws nothing from an empty one, so a
+# fresh clone prints no warning.
 install: $(VENV)/.installed
+	@$(BIN)/python -c "import os, yaml; [os.makedirs(next(iter(p)), exist_ok=True) for p in yaml.safe_load(open('dvc.yaml'))['plots']]"
 
 # torch through pip (it finds the CPU wheel pip is configured for; uv would not); the ~180 other
 # pinned packages through uv, which resolves and installs them in ~25 s where pip takes ~70 s

@@ -187,3 +187,13 @@ def test_writers_and_readers_take_paths_from_the_layout(module: str) -> None:
               and isinstance(n.right.value, str) and (n.right.value in OWNED or n.right.value.split("/")[0] in OWNED
                                                        or n.right.value.startswith(("triplets_", "narrow_")))]
     assert not joined, f"{module} joins layout names by hand: {joined}"
+
+
+def test_the_roots_spell_the_validated_paths_as_given_without_the_plots_copies() -> None:
+    """The plan rule's params hold the roots (workflow/rules/inputs.smk grid_json): the same
+    strings as params.yaml's, so a study planned before keeps its plan."""
+    from embtune.plan.config import load_params
+
+    for stack in (["params.yaml"], ["params.yaml", "presets/demo.yaml"]):
+        paths = load_params([REPO / f for f in stack])["paths"]
+        assert Layout.from_paths(paths).roots() == {k: v for k, v in paths.items() if k != "plots"}

@@ -57,6 +57,8 @@ def _injections(marker: Path) -> dict[str, tuple[str, str]]:
         "paths.processed space": (f'paths: {{processed: "data/x; touch {m}"}}', "paths.processed"),
         "paths.raw option": ('paths: {raw: "--delete"}', "paths.raw"),
         "paths.results wildcard brace": ('paths: {results: "results/{run}"}', "paths.results"),
+        "paths.plots second brace": ('paths: {plots: "results/{run}/{kind}.csv"}', "paths.plots"),
+        "paths.plots $()": (f'paths: {{plots: "results/{{kind}}/$(touch {m}).csv"}}', "paths.plots"),
         "bge file breaks hand quoting": (f"data: {{bge: {{files: [\"x'; touch {m}; '\"]}}}}", "data.bge.files[0]"),
         "msmarco file": (f'data: {{msmarco: {{file: "a|touch {m}"}}}}', "data.msmarco.file"),
         "arxiv snapshot": (f'data: {{arxiv: {{snapshot: "a>{m}"}}}}', "data.arxiv.snapshot"),

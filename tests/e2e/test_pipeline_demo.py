@@ -106,30 +106,28 @@ def test_snakemake_report_holds_every_figure_and_table(demo_run: Path) -> None:
         assert text in html, text
 
 
-def test_dvc_plots_render_the_demo_figures(demo_run: Path) -> None:
-    """Every plot dvc.yaml registers for the demo exists after the demo and renders (`dvc plots
-    show`) with data: no empty chart; the overlay charts hold a line per run; the paper-scale
-    entries are absent here and are the only errors."""
+def test_dvc_plots_show_draws_every_curve_kind_of_the_demo_without_a_warning(demo_run: Path) -> None:
+    """`dvc plots show` on the finished demo: every folder dvc.yaml names holds the demo's file
+    (and no other study's), each drawn as one chart with data, the training-loss chart a line
+    per trained run; DVC reports no error and prints nothing on stderr (the paper-scale study,
+    which did not run here, adds no missing path)."""
     import yaml
 
     (demo_run / ".dvc" / "config.local").write_text("[core]\n    no_scm = true\n")   # the copy has no git
     proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), "plots", "show", "--json"], cwd=demo_run,
                           capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr[-1500:]
     shown = json.loads(proc.stdout[proc.stdout.index("{"):])
-    plots = yaml.safe_load((demo_run / "dvc.yaml").read_text())["plots"]
-    names = [p if isinstance(p, str) else next(iter(p)) for p in plots]
-    demo = [n for n in names if n.startswith(("results/demo/", "demo-"))]
-    assert len(demo) >= 8
-    for name in demo:
-        assert shown["data"].get(name), name
-        for entry in shown["data"][name]:
-            assert entry.get("url") or entry["content"]["data"]["values"], name
-    runs = {row["run"] for row in shown["data"]["demo-training-loss"][0]["content"]["data"]["values"]}
+    assert not shown.get("errors"), shown["errors"]
+    folders = [next(iter(p)) for p in yaml.safe_load((demo_run / "dvc.yaml").read_text())["plots"]]
+    assert len(folders) >= 5
+    for folder in folders:
+        assert sorted(f.name for f in (demo_run / folder).iterdir()) == ["demo.csv"], folder
+        charts = shown["data"][f"{folder}/demo.csv"]
+        assert len(charts) == 1 and charts[0]["content"]["data"]["values"], folder
+    values = shown["data"]["results/plots/train_loss/demo.csv"][0]["content"]["data"]["values"]
     trained = pl.read_parquet(demo_run / "results/demo/analysis/runs.parquet").filter(pl.col("status") == "ok")
-    assert set(trained["run_id"]) <= runs                   # a line for every trained run
-    errors = {e["name"] for e in shown.get("errors", [])}
-    assert not errors & set(demo)
-    assert all(n.startswith(("results/analysis/", "paper-")) for n in errors), errors
+    assert set(trained["run_id"]) <= {row["run"] for row in values}      # a line for every trained run
 
 
 def test_dvc_metrics_show_has_a_row_per_run(demo_run: Path) -> None:

@@ -63,8 +63,11 @@ rule collect_runs:
 
 
 rule curves:
-    """Every run's loss and LR curves and every query run's per-epoch curves, one CSV per kind:
-    the overlay charts of `dvc plots show` (dvc.yaml, .dvc/plots/overlay.json)."""
+    """Every run's loss and LR curves and every query run's per-epoch curves, one CSV per kind,
+    and the same tables as this study's file in each kind's shared folder (paths.plots): the
+    overlay charts of `dvc plots show` (dvc.yaml, .dvc/plots/overlay.json). Those copies are no
+    declared output: DVC cannot version them (dvc.yaml), so a clone that pulls the study would
+    lack them, and Snakemake would re-run the analysis for copies of tables it already has."""
     input:
         metrics=train_metrics(),
         query=query_metrics(),
@@ -74,8 +77,11 @@ rule curves:
         L.results.log("curves"),
     params:
         code=code_version("curves"),
+        # a function: {kind} is the CLI's to fill in, not a wildcard
+        plots=lambda wildcards: ["--plots", L.plots] if L.plots else [],
     shell:
-        "embtune curves --metrics {input.metrics:q} --query-metrics {input.query:q} --out {output:q} > {log:q} 2>&1"
+        "embtune curves --metrics {input.metrics:q} --query-metrics {input.query:q} --out {output.curves:q} "
+        "{params.plots:q} > {log:q} 2>&1"
 
 
 rule fit_scaling:

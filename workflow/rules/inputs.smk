@@ -467,5 +467,6 @@ def query_runs_dir(wildcards, input):
 
 
 def grid_json():
-    """Only what the training grid depends on, so unrelated edits do not re-plan."""
-    return json.dumps({k: config[k] for k in ("models", "train", "paths")}, sort_keys=True)
+    """Only what the training grid depends on, so unrelated edits do not re-plan (not paths.plots:
+    where the curves rule copies its tables; its {kind} is no wildcard of this rule)."""
+    return json.dumps({"models": config["models"], "train": config["train"], "paths": L.roots()}, sort_keys=True)

@@ -24,6 +24,9 @@ The tree (``paths.raw``, ``paths.processed``, ``paths.results`` of params.yaml):
     results/analysis/...                 plan, collect-runs, fits, recipes, tables, figures
     results/metrics.json                 summary (``dvc metrics diff``)
     results/logs/, results/benchmarks/   every rule's log and ``benchmark:`` timing
+    plots: <folder>/<kind>/<study>.csv   curves: this study's file in a folder per curve kind that
+                                         every study shares (``paths.plots``, the folders
+                                         dvc.yaml's ``plots:`` name; :func:`plot_files`)
 
 Paths are :class:`pathlib.Path`; a Snakemake wildcard such as ``"{run}"`` may stand for any name
 (the rules pass patterns, the library passes concrete names).
@@ -31,7 +34,7 @@ Paths are :class:`pathlib.Path`; a Snakemake wildcard such as ``"{run}"`` may st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -346,6 +349,17 @@ class Store:
         return self.root / "manifest.json"
 
 
+# ---------------------------------------------------------------- dvc plots
+def plot_files(template: str, kinds: Iterable[str]) -> dict[str, Path]:
+    """``paths.plots`` with ``{kind}`` filled in, per curve kind. Why a folder per kind that every
+    study shares: ``dvc plots show`` warns about each path dvc.yaml names that is missing, and a
+    demo-only workspace lacks every paper-scale file; a folder per kind exists once any study
+    wrote its file there, and DVC draws each file in it."""
+    if template.count("{kind}") != 1 or template.count("{") != 1 or template.count("}") != 1:
+        raise ValueError(f"paths.plots {template!r}: expected one {{kind}} and no other braces")
+    return {kind: Path(template.replace("{kind}", _name(kind))) for kind in kinds}
+
+
 # ---------------------------------------------------------------- the whole tree
 @dataclass(frozen=True)
 class Layout:
@@ -355,12 +369,20 @@ class Layout:
     processed: Processed
     results: Results
     store: Store = Store(Path("data/store"))
+    plots: str | None = None
 
     @classmethod
     def from_paths(cls, paths: Mapping[str, Any]) -> Layout:
         """From the validated ``config["paths"]`` (the schema requires all three)."""
         return cls(raw=Path(paths["raw"]), processed=Processed(Path(paths["processed"])),
-                   results=Results(Path(paths["results"])), store=Store(Path(paths.get("store", "data/store"))))
+                   results=Results(Path(paths["results"])), store=Store(Path(paths.get("store", "data/store"))),
+                   plots=paths.get("plots"))
+
+    def roots(self) -> dict[str, str]:
+        """The four roots as ``config["paths"]`` spells them, without ``plots`` (the plan's
+        inputs: where the curves rule copies its tables changes no run)."""
+        return {"raw": str(self.raw), "processed": str(self.processed.root), "results": str(self.results.root),
+                "store": str(self.store.root)}
 
     def raw_hf(self, path: str) -> Path:
         """fetch_hf: ``hf://datasets/<path>`` downloaded for the offline compute nodes."""

@@ -66,3 +66,28 @@ def test_only_metrics_files_are_taken(tmp_path: Path, name: str) -> None:
 
     (tmp_path / name).write_text("{}")
     assert cli(["curves", "--metrics", str(tmp_path / name), "--out", str(tmp_path / "out")]) == 2
+
+
+def test_plots_writes_the_same_tables_into_each_kinds_shared_folder(tmp_path: Path) -> None:
+    a = _run(tmp_path, "run-a", [(1, 3.4, 1e-4), (2, 3.1, 2e-4)])
+    other = tmp_path / "plots/train_loss/paper.csv"          # another study's file: left alone
+    other.parent.mkdir(parents=True)
+    other.write_text("run,step,loss\np,1,9.0\n")
+    assert curves.main(["--metrics", str(a), "--out", str(tmp_path / "curves"),
+                        "--plots", str(tmp_path / "plots/{kind}/demo.csv")]) == 0
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "plots").rglob("*.csv"))
+    assert written == ["plots/lr/demo.csv", "plots/query_train_loss/demo.csv", "plots/query_val_errors/demo.csv",
+                       "plots/query_val_loss/demo.csv", "plots/train_loss/demo.csv", "plots/train_loss/paper.csv"]
+    for kind in ("train_loss", "lr", "query_val_loss"):
+        assert (tmp_path / f"plots/{kind}/demo.csv").read_bytes() == (tmp_path / f"curves/{kind}.csv").read_bytes()
+    assert pl.read_csv(tmp_path / "plots/train_loss/demo.csv")["loss"].to_list() == [3.4, 3.1]
+    assert other.read_text() == "run,step,loss\np,1,9.0\n"
+
+
+@pytest.mark.parametrize("template", ["plots/train_loss.csv", "plots/{kind}/{run}.csv", "plots/{kind}{kind}.csv"])
+def test_a_plots_template_without_exactly_one_kind_is_refused(tmp_path: Path, template: str, capsys) -> None:
+    a = _run(tmp_path, "run-a", [(1, 3.4, 1e-4)])
+    with pytest.raises(SystemExit) as info:
+        curves.main(["--metrics", str(a), "--out", str(tmp_path / "curves"), "--plots", str(tmp_path / template)])
+    assert info.value.code == 2 and "paths.plots" in capsys.readouterr().err
+    assert not (tmp_path / "curves").exists()
