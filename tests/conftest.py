@@ -25,6 +25,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
+def fixture_dirs(tmp_path_factory):
+    """A tiny pre-trained base model and packed pairs (64 training, 10 held out, vocab 190,
+    context 12), built once per session: the training, failure and export tests only read them."""
+    from helpers_train import make_base_model, make_shards
+
+    root = tmp_path_factory.mktemp("train_fixture")
+    return make_base_model(root), make_shards(root / "bge", 64, 10, 190, 12)
+
+
+@pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
 

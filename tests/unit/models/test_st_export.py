@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from helpers_st import load_quietly
-from helpers_train import make_base_model, make_shards, one_thread, run_config
+from helpers_train import one_thread, run_config
 
 from embtune.core.layout import TRAINED_DIR, TRAINED_MERGED_DIR
 from embtune.stages import train as train_stage
@@ -24,14 +24,6 @@ _one_thread = pytest.fixture(autouse=True)(one_thread)
 CONTEXT = 12
 TEXTS = ["the model", "a query about retrieval and search data",
          "text " * 40]                       # longer than the context: must be truncated
-
-
-@pytest.fixture(scope="module")
-def fixture_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("st")
-    base = make_base_model(root)
-    data = make_shards(root / "data", n_train=64, n_val=10, vocab=190, ctx=CONTEXT)
-    return base, data
 
 
 def _train(tmp_path, base, data, method: str, **over):

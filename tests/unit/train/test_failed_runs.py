@@ -10,18 +10,12 @@ import math
 import polars as pl
 import pytest
 import torch
-from helpers_train import make_base_model, make_shards, one_thread, run_json
+from helpers_train import make_shards, one_thread, run_json
 
 from embtune.stages import train as train_stage
 from embtune.train import failures
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
-
-
-@pytest.fixture(scope="module")
-def fixture_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("failed")
-    return make_base_model(root), make_shards(root / "bge", 64, 10, 190, 12)
 
 
 def _args(run, tmp_path, *extra: str) -> list[str]:

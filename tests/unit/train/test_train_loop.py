@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers_train import make_base_model, make_shards, one_thread, run_config, run_json, with_train
+from helpers_train import one_thread, run_config, run_json, with_train
 
 from embtune.core.optim import lr_multiplier, warmup_steps
 from embtune.models.flops import ParamCounts
@@ -19,12 +19,6 @@ from embtune.stages import train as train_stage
 from embtune.train import loop
 
 _one_thread = pytest.fixture(autouse=True)(one_thread)
-
-
-@pytest.fixture(scope="module")
-def fixture_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("train")
-    return make_base_model(root), make_shards(root / "bge", 64, 10, 190, 12)
 
 
 def _params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
