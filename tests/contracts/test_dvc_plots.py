@@ -12,9 +12,9 @@ import yaml
 
 from embtune.core.layout import Layout, plot_files
 from embtune.plan.config import load_params
-from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS
+from embtune.scaling.curves import HELD_OUT_KIND, QUERY_KINDS, TRAIN_KINDS
 
-KINDS = [*TRAIN_KINDS, *QUERY_KINDS]
+KINDS = [*TRAIN_KINDS, *QUERY_KINDS, *HELD_OUT_KIND]
 
 REPO = Path(__file__).resolve().parents[2]
 DVC = yaml.safe_load((REPO / "dvc.yaml").read_text())
@@ -31,10 +31,12 @@ def _folders() -> dict[str, dict]:
 def test_every_plot_is_a_curve_kinds_folder_drawn_on_the_columns_the_curves_stage_writes() -> None:
     folders = _folders()
     assert set(folders) == {f"results/plots/{kind}" for kind in KINDS}
-    for kind, (column, x) in {**TRAIN_KINDS, **QUERY_KINDS}.items():
-        props = folders[f"results/plots/{kind}"]
-        assert (props["template"], props["x"], props["y"]) == ("overlay", x, column), kind
-        assert props["title"]
+    for kinds, template in ((TRAIN_KINDS, "overlay"), (QUERY_KINDS, "overlay"), (HELD_OUT_KIND, "series")):
+        for kind, (column, x) in kinds.items():
+            props = folders[f"results/plots/{kind}"]
+            assert (props["template"], props["x"], props["y"]) == (template, x, column), kind
+            assert props["title"]
+            assert (REPO / ".dvc" / "plots" / f"{template}.json").is_file(), template
 
 
 @pytest.mark.parametrize("study", sorted(STACKS))

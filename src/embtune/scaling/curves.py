@@ -7,12 +7,16 @@ per curve kind with a ``run`` column gives one chart per kind with a line per ru
 
 Kinds: paper 1 runs' per-step training loss and learning rate (``curve.csv``: what the tracker
 logs, minus nothing); paper 2 query runs' per-epoch validation loss and validation errors (the
-PND count early stopping watches), and training loss.
+PND count early stopping watches), and training loss. And one kind with a point per run, not per
+step: paper 1 runs' held-out loss (``val_loss``, measured once, at the end) against the tokens
+they trained on, a line per model and variant across budgets (``.dvc/plots/series.json`` colours
+by ``series``): the loss-against-data view the scaling laws fit.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -23,16 +27,22 @@ from embtune.core.layout import CURVE_CSV, METRICS_JSON
 
 #: kind -> (column in the run's curve.csv, x column): one overlay chart each
 TRAIN_KINDS: Mapping[str, tuple[str, str]] = {"train_loss": ("loss", "step"), "lr": ("lr", "step")}
+#: the per-run kind: (column in metrics.json, x column in metrics.json)
+HELD_OUT_KIND: Mapping[str, tuple[str, str]] = {"val_loss": ("val_loss", "tokens")}
 QUERY_KINDS: Mapping[str, tuple[str, str]] = {"query_val_loss": ("val_loss", "epoch"),
                                              "query_val_errors": ("val_errors", "epoch"),
                                              "query_train_loss": ("train_loss", "epoch")}
 
 
-def _run_label(metrics_path: Path, query: bool) -> dict[str, str]:
+def _read_metrics(metrics_path: Path) -> dict:
     try:
-        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+        return json.loads(metrics_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise DataError(f"{metrics_path}: unreadable run metrics ({err}); expected a run's metrics.json") from None
+
+
+def _run_label(metrics_path: Path, query: bool, metrics: dict | None = None) -> dict[str, str]:
+    metrics = _read_metrics(metrics_path) if metrics is None else metrics
     if query:
         run = f"{metrics_path.parent.parent.name}/{metrics_path.parent.name}"
         return {"run": run, "model": metrics_path.parent.parent.name, "status": str(metrics.get("status", "ok"))}
@@ -77,3 +87,32 @@ def collect(metrics_paths: Iterable[str | Path], kinds: Mapping[str, tuple[str, 
         frame = pl.concat(rows[kind], how="diagonal") if rows[kind] else empty
         out[kind] = frame.select(*label_cols, x, col).sort("run", x)
     return out
+
+
+def _series(run_id: str, model: str) -> str:
+    """``<model> <variant tag>`` from a run id ``<model>__<tag>__c<budget>__s<seed>``: the runs of
+    one line differ only in budget. Seeds stay separate lines (their scatter is the noise)."""
+    parts = run_id.split("__")
+    if len(parts) >= 4:
+        return f"{parts[0]} {parts[1]} {parts[3]}" if parts[3] != "s0" else f"{parts[0]} {parts[1]}"
+    return model or run_id
+
+
+def held_out(metrics_paths: Iterable[str | Path]) -> pl.DataFrame:
+    """The held-out loss of every finished paper-1 run against its tokens, one row per run, sorted
+    by series then tokens. Runs without a finite ``val_loss`` (skipped, failed) add no row."""
+    col, x = HELD_OUT_KIND["val_loss"]
+    rows = []
+    for raw in metrics_paths:
+        path = Path(raw)
+        metrics = _read_metrics(path)
+        labels = _run_label(path, False, metrics)
+        value, tokens = metrics.get(col), metrics.get(x)
+        if labels["status"] != "ok" or not isinstance(value, (int, float)) or not isinstance(tokens, (int, float)):
+            continue
+        if not math.isfinite(value):
+            continue
+        rows.append({"series": _series(labels["run"], labels["model"]), **labels, x: int(tokens), col: float(value)})
+    schema = {"series": pl.String, "run": pl.String, "model": pl.String, "status": pl.String, "method": pl.String,
+              x: pl.Int64, col: pl.Float64}
+    return pl.DataFrame(rows, schema=schema).sort("series", x)

@@ -2,7 +2,8 @@
 
 Reads each paper-1 run's and paper-2 query run's ``curve.csv`` beside the ``metrics.json`` given,
 writes ``<out>/<kind>.csv`` (:mod:`embtune.scaling.curves`): ``train_loss``, ``lr`` and the
-query runs' ``query_val_loss``, ``query_val_errors``, ``query_train_loss``; with ``--plots``
+query runs' ``query_val_loss``, ``query_val_errors``, ``query_train_loss``, and ``val_loss``
+(each paper-1 run's held-out loss against its tokens, from ``metrics.json``); with ``--plots``
 also the same table at the study's file in each kind's shared folder (``paths.plots``), which
 ``dvc plots show`` draws as one chart with a line per run (dvc.yaml, ``.dvc/plots/overlay.json``).
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from embtune.core.io import atomic_dir, atomic_path
 from embtune.core.layout import plot_files
-from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect
+from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect, held_out
 
 STAGE = "curves"
 
@@ -42,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     tables = {**collect(args.metrics, TRAIN_KINDS, query=False),
-              **collect(args.query_metrics, QUERY_KINDS, query=True)}
+              **collect(args.query_metrics, QUERY_KINDS, query=True), "val_loss": held_out(args.metrics)}
     with atomic_dir(args.out) as tmp:
         for kind, frame in tables.items():
             frame.write_csv(tmp / f"{kind}.csv")

@@ -11,10 +11,11 @@ import pytest
 from embtune.stages import curves
 
 
-def _run(root: Path, run_id: str, rows: list[tuple[int, float, float]], method: str = "full") -> Path:
+def _run(root: Path, run_id: str, rows: list[tuple[int, float, float]], method: str = "full", **metrics) -> Path:
     d = root / "runs" / run_id
     d.mkdir(parents=True)
-    (d / "metrics.json").write_text(json.dumps({"run_id": run_id, "model": "m1", "method": method, "status": "ok"}))
+    (d / "metrics.json").write_text(json.dumps({"run_id": run_id, "model": "m1", "method": method, "status": "ok",
+                                                **metrics}))
     lines = ["step,loss,lr,tokens,flops"] + [f"{s},{loss!r},{lr!r},{s * 10},{s * 100}" for s, loss, lr in rows]
     (d / "curve.csv").write_text("\n".join(lines) + "\n")
     return d / "metrics.json"
@@ -77,7 +78,8 @@ def test_plots_writes_the_same_tables_into_each_kinds_shared_folder(tmp_path: Pa
                         "--plots", str(tmp_path / "plots/{kind}/demo.csv")]) == 0
     written = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "plots").rglob("*.csv"))
     assert written == ["plots/lr/demo.csv", "plots/query_train_loss/demo.csv", "plots/query_val_errors/demo.csv",
-                       "plots/query_val_loss/demo.csv", "plots/train_loss/demo.csv", "plots/train_loss/paper.csv"]
+                       "plots/query_val_loss/demo.csv", "plots/train_loss/demo.csv", "plots/train_loss/paper.csv",
+                       "plots/val_loss/demo.csv"]
     for kind in ("train_loss", "lr", "query_val_loss"):
         assert (tmp_path / f"plots/{kind}/demo.csv").read_bytes() == (tmp_path / f"curves/{kind}.csv").read_bytes()
     assert pl.read_csv(tmp_path / "plots/train_loss/demo.csv")["loss"].to_list() == [3.4, 3.1]
@@ -91,3 +93,18 @@ def test_a_plots_template_without_exactly_one_kind_is_refused(tmp_path: Path, te
         curves.main(["--metrics", str(a), "--out", str(tmp_path / "curves"), "--plots", str(tmp_path / template)])
     assert info.value.code == 2 and "paths.plots" in capsys.readouterr().err
     assert not (tmp_path / "curves").exists()
+
+
+def test_held_out_loss_is_a_point_per_run_and_a_line_per_model_and_variant(tmp_path: Path) -> None:
+    """Two budgets of one (model, variant) make one line; another variant and another seed are
+    lines of their own; a run without a finite held-out loss adds no point."""
+    paths = [_run(tmp_path, "m1__full__c2e10__s0", [(1, 3.0, 1e-4)], val_loss=2.5, tokens=2000),
+             _run(tmp_path, "m1__full__c1e10__s0", [(1, 3.1, 1e-4)], val_loss=2.8, tokens=1000),
+             _run(tmp_path, "m1__full__c1e10__s1", [(1, 3.1, 1e-4)], val_loss=2.7, tokens=1000),
+             _run(tmp_path, "m1__lora-r8__c1e10__s0", [(1, 3.2, 1e-4)], method="lora", val_loss=3.1, tokens=1200),
+             _run(tmp_path, "m1__lora-r8__c2e10__s0", [(1, 3.2, 1e-4)], method="lora", val_loss=float("nan"), tokens=2400)]
+    out = tmp_path / "curves"
+    assert curves.main(["--metrics", *map(str, paths), "--out", str(out)]) == 0
+    rows = pl.read_csv(out / "val_loss.csv").select("series", "run", "tokens", "val_loss").rows()
+    assert rows == [("m1 full", "m1__full__c1e10__s0", 1000, 2.8), ("m1 full", "m1__full__c2e10__s0", 2000, 2.5),
+                    ("m1 full s1", "m1__full__c1e10__s1", 1000, 2.7), ("m1 lora-r8", "m1__lora-r8__c1e10__s0", 1200, 3.1)]
