@@ -312,6 +312,7 @@ _TRACE = textwrap.dedent("""
     ["plan", "params.yaml", "--out-runs", "{tmp}/runs.csv", "--out-skipped", "{tmp}/skipped.csv",
      "--out-cost", "{tmp}/cost.csv", "--out-plan", "{tmp}/plan.json"],
 ])
+@pytest.mark.slow
 def test_every_function_a_stage_calls_is_in_its_reach(tmp_path: Path, argv: list[str]) -> None:
     """The reference is the interpreter: a profiler records every embtune function the stage
     calls (after imports); each one's top-level definition must be among the stage's units."""
@@ -456,6 +457,7 @@ def _forget_in_process() -> None:
         memo.cache_clear()
 
 
+@pytest.mark.slow
 def test_the_disk_cache_gives_the_same_hashes_and_a_warm_one_parses_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "embtune"

@@ -101,6 +101,7 @@ def test_embtune_plan_refuses_the_paper_grid_on_a_4_gib_card(tmp_path: Path) -> 
     assert "more runs" in proc.stderr
 
 
+@pytest.mark.slow
 def test_the_workflow_refuses_it_too(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=REPO,
                           env=_small_classes(tmp_path), capture_output=True, text=True, timeout=600)

@@ -100,6 +100,7 @@ def _saved(obj: object) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_a_pickle_only_revision_is_converted_beside_a_safetensors_main(hub: LoopbackHub, tmp_path: Path) -> None:
     """Pythia's layout: safetensors in main, pytorch_model.bin only in step143000 (plus a pickle
     that is not weights, never downloaded). The staged step folder holds safetensors with the
@@ -141,6 +142,7 @@ def test_a_pickle_only_revision_is_converted_beside_a_safetensors_main(hub: Loop
     assert json.loads((pr / STAGE_RECORD).read_text())["commit"] == main_sha
 
 
+@pytest.mark.slow
 def test_pickle_revisions_that_cannot_be_converted_are_refused(hub: LoopbackHub, tmp_path: Path) -> None:
     """Pickles that are not transformers weights: refused before any download (other pickles
     beside transformers weights: left out of the download, the weights converted). Weights whose

@@ -174,6 +174,7 @@ LORA4 = hand_counts(64, 2, 256, "lora", r=4)[3]
 BLOCK64 = (N64 - 128) // 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["full", "freeze", "lora"])
 def test_run_records_exact_flops_and_spends_budget(tmp_path, method: str) -> None:
     from helpers_train import make_base_model, make_shards, run_config

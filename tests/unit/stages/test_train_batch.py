@@ -55,6 +55,7 @@ def _metrics(folder: Path) -> dict:
     return json.loads((folder / "metrics.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_batch_trains_each_run_as_train_does_and_reuses_what_is_up_to_date(dirs, tmp_path, capsys) -> None:
     runs = _runs(dirs)
     # the reference: each run alone through `embtune train`
@@ -92,6 +93,7 @@ def test_a_batch_trains_each_run_as_train_does_and_reuses_what_is_up_to_date(dir
     assert "2 runs: 2 trained, 0 reused" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_preempted_batch_resumes_after_its_finished_members(dirs, tmp_path, capsys) -> None:
     runs = _runs(dirs)
     assert _batch(runs, tmp_path, tmp_path / "ref") == 0

@@ -228,6 +228,7 @@ def test_corrupt_checkpoint_names_the_file_and_what_to_delete(tmp_path, partial,
     assert needle in msg and str(bad) in msg and f"Delete the checkpoint directory {ckpt}" in msg
 
 
+@pytest.mark.slow
 def test_resume_after_a_save_killed_before_its_commit_equals_uninterrupted(tmp_path, dirs, monkeypatch) -> None:
     """The tensors file of step 4 is written, then the commit (state.json) fails: the step-2
     checkpoint must still load, and the resumed run must equal one never interrupted."""

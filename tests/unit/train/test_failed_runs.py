@@ -73,6 +73,7 @@ def test_diverged_run_writes_a_failure_record_and_exits_0(tmp_path, fixture_dirs
     assert (tmp_path / "out" / "manifest.json").exists() and not (tmp_path / "ck").exists()
 
 
+@pytest.mark.slow
 def test_time_limit_is_a_failure_on_the_last_attempt_only(tmp_path, fixture_dirs, monkeypatch) -> None:
     base, data = fixture_dirs
     monkeypatch.setenv("SLURM_JOB_ID", "42")          # a time limit is SLURM's

@@ -387,6 +387,7 @@ def test_query_table_end_to_end(tmp_path):
 
 
 # ------------------------------------------------------------------ both towers tuned (App. L)
+@pytest.mark.slow
 def test_both_towers_tuned_doc_tower_moves_and_evaluation_embeds_with_it(encoder_path, tmp_path):
     """tune_doc_tower: the saved doc tower differs from the base (never in the frozen embedding
     block) and from the query tower; evaluate-pnd --doc-model-dir stores and uses the tuned

@@ -77,6 +77,7 @@ def test_no_tracker_writes_nothing(tmp_path, dirs) -> None:
     assert res.status == "ok" and not (tmp_path / "ck" / tracking.DIR).exists()
 
 
+@pytest.mark.slow
 def test_dvc_reads_the_published_record(tmp_path, dirs) -> None:
     """`dvc plots show` lists the run's per-step loss from DVCLive's files and `dvc metrics show`
     reads its metrics, through DVCLive's own dvc.yaml (no glue), once published where the

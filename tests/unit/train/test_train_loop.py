@@ -25,6 +25,7 @@ def _params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method,extra", [("full", {}), ("lora", {"lora_dropout": 0.1})])
 def test_resume_matches_uninterrupted(tmp_path, fixture_dirs, method, extra) -> None:
     base, data = fixture_dirs
@@ -58,6 +59,7 @@ def test_sigterm_checkpoints_and_stops(tmp_path, fixture_dirs) -> None:
     assert (tmp_path / "ck" / loop.STATE_FILE).exists()
 
 
+@pytest.mark.slow
 def test_cli_outputs_after_preemption_and_resume(tmp_path, fixture_dirs) -> None:
     base, data = fixture_dirs
     run = run_json(base, data, "lora", budget=1.0e9)
@@ -175,6 +177,7 @@ def test_plan_stops_before_budget_and_skips() -> None:
     assert "min_steps" in loop.plan_steps(lengths, 4, 0, counts, 1200, 2.0, 2).skip_reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["freeze", "lora"])
 def test_gradient_checkpointing_changes_nothing(tmp_path, fixture_dirs, method) -> None:
     """Checkpointing recomputes activations; with frozen blocks or peft the losses must not change."""
@@ -185,6 +188,7 @@ def test_gradient_checkpointing_changes_nothing(tmp_path, fixture_dirs, method) 
     assert [r["loss"] for r in ckpt.curve] == pytest.approx([r["loss"] for r in plain.curve], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_logit_scale_form_reaches_the_loss(tmp_path, fixture_dirs) -> None:
     """cos*exp(tau) at tau = ln 20 is the same run as cos/tau at tau = 1/20; another scale is not
     (docs/fidelity.md#P1-LOGIT-SCALE)."""
