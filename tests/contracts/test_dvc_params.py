@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from embtune.cli import main as cli_main
@@ -32,6 +33,7 @@ def test_every_stage_after_config_reads_its_params_from_the_study_file() -> None
         assert params and all(isinstance(p, dict) and list(p) == ["${item.results}/params.yaml"] for p in params), name
 
 
+@pytest.mark.slow
 def test_dvc_exp_show_gives_the_demo_its_own_params(tmp_path: Path) -> None:
     for name in ("dvc.yaml", "params.yaml", "presets", "workflow/schemas"):
         src, dst = REPO / name, tmp_path / name

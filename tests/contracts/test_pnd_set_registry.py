@@ -176,6 +176,7 @@ TOY_SECTION = {"type": "object", "additionalProperties": False, "properties": {
     "min_negatives": {"type": "integer", "minimum": 0, "default": 1}, "lowercase": {"type": "boolean", "default": False}}}
 
 
+@pytest.mark.slow
 def test_the_workflow_plans_the_toy_rule_and_its_download(tmp_path: Path) -> None:
     """A dry run of the real workflow with the toy registered: the generated rule prepare_toyqa
     (with data.toyqa's options) beside the paper's sources, and its hub file fetched and staged in."""

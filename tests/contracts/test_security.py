@@ -203,6 +203,7 @@ def test_shell_placeholders_are_all_quoted_by_snakemake() -> None:
         assert not re.search(r"""['"]'\{|\}'['"]""", common), f"hand-built '...' quoting in {smk.name}"
 
 
+@pytest.mark.slow
 def test_free_text_reaches_the_command_verbatim_and_inert(tmp_path: Path) -> None:
     """A query prefix is free text (it may hold spaces, quotes, `$`); it travels inside the
     JSON argument. Run the exact commands Snakemake printed, with a stub `embtune` that records

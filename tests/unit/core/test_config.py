@@ -103,6 +103,7 @@ def test_deep_merge_replaces_lists_and_merges_maps() -> None:
     assert merged == {"a": {"b": 1, "c": [3]}, "d": 1}
 
 
+@pytest.mark.slow
 def test_broken_params_fail_snakemake_before_any_job(tmp_path: Path, paper: dict) -> None:
     bad = copy.deepcopy(paper)
     bad["train"]["budgets"][0] = -5
@@ -219,6 +220,7 @@ def test_duplicate_keys_name_file_and_line(tmp_path: Path, text: str, line: int,
     assert f"{preset}:{line}: duplicate key '{key}'" in msg, msg
 
 
+@pytest.mark.slow
 def test_duplicate_key_in_a_preset_fails_snakemake_with_file_and_line(tmp_path: Path) -> None:
     preset = tmp_path / "dup.yaml"
     preset.write_text(f"paths: {{results: {tmp_path}/results}}\ntrain:\n  methods: [full]\ntrain:\n  seeds: [1]\n")
