@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from embtune.core.errors import DataError
 from embtune.core.layout import CURVE_CSV, METRICS_JSON
+from embtune.runconfig import RunConfig
 
 #: kind -> (column in the run's curve.csv, x column): one overlay chart each
 TRAIN_KINDS: Mapping[str, tuple[str, str]] = {"train_loss": ("loss", "step"), "lr": ("lr", "step")}
@@ -41,8 +42,18 @@ def _read_metrics(metrics_path: Path) -> dict:
         raise DataError(f"{metrics_path}: unreadable run metrics ({err}); expected a run's metrics.json") from None
 
 
-def _run_label(metrics_path: Path, query: bool, metrics: dict | None = None) -> dict[str, str]:
-    metrics = _read_metrics(metrics_path) if metrics is None else metrics
+def read_runs(metrics_paths: Iterable[str | Path]) -> list[tuple[Path, dict]]:
+    """Each run's ``metrics.json``, read once for every kind (the curve beside it is read later)."""
+    out = []
+    for raw in metrics_paths:
+        path = Path(raw)
+        if path.name != METRICS_JSON:
+            raise DataError(f"{path}: expected a run's {METRICS_JSON} (its {CURVE_CSV} is read beside it)")
+        out.append((path, _read_metrics(path)))
+    return out
+
+
+def _run_label(metrics_path: Path, query: bool, metrics: dict) -> dict[str, str]:
     if query:
         run = f"{metrics_path.parent.parent.name}/{metrics_path.parent.name}"
         return {"run": run, "model": metrics_path.parent.parent.name, "status": str(metrics.get("status", "ok"))}
@@ -63,16 +74,13 @@ def _read_curve(path: Path, columns: Iterable[str]) -> pl.DataFrame | None:
     return frame
 
 
-def collect(metrics_paths: Iterable[str | Path], kinds: Mapping[str, tuple[str, str]],
+def collect(runs: Sequence[tuple[Path, dict]], kinds: Mapping[str, tuple[str, str]],
             query: bool) -> dict[str, pl.DataFrame]:
-    """One long table per kind: the labels of each run (run, model, ...) plus x and the value.
-    A run without a curve (skipped, failed before its first step) adds no rows."""
+    """One long table per kind from :func:`read_runs`: the labels of each run (run, model, ...)
+    plus x and the value. A run without a curve (skipped, failed before its first step) adds no rows."""
     rows: dict[str, list[pl.DataFrame]] = {kind: [] for kind in kinds}
-    for raw in metrics_paths:
-        path = Path(raw)
-        if path.name != METRICS_JSON:
-            raise DataError(f"{path}: expected a run's {METRICS_JSON} (its {CURVE_CSV} is read beside it)")
-        labels = _run_label(path, query)
+    for path, metrics in runs:
+        labels = _run_label(path, query, metrics)
         needed = {col for col, _ in kinds.values()} | {x for _, x in kinds.values()}
         curve = _read_curve(path.parent / CURVE_CSV, needed)
         if curve is None:
@@ -89,30 +97,31 @@ def collect(metrics_paths: Iterable[str | Path], kinds: Mapping[str, tuple[str, 
     return out
 
 
-def _series(run_id: str, model: str) -> str:
-    """``<model> <variant tag>`` from a run id ``<model>__<tag>__c<budget>__s<seed>``: the runs of
-    one line differ only in budget. Seeds stay separate lines (their scatter is the noise)."""
-    parts = run_id.split("__")
-    if len(parts) >= 4:
-        return f"{parts[0]} {parts[1]} {parts[3]}" if parts[3] != "s0" else f"{parts[0]} {parts[1]}"
-    return model or run_id
+def _series(path: Path, run_id: str) -> str:
+    """``<model> <variant tag>`` (+ the seed when not 0, + the study and its factors): the runs of
+    one line differ only in budget; seeds stay lines of their own (their scatter is the noise)."""
+    try:
+        rid = RunConfig.parse_id(run_id)
+    except ValueError as err:
+        raise DataError(f"{path}: {err}") from None
+    study = [] if rid.study is None else [rid.study, *(f"{k}-{v}" for k, v in rid.factors)]
+    return " ".join([rid.model, rid.tag, *([f"s{rid.seed}"] if rid.seed else []), *study])
 
 
-def held_out(metrics_paths: Iterable[str | Path]) -> pl.DataFrame:
-    """The held-out loss of every finished paper-1 run against its tokens, one row per run, sorted
-    by series then tokens. Runs without a finite ``val_loss`` (skipped, failed) add no row."""
+def held_out(runs: Sequence[tuple[Path, dict]]) -> pl.DataFrame:
+    """The held-out loss of every finished paper-1 run (:func:`read_runs`) against its tokens, one
+    row per run, sorted by series then tokens. Runs without a finite ``val_loss`` (skipped,
+    failed) add no row."""
     col, x = HELD_OUT_KIND["val_loss"]
     rows = []
-    for raw in metrics_paths:
-        path = Path(raw)
-        metrics = _read_metrics(path)
+    for path, metrics in runs:
         labels = _run_label(path, False, metrics)
         value, tokens = metrics.get(col), metrics.get(x)
         if labels["status"] != "ok" or not isinstance(value, (int, float)) or not isinstance(tokens, (int, float)):
             continue
         if not math.isfinite(value):
             continue
-        rows.append({"series": _series(labels["run"], labels["model"]), **labels, x: int(tokens), col: float(value)})
+        rows.append({"series": _series(path, labels["run"]), **labels, x: int(tokens), col: float(value)})
     schema = {"series": pl.String, "run": pl.String, "model": pl.String, "status": pl.String, "method": pl.String,
               x: pl.Int64, col: pl.Float64}
     return pl.DataFrame(rows, schema=schema).sort("series", x)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from embtune.core.io import atomic_dir, atomic_path
 from embtune.core.layout import plot_files
-from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect, held_out
+from embtune.scaling.curves import QUERY_KINDS, TRAIN_KINDS, collect, held_out, read_runs
 
 STAGE = "curves"
 
@@ -42,8 +42,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    tables = {**collect(args.metrics, TRAIN_KINDS, query=False),
-              **collect(args.query_metrics, QUERY_KINDS, query=True), "val_loss": held_out(args.metrics)}
+    runs, query_runs = read_runs(args.metrics), read_runs(args.query_metrics)
+    tables = {**collect(runs, TRAIN_KINDS, query=False), **collect(query_runs, QUERY_KINDS, query=True),
+              "val_loss": held_out(runs)}
     with atomic_dir(args.out) as tmp:
         for kind, frame in tables.items():
             frame.write_csv(tmp / f"{kind}.csv")
