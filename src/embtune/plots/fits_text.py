@@ -36,14 +36,17 @@ def _conclusion(fit: dict[str, Any], held: str | None) -> str:
     loose = [k for k, v in ident.items() if not v]
     named = f" Identified (95% interval off its bounds): {', '.join(k for k, v in ident.items() if v) or 'none'}" \
         + (f"; not: {', '.join(loose)}." if loose else ".") if ident else ""
+    profile = fit.get("profile_ci95") or {}
+    if profile:
+        named += " 95% profile intervals: " + ", ".join(f"{k} [{sig(lo)}, {sig(hi)}]" for k, (lo, hi) in profile.items()) + "."
     if fit.get("trustworthy", True):
         ms = fit.get("multistart") or {}
         starts = f", {ms['n_at_best']} of {ms['n_starts']} starts at the best optimum" if ms else ""
-        return (f"**trustworthy**: converged{starts}, no parameter but the floor E at or within 2 standard "
-                f"errors of a bound; it {test}.{named}{findings}")
+        return (f"**trustworthy**: converged{starts}, no parameter but the floor E at a bound or with a 95% "
+                f"interval that reaches one; it {test}.{named}{findings}")
     issues = fit.get("trust_issues") or ["see fits.json"]
     return (f"**not trustworthy**: {'; '.join(issues)}. Its parameters must not be read (the data do "
-            f"not identify them); it {test}, but only the observed losses stand.{findings}")
+            f"not identify them); it {test}, but only the observed losses stand.{named}{findings}")
 
 
 def fit_trust_lines(fits: dict[str, Any]) -> list[str]:

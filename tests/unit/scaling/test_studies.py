@@ -24,7 +24,7 @@ TEMPERATURE = {"name": "appD-temperature", "models": ["tiny-d128-l2"],
                "metric": "mteb_average", "rows": ["inv_temperature"]}
 LORA_LR = {"name": "appD-lora-lr", "models": ["tiny-d128-l2"],
            "base": {"methods": ["lora"], "budgets": [1.0e11], "lora": {"ranks": [8, 32]}},
-           "cross": {"peak_lr": [1e-3, 3e-3]}, "rows": ["peak_lr", "lora_rank"]}
+           "cross": {"peak_lr": [1e-3, 5e-3]}, "rows": ["peak_lr", "lora_rank"]}
 APP_F = {"name": "appF", "models": ["tiny-d96-l2", "tiny-d128-l2"],
          "base": {"methods": ["full"], "budgets": [2.0e11, 4.0e11], "batch_size": 64, "context_length": 48},
          "predict": {"law": "modified", "data": "steps"}}
@@ -53,13 +53,13 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     assert {s.run_id.split("__")[0] for s in skipped} == {"tiny-d96-l2", "tiny-d128-l2", "tiny-d192-l2"}
     new = {r["run_id"]: r for r in runs[78:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
-    # ranks 8 and 32 at 3e-3 (the demo's LoRA rate) are main LoRA runs at 1e11; App. F: 2 models x
+    # ranks 8 and 32 at 5e-3 (the demo's LoRA rate) are main LoRA runs at 1e11; App. F: 2 models x
     # 2 budgets, all new (batch 64)
     assert len(new) == (6 - 1) + (4 - 2) + 4
     t20 = new["tiny-d128-l2__full__c1e11__s0__appD-temperature__inv_temperature-20__weight_decay-0"]
     assert t20["train"]["temperature"] == pytest.approx(0.05) and t20["train"]["weight_decay"] == 0.0
     assert new["tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.001"]["peak_lr"] == 1e-3
-    assert "tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.003" not in new    # the main r32 run
+    assert "tiny-d128-l2__lora-r32__c1e11__s0__appD-lora-lr__peak_lr-0.005" not in new    # the main r32 run
     f = new["tiny-d128-l2__full__c4e11__s0__appF"]
     assert (f["train"]["batch_size"], f["train"]["context_length"]) == (64, 48)
     # the plan's steps use the study's batch: tokens / (pairs-per-step estimate x 64)
