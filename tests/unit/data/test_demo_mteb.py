@@ -86,24 +86,24 @@ def test_each_docstring_serves_one_task() -> None:
 
 
 def test_task_structure_and_labels() -> None:
-    """Counts and labels the generator promises: retrieval 100 queries over 400 bodies with one
-    relevant body each; reranking 10 candidates with one relevant; pairs half positive; 6 WordNet
-    lexnames as classes (20 train + 24 test each) and as clusters (3 sets of 16 per lexname)."""
+    """Counts and labels the generator promises: retrieval 60 queries over 200 bodies with one
+    relevant body each; reranking 8 candidates with one relevant; pairs half positive; 6 WordNet
+    lexnames as classes (16 train + 16 test each) and as clusters (3 sets of 12 per lexname)."""
     sci = _frames("SciFact")[("default", "test")]
-    assert (sci["queries"].height, sci["corpus"].height, sci["qrels"].height) == (100, 400, 100)
+    assert (sci["queries"].height, sci["corpus"].height, sci["qrels"].height) == (60, 200, 60)
     assert set(sci["qrels"]["corpus-id"]) <= set(sci["corpus"]["id"])
     ask = _frames("AskUbuntuDupQuestions")[("default", "test")]
     per_query = ask["qrels"].group_by("query-id").agg(pl.len(), pl.col("score").sum())
-    assert per_query["len"].to_list() == [10] * ask["queries"].height and set(per_query["score"]) == {1}
+    assert per_query["len"].to_list() == [8] * ask["queries"].height and set(per_query["score"]) == {1}
     pairs = _frames("SprintDuplicateQuestions")[("default", "test")][""]
     assert pairs["labels"].sum() * 2 == pairs.height
     emo = _frames("EmotionClassification")
-    for split, n in (("train", 20), ("test", 24)):
+    for split, n in (("train", 16), ("test", 16)):
         counts = emo[("default", split)][""]["label"].value_counts().sort("label")
         assert counts["label"].to_list() == list(range(6)) and set(counts["count"]) == {n}
     ng = _frames("TwentyNewsgroupsClustering")[("default", "test")][""]
     for labels in ng["labels"].to_list():
-        assert len(set(labels)) == 6 and len(labels) == 96
+        assert len(set(labels)) == 6 and len(labels) == 72
 
 
 def test_unique_docs_drops_training_and_repeated_texts() -> None:
