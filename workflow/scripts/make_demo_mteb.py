@@ -21,7 +21,7 @@ is dropped, so no stand-in text is a training or validation text, and each pair 
   TwentyNewsgroupsClustering cluster lemmas by lexname (3 sets of 6 lexnames x 12)
   EmotionClassification      classify lemmas by lexname (6 labels, 16 train + 16 test each)
 
-Sizes keep the evaluation cheap (~1 CPU-s more per run than the template tasks, mostly the
+Sizes keep the evaluation cheap (0.3-1 CPU-s more per run than the template tasks, mostly mteb's
 classifier): the tiny models read 32 tokens, so bodies are clipped to ``BODY_CHARS``.
 
 STS15, SummEval and Tatoeba stay hand-written templates (graded sentence pairs, news stories with
