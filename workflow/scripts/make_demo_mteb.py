@@ -1,65 +1,190 @@
 """Write the small offline MTEB demo data to data/demo/mteb/<Task>/ (layout of embtune.data.mteb_data).
 
 Why: the CPU demo must run the real mteb evaluators on all 8 pinned tasks in seconds, with no
-network. The texts are written here (hand-written phrases composed by small templates, so the
-language is real and the labels are true by construction): emotion sentences, newsgroup-style
-subject lines, duplicate questions, claims with abstracts, graded sentence pairs, news stories
-with summaries, and sentence translations. Deterministic: re-running writes identical files.
+network, and its MTEB average must measure what the demo's contrastive fine-tuning teaches, as
+real MTEB measures what the BGE data teach (paper 1 App. C: rho(loss, MTEB) = -0.892). So five
+tasks hold real text of the training pairs' kinds (data/demo/bge) that is not in them:
 
-    .venv/bin/python workflow/scripts/make_demo_mteb.py [--out data/demo/mteb]
+  docstrings  summary line -> body of pinned packages that are NOT sources of the training pairs
+              (``STANDIN_PACKAGES``; parsed with ``ast`` and filtered as make_demo_pairs.py's
+              pydoc pairs; bodies clipped to ``BODY_CHARS``)
+  WordNet     a noun synset's lemmas -> its gloss, for the synsets whose gloss (3-5 words) is too
+              short for the training pairs (make_demo_pairs keeps >= 6), in 6 lexnames (``LEXNAMES``)
+
+Every text whose case/whitespace-folded form is a query, positive or negative of data/demo/bge/*
+is dropped, so no stand-in text is a training or validation text, and each pair serves one task:
+
+  SciFact                    retrieval: summary/lemmas -> its body among 200 (both sources)
+  AskUbuntuDupQuestions      reranking: summary/lemmas; its body + 7 bodies of the same module/lexname
+  SprintDuplicateQuestions   pair classification: (summary, its body) = 1, (summary, another body
+                             of the same group) = 0 (both sources)
+  TwentyNewsgroupsClustering cluster lemmas by lexname (3 sets of 6 lexnames x 12)
+  EmotionClassification      classify lemmas by lexname (6 labels, 16 train + 16 test each)
+
+Sizes keep the evaluation cheap (0.3-1 CPU-s more per run than the template tasks, mostly mteb's
+classifier): the tiny models read 32 tokens, so bodies are clipped to ``BODY_CHARS``.
+
+STS15, SummEval and Tatoeba stay hand-written templates (graded sentence pairs, news stories with
+summaries, sentence translations): this machine has no real text of those kinds. Measured on the
+77 runs of a finished demo: rho(val_loss, MTEB average) -0.07 with the old template tasks, see
+data/demo/mteb/README.md for the new value. Deterministic: re-running with the same packages
+(constraints.txt) and WordNet (Debian wordnet-base) writes identical files (texts are ordered by a
+crc32 of their name, sampling uses ``random.Random(seed)``).
+
+    .venv/bin/python workflow/scripts/make_demo_mteb.py [--out data/demo/mteb] [--seed 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import importlib.metadata
+import json
 import random
 import shutil
+import sys
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from embtune.data.mteb_data import TaskFrames, write_task
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_demo_pairs as pairs  # noqa: E402  (the pydoc pairs' parser and filters)
+
+#: Pinned packages (constraints.txt) whose docstrings are the stand-ins' text: none is a source of
+#: data/demo/bge (make_demo_pairs.PYDOC_PACKAGES, the stdlib), each its own topic (the labels).
+STANDIN_PACKAGES = ("scikit-learn", "pandas", "matplotlib", "SQLAlchemy", "dulwich", "hypothesis")
+BGE_DIR = Path("data/demo/bge")
+BODY_CHARS = 400          # the demo's models read 32 tokens; longer bodies only cost encoding time
+
+
+# ------------------------------------------------------------------ docstring source
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One text pair: a docstring's summary line -> its body, or a synset's lemmas -> its gloss.
+    ``group`` is its package or WordNet lexname (the topic labels and the hard negatives)."""
+
+    group: str
+    name: str
+    summary: str
+    body: str
+
+    @property
+    def module(self) -> str:
+        """A docstring's package and first sub-package ("sklearn.metrics"), a synset's lexname:
+        the nearest neighbours a reranker must order."""
+        return self.group if self.name.startswith("wordnet:") else ".".join(self.name.split(".")[:2])
+
+
+def training_keys(bge_dir: Path = BGE_DIR) -> set[str]:
+    """Folded queries, positives and negatives of every file the demo trains and validates on."""
+    keys: set[str] = set()
+    for path in sorted(bge_dir.glob("*.jsonl*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                obj = json.loads(line)
+                keys.update(pairs.norm(t) for t in [obj["query"], *obj.get("pos", []), *obj.get("neg", [])])
+    return keys
+
+
+def package_docs(dist: str) -> list[Doc]:
+    """A package's docstring pairs, filtered exactly as make_demo_pairs.pydoc_pairs filters them."""
+    out = []
+    for module, path in pairs.package_files(dist):
+        for doc in pairs.iter_docs(module, path):
+            body = [p for p in doc.body.split("\n\n") if not p.startswith(pairs.SECTION_HEADS)]
+            text = " ".join(body[:2])
+            if (pairs.words(doc.summary) >= pairs.MIN_QUERY_WORDS + 1 and pairs.words(text) >= pairs.MIN_POS_WORDS
+                    and doc.summary[:1].isalpha() and "::" not in doc.summary):
+                out.append(Doc(dist, doc.name, doc.summary, pairs.clip(text, BODY_CHARS)))
+    return out
+
+
+def unique_docs(docs: Iterable[Doc], seen: set[str]) -> list[Doc]:
+    """Docs in a stable hash order whose folded summary and body are new (``seen``, updated: the
+    training texts and the docs kept before), and whose summary does not open its body."""
+    kept = []
+    for d in sorted(docs, key=lambda d: (zlib.crc32(f"{d.group}:{d.name}".encode()), d.group, d.name)):
+        q, b = pairs.norm(d.summary), pairs.norm(d.body)
+        if q in seen or b in seen or q in b[:len(q) + 5]:
+            continue
+        seen.update((q, b))
+        kept.append(d)
+    return kept
+
+
+def standin_docs(bge_dir: Path = BGE_DIR, packages: Iterable[str] = STANDIN_PACKAGES) -> dict[str, list[Doc]]:
+    """Group (package, then lexname) -> its usable docs, hash-ordered: no folded summary or body
+    is a training text or another doc's."""
+    seen = training_keys(bge_dir)
+    docs = {dist: unique_docs(package_docs(dist), seen) for dist in packages}
+    by_lex = wordnet_docs()
+    return docs | {lex: unique_docs(by_lex[lex], seen) for lex in LEXNAMES.values()}
+
+
+#: WordNet 3.0 lexicographer files (lexnames(5WN), a synset's ``lex_filenum``) whose noun synsets
+#: are the label tasks' text, each lexname a label.
+LEXNAMES = {"04": "noun.act", "05": "noun.animal", "06": "noun.artifact", "13": "noun.food",
+            "18": "noun.person", "20": "noun.plant"}
+MIN_GLOSS_WORDS = 3       # "a kind act"; make_demo_pairs trains on glosses of >= 6 words
+
+
+def wordnet_docs(data: Path | None = None) -> dict[str, list[Doc]]:
+    """Lexname -> its noun synsets whose gloss is too short for the training pairs (3-5 words,
+    make_demo_pairs.MIN_GLOSS_WORDS = 6): lemmas ("ambush, ambuscade") -> gloss, in file order."""
+    by_lex: dict[str, list[Doc]] = {name: [] for name in LEXNAMES.values()}
+    with open(data or pairs.WORDNET / "data.noun", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            head, sep, gloss = line.partition(" | ")
+            f = head.split()
+            if line.startswith("  ") or not sep or len(f) < 5 or f[1] not in LEXNAMES:
+                continue
+            lemmas = [f[4 + 2 * i].replace("_", " ") for i in range(int(f[3], 16))]
+            gloss = " ".join(gloss.split())
+            if MIN_GLOSS_WORDS <= pairs.words(gloss) < pairs.MIN_GLOSS_WORDS:
+                by_lex[LEXNAMES[f[1]]].append(Doc(LEXNAMES[f[1]], f"wordnet:noun:{f[0]}", ", ".join(lemmas), gloss))
+    return by_lex
+
+
+def package_versions(packages: Iterable[str] = STANDIN_PACKAGES) -> dict[str, str]:
+    return {dist: importlib.metadata.version(dist) for dist in packages}
+
+
+class Pool:
+    """Hands out each package's docs in order, so every doc serves one task only."""
+
+    def __init__(self, docs: dict[str, list[Doc]]) -> None:
+        self.docs = {k: list(v) for k, v in docs.items()}
+
+    def take(self, group: str, n: int) -> list[Doc]:
+        if len(self.docs[group]) < n:
+            raise SystemExit(f"{group}: {len(self.docs[group])} unused texts left, {n} needed")
+        out, self.docs[group] = self.docs[group][:n], self.docs[group][n:]
+        return out
+
+    def take_mixed(self, n: int) -> list[Doc]:
+        """``n`` docs drawn round-robin over all groups (both sources, every topic in every task)."""
+        names = sorted(self.docs)
+        return [d for k in range(n) for d in self.take(names[k % len(names)], 1)]
+
+
 # ------------------------------------------------------------------ EmotionClassification
 
-# label ids as in the real dataset: sadness 0, joy 1, love 2, anger 3, fear 4, surprise 5
-EMOTIONS: dict[int, list[str]] = {
-    0: ["heartbroken", "miserable", "lonely", "gloomy", "hopeless", "homesick", "defeated", "empty",
-        "so low", "crushed"],
-    1: ["cheerful", "delighted", "thrilled", "content", "so happy", "grateful", "joyful", "glad",
-        "on top of the world", "relaxed and happy"],
-    2: ["loved", "tender", "adored", "affectionate", "so fond of everyone", "romantic", "caring",
-        "passionate", "devoted", "warm inside"],
-    3: ["furious", "irritated", "so angry", "annoyed", "resentful", "outraged", "bitter",
-        "fed up", "livid", "cranky"],
-    4: ["terrified", "anxious", "scared", "nervous", "frightened", "uneasy", "panicky",
-        "worried sick", "afraid", "shaky"],
-    5: ["amazed", "astonished", "shocked", "stunned", "surprised", "taken aback", "curious",
-        "startled", "dazed", "impressed"],
-}
-EMOTION_CONTEXTS = [
-    "i feel {e} today", "i have been feeling {e} since this morning", "honestly i feel {e} right now",
-    "i feel {e} after talking to my sister", "i woke up feeling {e}", "i feel {e} about the news",
-    "i feel {e} when i think about work", "tonight i feel {e}", "i feel {e} and i do not know why",
-    "i keep feeling {e} about the whole thing", "walking home i felt {e}",
-    "i felt {e} reading the message", "i am still feeling {e} after the weekend",
-    "i feel {e} every time the phone rings", "i feel {e} about moving to a new city",
-    "i feel {e} watching the rain",
-]
 
-
-def emotion_frames(rng: random.Random) -> TaskFrames:
-    rows = [{"text": ctx.format(e=word), "label": label}
-            for label, words in EMOTIONS.items() for word in words for ctx in EMOTION_CONTEXTS]
-    rng.shuffle(rows)
+def emotion_frames(pool: Pool, n_train: int = 16, n_test: int = 16) -> TaskFrames:
+    """Lemmas labelled by lexname (label id = its place in LEXNAMES; 6 labels, as the real task)."""
     train, test = [], []
-    counts: dict[tuple[str, int], int] = {}
-    for row in rows:
-        split = "train" if counts.get(("train", row["label"]), 0) < 20 else "test"
-        if split == "test" and counts.get(("test", row["label"]), 0) >= 12:
-            continue
-        counts[(split, row["label"])] = counts.get((split, row["label"]), 0) + 1
-        (train if split == "train" else test).append(row)
+    for label, dist in enumerate(LEXNAMES.values()):
+        docs = pool.take(dist, n_train + n_test)
+        train += [{"text": d.summary, "label": label} for d in docs[:n_train]]
+        test += [{"text": d.summary, "label": label} for d in docs[n_train:]]
     schema = {"text": pl.String, "label": pl.Int64}
     return {("default", "train"): {"": pl.DataFrame(train, schema=schema)},
             ("default", "test"): {"": pl.DataFrame(test, schema=schema)}}
@@ -67,111 +192,35 @@ def emotion_frames(rng: random.Random) -> TaskFrames:
 
 # ------------------------------------------------------------------ TwentyNewsgroupsClustering
 
-NEWSGROUPS: dict[str, list[str]] = {
-    "comp.graphics": ["3D rendering", "JPEG compression", "ray tracing", "polygon shading",
-                      "image file formats", "texture mapping", "VGA palettes", "GIF viewers"],
-    "rec.autos": ["the new Civic", "brake pads", "engine oil", "a used Toyota pickup",
-                  "tire pressure", "my transmission", "car insurance rates", "a V8 engine"],
-    "sci.space": ["the Hubble telescope", "shuttle launches", "the lunar lander",
-                  "orbital mechanics", "Mars probes", "satellite tracking", "rocket fuel",
-                  "the space station"],
-    "sci.med": ["migraine headaches", "blood pressure medication", "vitamin C doses",
-                "Lyme disease", "allergy shots", "chronic back pain", "cholesterol levels",
-                "antibiotic resistance"],
-    "rec.sport.hockey": ["the Stanley Cup playoffs", "the Penguins goalie", "NHL trades",
-                         "power play stats", "the Bruins defense", "hockey sticks",
-                         "the Maple Leafs", "overtime rules"],
-    "soc.religion.christian": ["the Gospel of John", "infant baptism", "prayer and faith",
-                               "the resurrection", "church attendance", "the Trinity",
-                               "Sunday worship", "reading the Psalms"],
-    "talk.politics.guns": ["gun control laws", "the Second Amendment", "concealed carry permits",
-                           "the assault weapons ban", "firearm registration", "handgun waiting periods",
-                           "the NRA", "gun show sales"],
-    "comp.sys.mac.hardware": ["the PowerBook 170", "Quadra memory upgrades", "SCSI drives on a Mac",
-                              "the Centris 650", "Mac monitor cables", "LC II video RAM",
-                              "the Apple keyboard", "SIMM slots"],
-}
-SUBJECT_PATTERNS = ["Re: {x}", "Question about {x}", "Looking for info on {x}", "Help with {x}",
-                    "Re: Thoughts on {x}?", "FAQ: {x}", "Opinions on {x} wanted", "Re: {x} again"]
 
-
-def newsgroup_frames(rng: random.Random, n_sets: int = 3, per_group: int = 6) -> TaskFrames:
+def newsgroup_frames(pool: Pool, rng: random.Random, n_sets: int = 3, per_label: int = 12) -> TaskFrames:
+    """Cluster sets of lemmas; the label is the lexname."""
     rows = []
     for _ in range(n_sets):
-        pairs = [(pat.format(x=topic), group) for group, topics in NEWSGROUPS.items()
-                 for topic in rng.sample(topics, per_group) for pat in [rng.choice(SUBJECT_PATTERNS)]]
-        rng.shuffle(pairs)
-        rows.append({"sentences": [s for s, _ in pairs], "labels": [g for _, g in pairs]})
+        items = [(d.summary, lex) for lex in LEXNAMES.values() for d in pool.take(lex, per_label)]
+        rng.shuffle(items)
+        rows.append({"sentences": [s for s, _ in items], "labels": [g for _, g in items]})
     schema = {"sentences": pl.List(pl.String), "labels": pl.List(pl.String)}
     return {("default", "test"): {"": pl.DataFrame(rows, schema=schema)}}
 
 
 # ------------------------------------------------------------------ SprintDuplicateQuestions
 
-SPRINT_ACTIONS = [
-    "activate my new phone", "check my data usage", "reset my voicemail password",
-    "transfer my number to a new phone", "turn on mobile hotspot", "pay my bill online",
-    "add a line to my plan", "unlock my phone for international use", "set up visual voicemail",
-    "block a phone number", "change my plan", "update my phone software", "find my account pin",
-    "turn off data roaming", "set up call forwarding", "return a damaged phone",
-    "check my signal coverage", "enable wifi calling", "change my billing address",
-    "cancel my international add on", "recover deleted text messages", "upgrade my device early",
-    "stop spam text messages", "restore my contacts from backup",
-]
-SPRINT_PATTERNS = ["How do I {a}?", "What is the way to {a}?", "Can someone tell me how to {a}?",
-                   "Steps to {a} on Sprint", "I need to {a}, how?", "Is it possible to {a} myself?"]
 
-
-def sprint_frames(rng: random.Random) -> TaskFrames:
+def sprint_frames(pool: Pool, rng: random.Random, n: int = 60) -> TaskFrames:
+    """(summary, its body) = 1 and (summary, the body of another doc of the same group) = 0."""
+    docs = pool.take_mixed(n)
     rows = []
-    for i, action in enumerate(SPRINT_ACTIONS):
-        p1, p2 = rng.sample(SPRINT_PATTERNS, 2)
-        rows.append({"sentence1": p1.format(a=action), "sentence2": p2.format(a=action), "labels": 1})
-        other = SPRINT_ACTIONS[(i + rng.randrange(1, len(SPRINT_ACTIONS))) % len(SPRINT_ACTIONS)]
-        for _ in range(3):
-            q1, q2 = rng.sample(SPRINT_PATTERNS, 2)
-            rows.append({"sentence1": q1.format(a=action), "sentence2": q2.format(a=other), "labels": 0})
-            other = rng.choice([a for a in SPRINT_ACTIONS if a != action])
+    for d in docs:
+        others = [o for o in docs if o.group == d.group and o is not d]
+        rows.append({"sentence1": d.summary, "sentence2": d.body, "labels": 1})
+        rows.append({"sentence1": d.summary, "sentence2": rng.choice(others).body, "labels": 0})
+    rng.shuffle(rows)
     schema = {"sentence1": pl.String, "sentence2": pl.String, "labels": pl.Int64}
     return {("default", "test"): {"": pl.DataFrame(rows, schema=schema)}}
 
 
 # ------------------------------------------------------------------ AskUbuntuDupQuestions
-
-UBUNTU_TOPICS = [
-    ("install nvidia drivers", "the proprietary graphics driver"),
-    ("mount a usb drive", "an external usb stick"), ("change the default shell", "zsh as login shell"),
-    ("upgrade to the next release", "do-release-upgrade"), ("fix a broken grub", "the boot loader"),
-    ("connect to wifi from the terminal", "nmcli"), ("add a ppa", "a personal package archive"),
-    ("remove old kernels", "unused linux images"), ("set a static ip", "netplan addresses"),
-    ("enable ssh login", "the openssh server"), ("increase swap size", "the swap file"),
-    ("install google chrome", "the chrome deb package"), ("schedule a cron job", "crontab entries"),
-    ("change screen resolution", "xrandr modes"), ("fix no sound after update", "pulseaudio output"),
-    ("create a desktop shortcut", "a .desktop launcher"),
-]
-UBUNTU_Q = ["How can I {a} on Ubuntu?", "What is the correct way to {a}?", "Unable to {a} in 22.04",
-            "{A} - step by step?", "Best way to {a} with {d}?", "Trouble when I try to {a} using {d}"]
-
-
-def _ubuntu_question(pattern: str, action: str, detail: str) -> str:
-    return pattern.format(a=action, A=action[0].upper() + action[1:], d=detail)
-
-
-def askubuntu_frames(rng: random.Random, n_candidates: int = 8) -> TaskFrames:
-    corpus, queries, qrels, top = [], [], [], []
-    for qi, (action, detail) in enumerate(UBUNTU_TOPICS):
-        patterns = rng.sample(UBUNTU_Q, 3)
-        qid = f"q{qi}"
-        queries.append({"id": qid, "text": _ubuntu_question(patterns[0], action, detail)})
-        cands = [(f"d{qi}_{k}", _ubuntu_question(p, action, detail), 1) for k, p in enumerate(patterns[1:])]
-        others = rng.sample([t for t in UBUNTU_TOPICS if t[0] != action], n_candidates - len(cands))
-        cands += [(f"d{qi}_{k + 2}", _ubuntu_question(rng.choice(UBUNTU_Q), a, d), 0)
-                  for k, (a, d) in enumerate(others)]
-        rng.shuffle(cands)
-        corpus += [{"id": cid, "text": text, "title": ""} for cid, text, _ in cands]
-        qrels += [{"query-id": qid, "corpus-id": cid, "score": rel} for cid, _, rel in cands]
-        top.append({"query-id": qid, "corpus-ids": [cid for cid, _, _ in cands]})
-    return {("default", "test"): _retrieval_tables(corpus, queries, qrels, top)}
 
 
 def _retrieval_tables(corpus: list, queries: list, qrels: list, top: list | None) -> dict[str, pl.DataFrame]:
@@ -183,53 +232,39 @@ def _retrieval_tables(corpus: list, queries: list, qrels: list, top: list | None
     return out
 
 
+def askubuntu_frames(pool: Pool, rng: random.Random, n_queries: int = 36, n_candidates: int = 8) -> TaskFrames:
+    """Rerank a summary's candidates: its own body and ``n_candidates - 1`` bodies of its group,
+    those of its own module first (the near misses a reranker must order)."""
+    corpus, queries, qrels, top = [], [], [], []
+    groups = sorted(pool.docs)
+    per_group = n_queries // len(groups) + 1
+    chosen = {g: pool.take(g, per_group * n_candidates) for g in groups}
+    for qi in range(n_queries):
+        dist = groups[qi % len(groups)]
+        group, chosen[dist] = chosen[dist][:n_candidates], chosen[dist][n_candidates:]
+        query, rest = group[0], group[1:]
+        rest.sort(key=lambda d: d.module != query.module)   # stable: same-module bodies first
+        cands = [(query, 1)] + [(d, 0) for d in rest]
+        rng.shuffle(cands)
+        qid = f"q{qi}"
+        queries.append({"id": qid, "text": query.summary})
+        ids = [f"d{qi}_{k}" for k in range(len(cands))]
+        corpus += [{"id": cid, "text": d.body, "title": ""} for cid, (d, _) in zip(ids, cands)]
+        qrels += [{"query-id": qid, "corpus-id": cid, "score": rel} for cid, (_, rel) in zip(ids, cands)]
+        top.append({"query-id": qid, "corpus-ids": ids})
+    return {("default", "test"): _retrieval_tables(corpus, queries, qrels, top)}
+
+
 # ------------------------------------------------------------------ SciFact
 
-# (exposure, outcome, population, direction of the finding)
-SCIFACT_FACTS = [
-    ("vitamin D supplementation", "the risk of respiratory infections", "older adults", "reduces"),
-    ("statin therapy", "LDL cholesterol", "patients with diabetes", "reduces"),
-    ("regular aerobic exercise", "insulin sensitivity", "overweight adults", "increases"),
-    ("smoking", "the incidence of lung cancer", "adult men", "increases"),
-    ("aspirin", "the rate of recurrent stroke", "stroke survivors", "reduces"),
-    ("sleep deprivation", "cortisol levels", "healthy volunteers", "increases"),
-    ("breastfeeding", "the risk of childhood asthma", "infants", "reduces"),
-    ("high salt intake", "systolic blood pressure", "middle-aged adults", "increases"),
-    ("metformin", "hepatic glucose production", "mice", "reduces"),
-    ("the BRCA1 mutation", "the lifetime risk of breast cancer", "women", "increases"),
-    ("air pollution exposure", "hospital admissions for asthma", "children", "increases"),
-    ("a Mediterranean diet", "cardiovascular events", "high-risk adults", "reduces"),
-    ("the measles vaccine", "measles incidence", "school-age children", "reduces"),
-    ("chronic alcohol use", "liver fibrosis", "adult patients", "increases"),
-    ("tumour necrosis factor inhibitors", "joint inflammation", "patients with rheumatoid arthritis", "reduces"),
-    ("obesity", "the risk of type 2 diabetes", "adolescents", "increases"),
-    ("hand washing programmes", "diarrhoeal illness", "households in low-income countries", "reduces"),
-    ("antibiotic overuse", "carriage of resistant bacteria", "hospital patients", "increases"),
-    ("mindfulness training", "symptoms of anxiety", "university students", "reduces"),
-    ("folic acid supplementation", "neural tube defects", "pregnant women", "reduces"),
-]
-ABSTRACT = ("We studied whether {x} affects {y} in {p}. In a randomised cohort of {n} participants "
-            "followed for {m} months, {x} {v} {y} compared with controls (p < 0.01). {extra} "
-            "These findings indicate that {x} {v} {y} in {p}.")
-EXTRAS = ["The effect was consistent across subgroups.", "Adverse events were rare.",
-          "Results were adjusted for age and sex.", "A dose-response relationship was observed."]
-OPPOSITE = {"reduces": "increases", "increases": "reduces"}
 
-
-def scifact_frames(rng: random.Random) -> TaskFrames:
-    corpus, queries, qrels = [], [], []
-    for i, (x, y, p, v) in enumerate(SCIFACT_FACTS):
-        doc = f"{1000 + i}"
-        text = ABSTRACT.format(x=x, y=y, p=p, v=v, n=rng.randrange(80, 4000),
-                               m=rng.choice([6, 12, 24, 36]), extra=rng.choice(EXTRAS))
-        corpus.append({"id": doc, "text": text, "title": f"Effect of {x} on {y} in {p}"})
-        queries.append({"id": str(i), "text": f"{x[0].upper() + x[1:]} {v} {y}."})
-        qrels.append({"query-id": str(i), "corpus-id": doc, "score": 1})
-        # a distractor abstract on the same exposure but another outcome keeps retrieval honest
-        y2 = SCIFACT_FACTS[(i + 7) % len(SCIFACT_FACTS)][1]
-        corpus.append({"id": f"{2000 + i}", "title": f"{x[0].upper() + x[1:]} and {y2}",
-                       "text": ABSTRACT.format(x=x, y=y2, p=p, v=OPPOSITE[v], n=rng.randrange(80, 4000),
-                                               m=rng.choice([6, 12, 24]), extra=rng.choice(EXTRAS))})
+def scifact_frames(pool: Pool, n_queries: int = 60, n_docs: int = 200) -> TaskFrames:
+    """Retrieve a summary's body from ``n_docs`` bodies (the other ``n_docs - n_queries`` are
+    bodies whose summaries are not asked)."""
+    docs = pool.take_mixed(n_docs)
+    corpus = [{"id": f"{1000 + i}", "text": d.body, "title": ""} for i, d in enumerate(docs)]
+    queries = [{"id": str(i), "text": d.summary} for i, d in enumerate(docs[:n_queries])]
+    qrels = [{"query-id": str(i), "corpus-id": f"{1000 + i}", "score": 1} for i in range(n_queries)]
     return {("default", "test"): _retrieval_tables(corpus, queries, qrels, None)}
 
 
@@ -360,15 +395,16 @@ def tatoeba_frames() -> TaskFrames:
             for subset, col in TATOEBA_SUBSETS.items()}
 
 
-def all_frames(seed: int = 0) -> dict[str, TaskFrames]:
-    """Every demo task's tables, deterministic in ``seed``."""
+def all_frames(seed: int = 0, bge_dir: Path = BGE_DIR) -> dict[str, TaskFrames]:
+    """Every demo task's tables, deterministic in ``seed``, the installed STANDIN_PACKAGES and WordNet."""
     rng = random.Random(seed)
+    pool = Pool(standin_docs(bge_dir))
     return {
-        "EmotionClassification": emotion_frames(rng),
-        "TwentyNewsgroupsClustering": newsgroup_frames(rng),
-        "SprintDuplicateQuestions": sprint_frames(rng),
-        "AskUbuntuDupQuestions": askubuntu_frames(rng),
-        "SciFact": scifact_frames(rng),
+        "EmotionClassification": emotion_frames(pool),
+        "TwentyNewsgroupsClustering": newsgroup_frames(pool, rng),
+        "SprintDuplicateQuestions": sprint_frames(pool, rng),
+        "AskUbuntuDupQuestions": askubuntu_frames(pool, rng),
+        "SciFact": scifact_frames(pool),
         "STS15": sts_frames(rng),
         "SummEval": summeval_frames(rng),
         "Tatoeba": tatoeba_frames(),
@@ -379,8 +415,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("data/demo/mteb"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bge-dir", type=Path, default=BGE_DIR, help="the training pairs no text may repeat")
     args = parser.parse_args()
-    for name, frames in all_frames(args.seed).items():
+    for name, frames in all_frames(args.seed, args.bge_dir).items():
         if (args.out / name).exists():
             shutil.rmtree(args.out / name)
         write_task(frames, args.out / name)
