@@ -209,7 +209,7 @@ def judge(prob: Problem, res: Any, profile: bool = False) -> dict[str, Any]:
     theta = prob.full(res.x)
     at_bound, loose = bound_issues(prob, theta), unidentified(prob, theta)
     se = standard_errors(prob, theta)
-    intervals = exponent_intervals(prob, theta, set(at_bound) | set(loose)) if profile and res.success else {}
+    intervals = exponent_intervals(prob, theta, set(at_bound) | set(loose), NEAR_BOUND) if profile and res.success else {}
     near = near_bound_issues(prob, theta, se, set(at_bound) | set(intervals))
     near.update(profile_issues(intervals, prob, set(at_bound)))
     floor = _floor_at_zero(prob.law, set(at_bound) | set(near))
