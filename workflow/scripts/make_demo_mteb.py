@@ -140,16 +140,9 @@ def wordnet_docs(data: Path | None = None) -> dict[str, list[Doc]]:
     """Lexname -> its noun synsets whose gloss is too short for the training pairs (3-5 words,
     make_demo_pairs.MIN_GLOSS_WORDS = 6): lemmas ("ambush, ambuscade") -> gloss, in file order."""
     by_lex: dict[str, list[Doc]] = {name: [] for name in LEXNAMES.values()}
-    with open(data or pairs.WORDNET / "data.noun", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            head, sep, gloss = line.partition(" | ")
-            f = head.split()
-            if line.startswith("  ") or not sep or len(f) < 5 or f[1] not in LEXNAMES:
-                continue
-            lemmas = [f[4 + 2 * i].replace("_", " ") for i in range(int(f[3], 16))]
-            gloss = " ".join(gloss.split())
-            if MIN_GLOSS_WORDS <= pairs.words(gloss) < pairs.MIN_GLOSS_WORDS:
-                by_lex[LEXNAMES[f[1]]].append(Doc(LEXNAMES[f[1]], f"wordnet:noun:{f[0]}", ", ".join(lemmas), gloss))
+    for offset, lex, lemmas, gloss in pairs.wordnet_synsets(data or pairs.WORDNET / "data.noun"):
+        if lex in LEXNAMES and lemmas and MIN_GLOSS_WORDS <= pairs.words(gloss) < pairs.MIN_GLOSS_WORDS:
+            by_lex[LEXNAMES[lex]].append(Doc(LEXNAMES[lex], f"wordnet:noun:{offset}", ", ".join(lemmas), gloss))
     return by_lex
 
 

@@ -153,9 +153,10 @@ def index_dates(indexes: list[tuple[Path, str]]) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- WordNet
-def wordnet_records(path: Path) -> Iterator[tuple[str, list[str], str]]:
-    """(synset offset, lemmas, gloss) of a WordNet 3.0 ``data.<pos>`` file (wndb(5) format: the
-    word count is hex, lemmas use ``_`` for spaces and adjectives may carry a ``(a)``-style marker)."""
+def wordnet_synsets(path: Path) -> Iterator[tuple[str, str, list[str], str]]:
+    """(synset offset, lexicographer file number, lemmas, gloss) of a WordNet 3.0 ``data.<pos>``
+    file (wndb(5) format: the word count is hex, lemmas use ``_`` for spaces and adjectives may
+    carry a ``(a)``-style marker)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if line.startswith("  "):      # the licence header
@@ -165,7 +166,12 @@ def wordnet_records(path: Path) -> Iterator[tuple[str, list[str], str]]:
             if not sep or len(f) < 4:
                 continue
             lemmas = [re.sub(r"\([a-z]+\)$", "", f[4 + 2 * i]).replace("_", " ") for i in range(int(f[3], 16))]
-            yield f[0], lemmas, " ".join(gloss.split())
+            yield f[0], f[1], lemmas, " ".join(gloss.split())
+
+
+def wordnet_records(path: Path) -> Iterator[tuple[str, list[str], str]]:
+    """(synset offset, lemmas, gloss) of each synset of ``path`` (:func:`wordnet_synsets`)."""
+    return ((offset, lemmas, gloss) for offset, _, lemmas, gloss in wordnet_synsets(path))
 
 
 def wordnet_pairs() -> list[dict]:
