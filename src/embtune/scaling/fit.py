@@ -201,17 +201,17 @@ def unidentified(prob: Problem, theta: np.ndarray) -> dict[str, str]:
     return out
 
 
-def judge(prob: Problem, res: Any, profile: bool = False) -> dict[str, Any]:
+def judge(prob: Problem, res: Any) -> dict[str, Any]:
     """The trust fields of a fit record (module docstring, point 3). E at (or near) its bound 0
-    is reported, but is a finding, not a failed fit (``FLOOR_FINDING``). With ``profile`` the
-    exponents are judged by their profile intervals (:mod:`embtune.scaling.fit_profile`), the
-    other parameters by their Gauss-Newton errors."""
+    is reported, but is a finding, not a failed fit (``FLOOR_FINDING``). The exponents are
+    judged by their profile intervals (:mod:`embtune.scaling.fit_profile`), the other parameters
+    by their Gauss-Newton errors."""
     theta = prob.full(res.x)
     at_bound, loose = bound_issues(prob, theta), unidentified(prob, theta)
     se = standard_errors(prob, theta)
-    intervals = exponent_intervals(prob, theta, set(at_bound) | set(loose), NEAR_BOUND) if profile and res.success else {}
+    intervals = exponent_intervals(prob, theta, set(at_bound) | set(loose), NEAR_BOUND) if res.success else {}
     near = near_bound_issues(prob, theta, se, set(at_bound) | set(intervals))
-    near.update(profile_issues(intervals, prob, set(at_bound)))
+    near.update(profile_issues(intervals))
     floor = _floor_at_zero(prob.law, set(at_bound) | set(near))
     issues = ([f"at bound: {v}" for k, v in at_bound.items() if k not in floor]
               + [f"near bound: {v}" for k, v in near.items() if k not in floor]
@@ -248,8 +248,7 @@ def identified(law: Law, fit: dict[str, Any], fixed: set[str]) -> dict[str, bool
     return {name: name not in off for name in law.raw_names}
 
 
-def fit_problem(prob: Problem, n_starts: int = N_STARTS,
-                profile: bool = True) -> tuple[dict[str, Any], list[np.ndarray]]:
+def fit_problem(prob: Problem, n_starts: int = N_STARTS) -> tuple[dict[str, Any], list[np.ndarray]]:
     """Profile grid, L-BFGS-B from the ``n_starts`` best distinct grid points; the best optimum
     wins. Returns the fit record and the distinct optima found (best first, free parameters)."""
     w = np.ones_like(prob.y)
@@ -258,7 +257,7 @@ def fit_problem(prob: Problem, n_starts: int = N_STARTS,
     results = sorted((run_lbfgs(prob, thetas[i][prob.free], w) for i in starts), key=lambda r: r.fun)
     best = results[0]
     theta = prob.full(best.x)
-    trust = judge(prob, best, profile)
+    trust = judge(prob, best)
     out = {
         "law": prob.law.formula,
         "params": prob.law.to_raw(theta, prob.x),
@@ -324,8 +323,7 @@ def holdout_metrics(law: Law, params: dict[str, float], N: np.ndarray, D: np.nda
 
 def fit_law(law: Law, N: np.ndarray, D: np.ndarray, S: np.ndarray, loss: np.ndarray, *,
             delta: float = 1e-3, holdout: np.ndarray | None = None, n_bootstrap: int = 0,
-            seed: int = 0, n_starts: int = N_STARTS, boot_starts: int = BOOT_STARTS,
-            profile: bool = True) -> dict[str, Any]:
+            seed: int = 0, n_starts: int = N_STARTS, boot_starts: int = BOOT_STARTS) -> dict[str, Any]:
     """Fit ``law`` on the rows not in ``holdout``; report held-out error and bootstrap CIs.
 
     Returns ``{"skipped": reason}`` when there are too few rows to identify the law."""
@@ -342,7 +340,7 @@ def fit_law(law: Law, N: np.ndarray, D: np.ndarray, S: np.ndarray, loss: np.ndar
         return {"skipped": "no spread in N or in D among the training rows"}
     prob = Problem(law, x, np.log(loss[train]), delta, fixed)
     with single_threaded_blas():
-        out, optima = fit_problem(prob, n_starts, profile)
+        out, optima = fit_problem(prob, n_starts)
         if why:
             out["fixed_reason"] = why
         if x.n_s_clipped:

@@ -62,7 +62,7 @@ class Profile:
     """The least-squares profile of one exponent: RSS(v) = min over the other parameters."""
 
     def __init__(self, prob: Problem, index: int, theta: np.ndarray) -> None:
-        self.prob, self.index, self.theta = prob, index, theta
+        self.prob, self.index = prob, index
         self.last = theta            # continuation: each refit starts where the previous ended,
         self.seed_from_grid = True   # and the first of a walk also from the exponent grid's best
 
@@ -103,13 +103,13 @@ def _walk(profile: Profile, start: float, bound: float, limit: float) -> tuple[f
     return float(inside), False
 
 
-def profile_issues(intervals: dict[str, dict[str, Any]], prob: Problem, skip: set[str]) -> dict[str, str]:
+def profile_issues(intervals: dict[str, dict[str, Any]]) -> dict[str, str]:
     """{exponent: why} for exponents whose profile interval reaches a bound: the data cannot tell
     the exponent from that bound (α reaching 0: no N term; reaching its cap: any steeper N term
     fits as well)."""
     out = {}
     for name, iv in intervals.items():
-        if iv["reaches"] and name not in skip:
+        if iv["reaches"]:
             lo, hi = iv["ci95"]
             bounds = " and ".join(f"{b:g}" for b in iv["reaches"])
             out[name] = f"{name}: its 95% profile interval [{lo:.3g}, {hi:.3g}] reaches its bound {bounds}"
