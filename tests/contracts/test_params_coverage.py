@@ -56,6 +56,9 @@ EXEMPT = {
     ("train.variant_budgets", "{}"): "params.yaml's default (every variant at train.budgets): a preset "
                                      "layered on demo.yaml cannot empty the mapping it sets (mappings "
                                      "merge key by key); the paper plan (tests/unit/scaling/test_studies.py) runs it",
+    ("train.variant_models", "{}"): "params.yaml's default (every variant on every model): a preset layered on "
+                                    "demo.yaml cannot empty the mapping it sets; the paper plan (tests/unit/core/"
+                                    "test_sweep.py) runs it",
 }
 EXEMPT_ALTERNATIVES = {
     ("train.freeze.fractions", "=auto"): EXEMPT[("train.freeze.fractions", "=auto")],

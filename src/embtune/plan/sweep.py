@@ -76,14 +76,30 @@ def variant_budgets(train: dict[str, Any], tag: str, method: str) -> list[float]
     return list(by.get(tag, by.get(method, train["budgets"])))
 
 
-def check_variant_budgets(models: list[dict[str, Any]], train: dict[str, Any]) -> None:
-    """A ``train.variant_budgets`` key must name a registered method or a variant tag of one
-    (``<method>-...``). A key for a method the grid leaves out is allowed (a preset layered on
-    another narrows ``methods`` but cannot delete a mapping key); a misspelt method is not."""
-    unknown = sorted(k for k in train.get("variant_budgets") or {} if k.split("-")[0] not in methods.REGISTRY)
-    if unknown:
-        raise ValueError(f"train.variant_budgets: {unknown} name no method or variant tag (methods: "
-                         f"{sorted(methods.REGISTRY)}; tags look like lora-r32, freeze-1of2)")
+def runs_variant(train: dict[str, Any], models: list[dict[str, Any]], model: str, tag: str,
+                 method: str) -> bool:
+    """Whether ``model`` trains this method variant: ``train.variant_models`` by its tag, else by
+    its method, else every model. Why: a variant whose law is not fitted (a second LoRA rank,
+    bias-only) answers its findings on a few sizes, so a small grid spends its time on the fitted
+    methods' sizes. Names not in ``models`` are left out, and a list that names none of them
+    restricts nothing: a preset that replaces ``models`` (CI's one hub model) cannot delete the
+    mapping it inherits, and should not lose the variant for it."""
+    by = train.get("variant_models") or {}
+    names = {m["name"] for m in models}
+    present = [n for n in by.get(tag, by.get(method)) or () if n in names]
+    return not present or model in present
+
+
+def check_variant_budgets(train: dict[str, Any]) -> None:
+    """A ``train.variant_budgets`` or ``train.variant_models`` key must name a registered method
+    or a variant tag of one (``<method>-...``). A key for a method the grid leaves out is allowed
+    (a preset layered on another narrows ``methods`` but cannot delete a mapping key); a misspelt
+    method is not."""
+    for key in ("variant_budgets", "variant_models"):
+        unknown = sorted(k for k in train.get(key) or {} if k.split("-")[0] not in methods.REGISTRY)
+        if unknown:
+            raise ValueError(f"train.{key}: {unknown} name no method or variant tag (methods: "
+                             f"{sorted(methods.REGISTRY)}; tags look like lora-r32, freeze-1of2)")
 
 
 
@@ -126,9 +142,11 @@ def _grid_runs(params: dict[str, Any], models: list[dict[str, Any]], train: dict
     results = Results(Path(params["paths"]["results"]))
     runs: list[RunConfig] = []
     skipped: list[Skipped] = []
-    check_variant_budgets(models, train)
+    check_variant_budgets(train)
     for model in models:
         for tag, method_cfg, reason in _method_variants(model, train):
+            if not runs_variant(train, models, model["name"], tag, method_cfg["method"]):
+                continue
             for budget in variant_budgets(train, tag, method_cfg["method"]):
                 for seed in train["seeds"]:
                     run_id = RunConfig.make_id(model["name"], tag, budget, seed, study, factors)
@@ -189,8 +207,8 @@ def study_train(train: dict[str, Any], study: dict[str, Any], factors: dict[str,
     rate for every method of the study (Tables 3-4 search the rate of one method each)."""
     from embtune.core.params_yaml import deep_merge
 
-    # a study names its own budgets (its base): the main grid's per-variant budgets stay out of it
-    out = deep_merge({k: v for k, v in train.items() if k not in ("studies", "variant_budgets")},
+    # a study names its own budgets and models: the main grid's per-variant ones stay out of it
+    out = deep_merge({k: v for k, v in train.items() if k not in ("studies", "variant_budgets", "variant_models")},
                      study.get("base") or {})
     for key, value in factors.items():
         if key == "inv_temperature":

@@ -139,3 +139,38 @@ def test_query_batch_sweep_keeps_14000_samples_per_epoch(paper: dict) -> None:
     params["query_tuning"]["defaults"]["epoch_size"] = "steps"
     with pytest.raises(ValueError, match="epoch_size: 'steps'"):
         query_runs(params)
+
+
+def test_variant_models_restrict_a_variant_to_the_named_models(paper: dict) -> None:
+    """By hand on the paper grid: LoRA r32 on pythia-160m only, every freeze fraction on
+    pythia-410m only (the method key), r8 and the other methods on every model; the tag wins
+    over the method. A key that is no method is refused by name."""
+    params = copy.deepcopy(paper)
+    params["train"]["variant_models"] = {"lora-r32": ["pythia-160m"], "freeze": ["pythia-410m"],
+                                         "lora": ["pythia-160m", "pythia-1b"]}
+    runs, skipped = training_runs(params)
+    every = [r["run_id"] for r in runs] + [s.run_id for s in skipped]
+    main = [rid for rid in every if rid.count("__") == 3]
+    by_tag: dict[str, set[str]] = {}
+    for rid in main:
+        model, tag = rid.split("__")[:2]
+        by_tag.setdefault(tag, set()).add(model)
+    names = {m["name"] for m in paper["models"]}
+    assert by_tag["lora-r32"] == {"pythia-160m"}
+    assert by_tag["lora-r8"] == {"pythia-160m", "pythia-1b"}
+    assert {t for t in by_tag if t.startswith("freeze-")} and \
+        all(ms == {"pythia-410m"} for t, ms in by_tag.items() if t.startswith("freeze-"))
+    assert by_tag["full"] == names and by_tag["bias"] == names
+    # the studies keep their own models: App. F still trains LoRA r32 on its five models
+    assert sum("__lora-r32__" in rid and "__appF" in rid for rid in every) == 5 * 4
+    # a name not in models is left out; a list naming none of them restricts nothing (a preset
+    # that replaces models keeps the variant)
+    params["train"]["variant_models"] = {"lora-r32": ["pythia-160m", "tiny-d32-l2"], "bias": ["tiny-d32-l2"]}
+    runs, skipped = training_runs(params)
+    ids = [r["run_id"] for r in runs] + [s.run_id for s in skipped]
+    assert {rid.split("__")[0] for rid in ids if rid.count("__") == 3 and "__lora-r32__" in rid} == {"pythia-160m"}
+    assert {rid.split("__")[0] for rid in ids if rid.count("__") == 3 and "__bias__" in rid} == names
+    bad = copy.deepcopy(paper)
+    bad["train"]["variant_models"] = {"lroa": ["pythia-160m"]}
+    with pytest.raises(ValueError, match=r"train.variant_models: \['lroa'\] name no method"):
+        training_runs(bad)

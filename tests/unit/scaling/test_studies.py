@@ -46,12 +46,13 @@ def test_study_expansion_by_hand(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, skipped, members = training_plan(params)
     main = [r for r in runs if parse_run_id(r["run_id"])["study"] == "main"]
-    # 5 models x (full 6 budgets + LoRA r8 6 + r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 90 cells,
-    # less 12 (< min_steps 10): full d96 at 1.25e10, d128 up to 2.5e10, d192 up to 5e10; LoRA r8
-    # d96 and d128 at 1.25e10, d192 up to 2.5e10; freeze 1/2 and bias d192 at 2.5e10: 78
-    assert len(main) == 78 and len(skipped) == 12
+    # 6 models x (full 6 budgets + LoRA r8 6) + 3 models (d32, d64, d128: train.variant_models) x
+    # (r32 1 + freeze-0 1 + freeze-1/2 2 + bias 2) = 90 cells, less 10 (< min_steps 10): full d96
+    # at 1.25e10, d128 up to 2.5e10, d192 up to 5e10; LoRA r8 d96 and d128 at 1.25e10, d192 up to
+    # 2.5e10: 80
+    assert len(main) == 80 and len(skipped) == 10
     assert {s.run_id.split("__")[0] for s in skipped} == {"tiny-d96-l2", "tiny-d128-l2", "tiny-d192-l2"}
-    new = {r["run_id"]: r for r in runs[78:]}
+    new = {r["run_id"]: r for r in runs[80:]}
     # temperature: 3 x 2 points, (1/40, 0.1) is the main full run at 1e11; LoRA: 2 rates x 2 ranks,
     # ranks 8 and 32 at 5e-3 (the demo's LoRA rate) are main LoRA runs at 1e11; App. F: 2 models x
     # 2 budgets, all new (batch 64)
@@ -95,7 +96,7 @@ def test_mteb_only_for_main_and_mteb_studies(demo: dict) -> None:
     params = _with(demo, TEMPERATURE, LORA_LR, APP_F)
     runs, _, members = training_plan(params)
     mteb = mteb_run_ids(params, runs, members)
-    assert len(mteb) == 78 + 5                              # main + the temperature study's new runs
+    assert len(mteb) == 80 + 5                              # main + the temperature study's new runs
     assert not any("appF" in r or "lora-lr" in r for r in mteb)
 
 
@@ -213,14 +214,14 @@ def test_fig20_predictions_recover_a_known_law(demo: dict, seed: int) -> None:
     from embtune.scaling.appendix import predicted_vs_actual, study_frame
 
     params = copy.deepcopy(demo)
-    params["train"]["budgets"] = [1e11, 2e11, 4e11, 8e11]     # 5 models x 4 budgets of full tuning
+    params["train"]["budgets"] = [1e11, 2e11, 4e11, 8e11]     # 6 models x 4 budgets of full tuning
     params = _with(params, APP_F)
     runs = _law_table(params, LAW_STEPS, noise=0.005, seed=seed)
     _, _, members = training_plan(params)
     frame = study_frame(runs, members, params["train"]["studies"][0], "final_train_loss")
     points, summary = predicted_vs_actual(runs, frame, law_name="modified", data="steps")
     full = summary["methods"]["full"]
-    assert full["fit"]["n_train"] == 20                       # main-grid full runs only
+    assert full["fit"]["n_train"] == 24                       # main-grid full runs only
     assert full["predicted"]["n"] == 4                        # the four batch-64 runs
     assert full["predicted"]["mean_abs_rel_err"] < 0.02       # noise is 0.5 %
     pred = points.filter(pl.col("split") == "predicted")

@@ -57,20 +57,21 @@ def test_every_planned_run_id_reads_back(plan) -> None:
 
 
 def test_demo_ids_by_hand() -> None:
-    """The demo grid's ids at 2.5e10, written out: the four smaller models x the four variants
-    that run there (full, freeze-1of2, bias, lora-r8; lora-r32 and freeze-0of1 run at 1e11 only:
-    train.variant_budgets). A step of 32 pairs x 2 sides x ~40 tokens costs ~4-6 N D FLOPs, so
-    2.5e10 allows < train.min_steps 10 steps to full fine-tuning of d128 (~0.4M non-embedding
-    parameters) and to every method of the largest model (d192, ~0.9M): those are planned as skipped."""
+    """The demo grid's ids at 2.5e10, written out: full and LoRA r8 on the five smaller models;
+    freeze-1of2 and bias on d32, d64 and d128 only (train.variant_models); lora-r32 and
+    freeze-0of1 run at 1e11 only (train.variant_budgets). A step of 32 pairs x 2 sides x ~40
+    tokens costs ~4-6 N D FLOPs, so 2.5e10 allows < train.min_steps 10 steps to full fine-tuning
+    of d128 (~0.4M non-embedding parameters) and to LoRA r8 and full of the largest model (d192,
+    ~0.9M): those are planned as skipped."""
     params = load_params([REPO / f for f in PRESETS["demo"]])
     runs, skipped, _ = training_plan(params, apply_cap=False)
     got = sorted(r["run_id"] for r in runs if "__c2.5e10__" in r["run_id"])
-    tags = ("full", "freeze-1of2", "bias", "lora-r8")
-    want = sorted(f"tiny-d{d}-l2__{tag}__c2.5e10__s0" for d in (32, 64, 96, 128) for tag in tags
-                  if (d, tag) != (128, "full"))
+    want = sorted([f"tiny-d{d}-l2__{tag}__c2.5e10__s0" for d in (32, 48, 64, 96, 128) for tag in ("full", "lora-r8")
+                   if (d, tag) != (128, "full")]
+                  + [f"tiny-d{d}-l2__{tag}__c2.5e10__s0" for d in (32, 64, 128) for tag in ("freeze-1of2", "bias")])
     assert got == want
     assert sorted(s.run_id for s in skipped if "__c2.5e10__" in s.run_id) == \
-        sorted(["tiny-d128-l2__full__c2.5e10__s0"] + [f"tiny-d192-l2__{tag}__c2.5e10__s0" for tag in tags])
+        sorted(["tiny-d128-l2__full__c2.5e10__s0"] + [f"tiny-d192-l2__{tag}__c2.5e10__s0" for tag in ("full", "lora-r8")])
 
 
 def test_training_ids_by_hand() -> None:
