@@ -11,7 +11,7 @@ from scipy.stats import f as f_dist
 from embtune.scaling.fit import fit_law
 from embtune.scaling.laws import CHINCHILLA
 
-# The demo's design: four fitted 2-block sizes (N = 24d² + 28d), six budgets in factors of 2,
+# The demo's design before d48: four fitted 2-block sizes (N = 24d² + 28d), six budgets in factors of 2,
 # full fine-tuning's D = C / 6N; the largest size held out is not part of a fit.
 SIZES = np.array([24 * d * d + 28 * d for d in (32, 64, 96, 128)], float)
 BUDGETS = 1.25e10 * 2.0 ** np.arange(6)
