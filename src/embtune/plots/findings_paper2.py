@@ -15,7 +15,11 @@ Paper 2 claims (PND by cosine, the z-test of :mod:`embtune.evaluate.stats`):
   adiabatic range of a model is every LR up to the largest one below which (inclusive) no run
   worsened any language pair significantly (both relations, both measures); judged on the
   multilingual models when there are any. A run whose encoder stayed untouched (no PND count
-  changed) is reported but is evidence neither way.
+  changed) is reported but is evidence neither way;
+* freezing every ``output.dense.weight`` as well (``emb_odw``, the grid named ``fig03``) extends
+  the adiabatic range to higher rates (§3.3, Fig. 3): at a rate where the LR sweep worsens XNLI
+  pairs, the ``emb_odw`` run worsens none (compared at the rates both ran; an untouched run is no
+  evidence).
 """
 
 from __future__ import annotations
@@ -138,6 +142,40 @@ def adiabatic_range(tables: dict[str, pl.DataFrame], measure: str = "cos") -> Fi
     return Finding(2, claim, f"({measure}, both relations) " + "; ".join(parts), verdict)
 
 
+FIG3_GRID = "groups/grid-fig03.csv"   # query_tuning.grids "fig03" (plots.paper2_sweeps draws it as Fig. 3)
+
+
+def odw_extends_range(tables: dict[str, pl.DataFrame], measure: str = "cos") -> Finding:
+    """§3.3: "the adiabatic regime indeed extends" with every output.dense.weight frozen. Compared
+    rate by rate with the LR sweep (embedding block frozen), on :func:`xnli_counts`'s measure and
+    relations: "yes" when at some rate the sweep worsens pairs and ``emb_odw`` worsens none (and
+    moved: an untouched encoder worsens nothing by doing nothing), "no" when it worsens pairs at
+    every such rate."""
+    claim = ("freezing every output.dense.weight too (emb_odw) extends the adiabatic range to "
+             "higher LRs (§3.3, Fig. 3)")
+    grid, counts = _table(tables, FIG3_GRID), _table(tables, "lr_xnli_counts.parquet")
+    if grid is None or counts is None:
+        return Finding(2, claim, "needs the fig03 grid (query_tuning.grids) and the LR sweep", "n/a")
+    c = measure[0]
+    lr = "lr_effective" if "lr_effective" in grid.columns else "lr"
+    odw = grid.select("model", pl.col(lr).cast(pl.Float64).round_sig_figs(6).alias("lr"),
+                      (pl.col(f"xnli_ent_neutr_{c}_minus") + pl.col(f"xnli_ent_contr_{c}_minus")).alias("odw"),
+                      ((pl.col(f"xnli_ent_neutr_{c}_plus") + pl.col(f"xnli_ent_contr_{c}_plus") > 0)
+                       | (pl.col(f"msmarco_{c}_pct").fill_null(0) != 0)).alias("moved"))
+    sweep = (counts.filter(pl.col("measure") == measure)
+             .with_columns(pl.col("lr").round_sig_figs(6)).group_by("model", "lr")
+             .agg(pl.col("worsened").sum().alias("emb")))
+    both = odw.join(sweep, on=["model", "lr"]).sort("model", "lr")
+    parts = [f"{m} lr {fmt_g(x, 2)}: {e} worse with the embeddings frozen, {o} with emb_odw"
+             f"{'' if moved else ' (untouched)'}" for m, x, o, moved, e in both.iter_rows()]
+    tested = both.filter((pl.col("emb") > 0) & pl.col("moved"))
+    text = f"({measure}, both relations) " + ("; ".join(parts) or "the grid and the LR sweep share no rate")
+    if tested.is_empty():
+        return Finding(2, claim, text + ": no shared rate where the LR sweep worsens a pair", "n/a")
+    spared = tested.filter(pl.col("odw") == 0).height
+    return Finding(2, claim, text, "yes" if spared else "no")
+
+
 def paper2_findings(tables: dict[str, pl.DataFrame]) -> list[Finding]:
     return [multilingual_vs_english(tables), msmarco_change(tables), xnli_counts(tables)[0],
-            adiabatic_range(tables)]
+            adiabatic_range(tables), odw_extends_range(tables)]

@@ -236,6 +236,34 @@ def test_paper2_edge_cases():
     assert P2.msmarco_change({}).agrees == "n/a"
 
 
+def _fig03(lrs, worse, moved):
+    """A grid-fig03 table as query_groups writes it: per rate, XNLI pairs worse / better (cos and
+    dist, both relations) and MSMARCO's change."""
+    rows = {"model": ["multilingual-e5"] * len(lrs), "lr": lrs, "lr_effective": lrs,
+            "msmarco_c_pct": [5.0 if m else 0.0 for m in moved], "msmarco_d_pct": [0.0] * len(lrs)}
+    for rel in ("neutr", "contr"):
+        for c in ("c", "d"):
+            rows[f"xnli_ent_{rel}_{c}_minus"] = list(worse)
+            rows[f"xnli_ent_{rel}_{c}_plus"] = [0] * len(lrs)
+    return pl.DataFrame(rows)
+
+
+def test_odw_extends_range_by_hand():
+    """The sweep (_tables) worsens 0 pairs at 1e-6 and 7 + 2 at 1e-5 (cos)."""
+    t = _tables()
+    assert P2.odw_extends_range(t).agrees == "n/a"                          # no fig03 grid
+    t[P2.FIG3_GRID] = _fig03([1e-6, 1e-5], [0, 0], [True, True])
+    f = P2.odw_extends_range(t)     # at 1e-5: 9 pairs worse with the embeddings frozen, 0 with emb_odw
+    assert f.agrees == "yes" and "lr 1e-05: 9 worse with the embeddings frozen, 0 with emb_odw" in f.demo
+    t[P2.FIG3_GRID] = _fig03([1e-6, 1e-5], [0, 3], [True, True])
+    assert P2.odw_extends_range(t).agrees == "no"
+    t[P2.FIG3_GRID] = _fig03([1e-6, 1e-5], [0, 0], [True, False])         # untouched at 1e-5: no evidence
+    u = P2.odw_extends_range(t)
+    assert u.agrees == "n/a" and "(untouched)" in u.demo
+    t[P2.FIG3_GRID] = _fig03([3e-6], [0], [True])                           # no rate in common
+    assert P2.odw_extends_range(t).agrees == "n/a"
+
+
 def test_markdown_has_both_papers():
     items = F.paper1_findings(RUNS, {"settings": {"loss_column": "final_train_loss"}}, None) \
         + P2.paper2_findings(_tables())
