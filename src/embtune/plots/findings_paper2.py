@@ -27,6 +27,7 @@ from __future__ import annotations
 import polars as pl
 
 from embtune.plots.findings import Finding, fmt_g
+from embtune.plots.paper2_sweeps import evaluated_rows
 
 
 def _table(tables: dict[str, pl.DataFrame], name: str) -> pl.DataFrame | None:
@@ -158,7 +159,7 @@ def odw_extends_range(tables: dict[str, pl.DataFrame], measure: str = "cos") -> 
         return Finding(2, claim, "needs the fig03 grid (query_tuning.grids) and the LR sweep", "n/a")
     c = measure[0]
     lr = "lr_effective" if "lr_effective" in grid.columns else "lr"
-    odw = grid.select("model", pl.col(lr).cast(pl.Float64).round_sig_figs(6).alias("lr"),
+    odw = evaluated_rows(grid).select("model", pl.col(lr).cast(pl.Float64).round_sig_figs(6).alias("lr"),
                       (pl.col(f"xnli_ent_neutr_{c}_minus") + pl.col(f"xnli_ent_contr_{c}_minus")).alias("odw"),
                       ((pl.col(f"xnli_ent_neutr_{c}_plus") + pl.col(f"xnli_ent_contr_{c}_plus") > 0)
                        | (pl.col(f"msmarco_{c}_pct").fill_null(0) != 0)).alias("moved"))

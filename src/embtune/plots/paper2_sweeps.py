@@ -39,10 +39,16 @@ def factor_of(frame: pl.DataFrame) -> str | None:
     return "lr" if "lr" in factors else (factors[0] if factors else None)
 
 
+def evaluated_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """A grid table's rows whose run was evaluated (query_groups keeps a failed member as a row of
+    nulls, ``evaluated`` false)."""
+    return frame.filter(pl.col("evaluated").cast(pl.Boolean)) if "evaluated" in frame.columns else frame
+
+
 def factor_data(frame: pl.DataFrame, x: str) -> pl.DataFrame:
     """The tidy frame (panel, series, x, value, significant) of one model's grid table: (a) XNLI
     pairs improved / worsened per relation and measure, (b) PND improvement per dataset and measure."""
-    frame = frame.filter(pl.col("evaluated").cast(pl.Boolean)) if "evaluated" in frame.columns else frame
+    frame = evaluated_rows(frame)
     parts = []
     for col in frame.columns:
         m = XNLI.match(col)

@@ -260,6 +260,9 @@ def test_odw_extends_range_by_hand():
     t[P2.FIG3_GRID] = _fig03([1e-6, 1e-5], [0, 0], [True, False])         # untouched at 1e-5: no evidence
     u = P2.odw_extends_range(t)
     assert u.agrees == "n/a" and "(untouched)" in u.demo
+    failed = _fig03([1e-6, 1e-5], [0, 0], [True, True]).with_columns(pl.Series("evaluated", [True, False]))
+    t[P2.FIG3_GRID] = failed.with_columns(pl.when(pl.col("evaluated")).then(pl.col("^xnli_.*$")))
+    assert P2.odw_extends_range(t).agrees == "n/a"                          # the 1e-5 run failed: not a 0
     t[P2.FIG3_GRID] = _fig03([3e-6], [0], [True])                           # no rate in common
     assert P2.odw_extends_range(t).agrees == "n/a"
 
